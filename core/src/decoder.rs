@@ -1,0 +1,144 @@
+//! The stream decoder: framing, dialect parsing and accumulation in one pure object.
+//!
+//! ```text
+//!  bytes ─► FrameDecoder ─► Frame ─► DialectState ─► Delta ─► Accumulator ─► StreamEvent
+//! ```
+
+use crate::accumulator::Accumulator;
+use crate::delta::Delta;
+use crate::dialect::{Dialect, DialectState};
+use crate::error::StreamError;
+use crate::event::StreamEvent;
+use crate::framing::{Frame, FrameDecoder, StreamEnd, DEFAULT_MAX_EVENT_BYTES};
+use crate::message::Origin;
+use crate::model::Model;
+use crate::response::Response;
+
+/// What one [`StreamDecoder::feed`] call achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// Whole frames decoded (events, comments, `[DONE]`).
+    pub frames: usize,
+    /// True when the stream delivered content or metadata, not only keep-alives.
+    /// A no-progress timeout resets only on this.
+    pub progressed: bool,
+}
+
+/// Decodes one response body of one dialect into events and a response.
+#[derive(Debug)]
+pub struct StreamDecoder {
+    frames: FrameDecoder,
+    state: DialectState,
+    acc: Accumulator,
+    deltas: Vec<Delta>,
+}
+
+impl StreamDecoder {
+    /// A decoder for `dialect`; the response starts with `model_id` as its model.
+    pub fn new(dialect: Dialect, model_id: &str) -> Self {
+        let origin = Origin { dialect: dialect.name().into(), provider: String::new(), model: model_id.into() };
+        Self::with_accumulator(dialect, Accumulator::new(model_id, Some(origin)), DEFAULT_MAX_EVENT_BYTES)
+    }
+
+    /// A decoder for a catalogue model: records its provider and prices.
+    pub fn for_model(model: &Model) -> Self {
+        let origin =
+            Origin { dialect: model.dialect.name().into(), provider: model.provider.clone(), model: model.id.clone() };
+        let acc = Accumulator::new(model.id.clone(), Some(origin)).with_prices(model.prices);
+        Self::with_accumulator(model.dialect, acc, DEFAULT_MAX_EVENT_BYTES)
+    }
+
+    /// A decoder with a custom accumulator and event size limit.
+    pub fn with_accumulator(dialect: Dialect, acc: Accumulator, max_event_bytes: usize) -> Self {
+        StreamDecoder {
+            frames: FrameDecoder::with_max_event_bytes(dialect.framing(), max_event_bytes),
+            state: dialect.new_stream_state(),
+            acc,
+            deltas: Vec::new(),
+        }
+    }
+
+    /// Feeds body bytes; appends the events they complete to `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Progress {
+        let mut progress = Progress::default();
+        if self.acc.is_terminated() {
+            return progress;
+        }
+        let Self { frames, state, acc, deltas } = self;
+        let result = frames.feed(chunk, |frame| {
+            progress.frames += 1;
+            Self::on_frame(state, acc, deltas, &frame, out, &mut progress);
+        });
+        if let Err(e) = result {
+            self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
+        }
+        progress
+    }
+
+    /// The body ended (cleanly or not): emits the final `done` or `error`.
+    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+        if self.acc.is_terminated() {
+            return;
+        }
+        let Self { frames, state, acc, deltas } = self;
+        let mut progress = Progress::default();
+        let end = frames.finish(|frame| Self::on_frame(state, acc, deltas, &frame, out, &mut progress));
+        if let Err(e) = end {
+            self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
+            return;
+        }
+        self.state.finish(&mut self.deltas);
+        for d in self.deltas.drain(..) {
+            self.acc.push(d, out);
+        }
+        if end == Ok(StreamEnd::Cut) && self.acc.response().stop_reason.is_none() {
+            self.acc.fail(StreamError::Incomplete, out);
+        }
+        self.acc.finish(out);
+    }
+
+    fn on_frame(
+        state: &mut DialectState,
+        acc: &mut Accumulator,
+        deltas: &mut Vec<Delta>,
+        frame: &Frame<'_>,
+        out: &mut Vec<StreamEvent>,
+        progress: &mut Progress,
+    ) {
+        if acc.is_terminated() {
+            return;
+        }
+        let parsed = state.parse(frame, deltas);
+        progress.progressed |= !deltas.is_empty();
+        for d in deltas.drain(..) {
+            acc.push(d, out);
+        }
+        if let Err(e) = parsed {
+            acc.fail(e, out);
+        }
+    }
+
+    /// The response so far.
+    pub fn response(&self) -> &Response {
+        self.acc.response()
+    }
+
+    /// The response, consuming the decoder.
+    pub fn into_response(self) -> Response {
+        self.acc.into_response()
+    }
+
+    /// True once `done` or `error` was emitted.
+    pub fn is_terminated(&self) -> bool {
+        self.acc.is_terminated()
+    }
+}
+
+/// Decodes a whole body in one go: the events and the final response.
+pub fn decode_body(dialect: Dialect, model_id: &str, body: &[u8]) -> (Vec<StreamEvent>, Response) {
+    let mut decoder = StreamDecoder::new(dialect, model_id);
+    let mut events = Vec::new();
+    decoder.feed(body, &mut events);
+    decoder.finish(&mut events);
+    (events, decoder.into_response())
+}

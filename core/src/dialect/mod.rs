@@ -1,0 +1,259 @@
+//! Dialects: the five wire formats, as pure functions.
+//!
+//! A dialect builds a request from `(model, context, options)` and turns one decoded
+//! stream event into zero or more [`Delta`]s, with its per-stream state passed in
+//! explicitly. Everything that is the same for every dialect (URL assembly, auth
+//! headers, extra headers, option validation) happens here, once.
+
+mod anthropic;
+mod common;
+mod gemini;
+mod ollama;
+mod openai_completions;
+mod openai_responses;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::delta::Delta;
+use crate::error::{ProviderError, RequestError, StreamError};
+use crate::framing::{Frame, Framing};
+use crate::http::{Header, HttpRequest, Method};
+use crate::message::Context;
+use crate::model::Model;
+use crate::options::Options;
+use crate::provider::{ApiKey, Auth, Provider};
+use crate::response::Warning;
+
+pub use common::BlockIndexer;
+
+/// A wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// Anthropic Messages API (`POST /v1/messages`).
+    AnthropicMessages,
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`) and compatible servers.
+    OpenaiCompletions,
+    /// OpenAI Responses API (`POST /v1/responses`).
+    OpenaiResponses,
+    /// Google Gemini API (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
+    GoogleGemini,
+    /// Ollama native chat (`POST /api/chat`, NDJSON).
+    OllamaChat,
+}
+
+impl Dialect {
+    /// All dialects.
+    pub const ALL: [Dialect; 5] = [
+        Dialect::AnthropicMessages,
+        Dialect::OpenaiCompletions,
+        Dialect::OpenaiResponses,
+        Dialect::GoogleGemini,
+        Dialect::OllamaChat,
+    ];
+
+    /// The dialect's name, e.g. `anthropic_messages`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "anthropic_messages",
+            Dialect::OpenaiCompletions => "openai_completions",
+            Dialect::OpenaiResponses => "openai_responses",
+            Dialect::GoogleGemini => "google_gemini",
+            Dialect::OllamaChat => "ollama_chat",
+        }
+    }
+
+    /// Looks a dialect up by name.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// How response bodies are framed.
+    pub fn framing(self) -> Framing {
+        match self {
+            Dialect::OllamaChat => Framing::Ndjson,
+            _ => Framing::Sse,
+        }
+    }
+
+    /// Builds the HTTP request for a streaming call.
+    ///
+    /// Options are validated here too, so a hand-built request cannot skip the checks.
+    pub fn build_request(self, spec: &RequestSpec<'_>) -> Result<BuiltRequest, RequestError> {
+        spec.options.validate().map_err(RequestError::InvalidOptions)?;
+        let key = match (&spec.provider.auth, spec.api_key) {
+            (Auth::None, _) => None,
+            (_, Some(key)) => Some(key),
+            (_, None) => {
+                return Err(RequestError::MissingApiKey {
+                    provider: spec.provider.id.clone(),
+                    env: spec.provider.api_key_env.clone(),
+                })
+            }
+        };
+        let mut warnings = Vec::new();
+        let part = match self {
+            Dialect::AnthropicMessages => anthropic::build_request(spec, &mut warnings)?,
+            Dialect::OpenaiCompletions => openai_completions::build_request(spec, &mut warnings)?,
+            Dialect::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
+            Dialect::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
+            Dialect::OllamaChat => ollama::build_request(spec, &mut warnings)?,
+        };
+        let mut request = HttpRequest {
+            method: Method::Post,
+            url: format!("{}{}", spec.provider.base_url.trim_end_matches('/'), part.path),
+            headers: vec![Header::new("content-type", "application/json")],
+            body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
+        };
+        request.set_header(Header::new("accept", accept_header(self.framing())));
+        match (&spec.provider.auth, key) {
+            (Auth::Bearer, Some(key)) => {
+                request.set_header(Header::secret("authorization", format!("Bearer {}", key.expose())))
+            }
+            (Auth::Header { name }, Some(key)) => request.set_header(Header::secret(name.clone(), key.expose())),
+            _ => {}
+        }
+        for header in part.headers {
+            request.set_header(header);
+        }
+        for (name, value) in spec.provider.headers.iter().chain(&spec.options.headers) {
+            request.set_header(Header::new(name.clone(), value.clone()));
+        }
+        Ok(BuiltRequest { request, warnings })
+    }
+
+    /// Fresh per-stream parsing state.
+    pub fn new_stream_state(self) -> DialectState {
+        match self {
+            Dialect::AnthropicMessages => DialectState::Anthropic(Default::default()),
+            Dialect::OpenaiCompletions => DialectState::OpenaiCompletions(Default::default()),
+            Dialect::OpenaiResponses => DialectState::OpenaiResponses(Default::default()),
+            Dialect::GoogleGemini => DialectState::Gemini(Default::default()),
+            Dialect::OllamaChat => DialectState::Ollama(Default::default()),
+        }
+    }
+
+    /// Parses the body of a non-2xx response into a typed error. `headers` supply
+    /// `retry-after`; `body` is kept on the error (truncated).
+    pub fn parse_error<'h>(
+        self,
+        status: u16,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+        body: &[u8],
+    ) -> ProviderError {
+        let (code, message) = common::error_code_and_message(body);
+        let message = message.unwrap_or_else(|| common::fallback_error_message(status, body));
+        ProviderError::new(Some(status), code, message).with_body(body).with_retry_after_from(headers)
+    }
+}
+
+fn accept_header(framing: Framing) -> &'static str {
+    match framing {
+        Framing::Sse => "text/event-stream",
+        Framing::Ndjson => "application/x-ndjson",
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown dialect name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownDialect(pub String);
+
+impl fmt::Display for UnknownDialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.name()).collect();
+        write!(f, "unknown dialect {:?}; known: {}", self.0, names.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownDialect {}
+
+impl FromStr for Dialect {
+    type Err = UnknownDialect;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::from_name(s).ok_or_else(|| UnknownDialect(s.to_string()))
+    }
+}
+
+/// Everything a dialect needs to build a request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpec<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// Its provider.
+    pub provider: &'a Provider,
+    /// System prompt, history and tools.
+    pub context: &'a Context,
+    /// Options (validated by [`Dialect::build_request`]).
+    pub options: &'a Options,
+    /// The resolved key, if the provider needs one.
+    pub api_key: Option<&'a ApiKey>,
+}
+
+/// A built request and what could not be honoured.
+#[derive(Debug, Clone)]
+pub struct BuiltRequest {
+    /// The request to send.
+    pub request: HttpRequest,
+    /// Options or content the dialect could not express.
+    pub warnings: Vec<Warning>,
+}
+
+/// The dialect-specific part of a request; [`Dialect::build_request`] adds the rest.
+#[derive(Debug)]
+pub(crate) struct DialectRequest {
+    /// Path (and query) appended to the provider's base URL.
+    pub path: String,
+    /// Dialect headers (e.g. `anthropic-version`).
+    pub headers: Vec<Header>,
+    /// The JSON body.
+    pub body: serde_json::Value,
+}
+
+/// Per-stream parsing state of one dialect.
+#[derive(Debug)]
+pub enum DialectState {
+    /// `anthropic_messages`.
+    Anthropic(anthropic::StreamState),
+    /// `openai_completions`.
+    OpenaiCompletions(openai_completions::StreamState),
+    /// `openai_responses`.
+    OpenaiResponses(openai_responses::StreamState),
+    /// `google_gemini`.
+    Gemini(gemini::StreamState),
+    /// `ollama_chat`.
+    Ollama(ollama::StreamState),
+}
+
+impl DialectState {
+    /// Parses one frame into deltas. Unknown event types yield nothing; a payload that
+    /// is not what the dialect documents is a [`StreamError::Decode`].
+    pub fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        match self {
+            DialectState::Anthropic(s) => s.parse(frame, out),
+            DialectState::OpenaiCompletions(s) => s.parse(frame, out),
+            DialectState::OpenaiResponses(s) => s.parse(frame, out),
+            DialectState::Gemini(s) => s.parse(frame, out),
+            DialectState::Ollama(s) => s.parse(frame, out),
+        }
+    }
+
+    /// The body ended: emit anything held back (e.g. a stop reason waiting for usage).
+    pub fn finish(&mut self, out: &mut Vec<Delta>) {
+        match self {
+            DialectState::Anthropic(s) => s.finish(out),
+            DialectState::OpenaiCompletions(s) => s.finish(out),
+            DialectState::OpenaiResponses(s) => s.finish(out),
+            DialectState::Gemini(s) => s.finish(out),
+            DialectState::Ollama(s) => s.finish(out),
+        }
+    }
+}
