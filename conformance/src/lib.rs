@@ -3,3 +3,4 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod fixtures;
+pub mod synth;
