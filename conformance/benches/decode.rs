@@ -113,10 +113,9 @@ struct OllamaMessage<'a> {
 fn text_len(dialect: Dialect, payload: &str) -> usize {
     let len = |c: Option<Cow<'_, str>>| c.map_or(0, |c| c.len());
     match dialect {
-        Dialect::AnthropicMessages => serde_json::from_str::<AnthropicEvent>(payload)
-            .ok()
-            .and_then(|e| e.delta)
-            .map_or(0, |d| len(d.text)),
+        Dialect::AnthropicMessages => {
+            serde_json::from_str::<AnthropicEvent>(payload).ok().and_then(|e| e.delta).map_or(0, |d| len(d.text))
+        }
         Dialect::OpenaiCompletions => serde_json::from_str::<ChatChunk>(payload)
             .ok()
             .and_then(|c| c.choices.into_iter().next())

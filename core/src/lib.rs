@@ -18,6 +18,7 @@ pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod generate;
 pub mod http;
 pub mod message;
 pub mod model;
