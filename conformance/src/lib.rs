@@ -3,4 +3,5 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod fixtures;
+pub mod sim;
 pub mod synth;
