@@ -3,5 +3,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod fixtures;
+pub mod scenarios;
 pub mod sim;
 pub mod synth;
