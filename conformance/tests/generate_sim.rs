@@ -12,7 +12,8 @@ use omni_core::generate::GenerateError;
 use omni_core::{Block, ProviderErrorKind, Role, StopReason};
 
 fn run(name: &str) -> (NamedScenario, SimResult) {
-    let scenario = scenarios::all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}"));
+    let scenario =
+        scenarios::all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}"));
     let result = simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
     (scenario, result)
 }
