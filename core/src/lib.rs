@@ -27,6 +27,7 @@ pub mod model;
 pub mod options;
 pub mod provider;
 pub mod response;
+pub mod tool;
 pub mod usage;
 
 pub use accumulator::Accumulator;
