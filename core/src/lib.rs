@@ -12,6 +12,7 @@
 //! ```
 
 pub mod accumulator;
+pub mod catalogue;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;
@@ -27,6 +28,7 @@ pub mod response;
 pub mod usage;
 
 pub use accumulator::Accumulator;
+pub use catalogue::{Catalogue, CatalogueError, LookupError};
 pub use decoder::{decode_body, Progress, StreamDecoder};
 pub use delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 pub use dialect::{BuiltRequest, Dialect, RequestSpec};
