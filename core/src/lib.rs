@@ -11,6 +11,8 @@
 //!  body bytes ─► StreamDecoder ─► StreamEvent … Done | Error, and a Response
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod accumulator;
 pub mod catalogue;
 pub mod decoder;
@@ -19,6 +21,7 @@ pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod generate;
 pub mod http;
 pub mod message;
 pub mod model;
@@ -44,3 +47,8 @@ pub use options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, R
 pub use provider::{ApiKey, Auth, Provider, Quirks};
 pub use response::{Response, StopReason, Warning};
 pub use usage::{Cost, Usage};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
