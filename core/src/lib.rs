@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod accumulator;
+pub mod catalogue;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;
@@ -31,6 +32,7 @@ pub mod tool;
 pub mod usage;
 
 pub use accumulator::Accumulator;
+pub use catalogue::{Catalogue, CatalogueError, LookupError};
 pub use decoder::{decode_body, Progress, StreamDecoder};
 pub use delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 pub use dialect::{BuiltRequest, Dialect, RequestSpec};
