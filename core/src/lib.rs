@@ -15,6 +15,7 @@
 
 pub mod accumulator;
 pub mod catalogue;
+pub mod client;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;
