@@ -45,6 +45,8 @@ impl RecordedRequest {
 struct Shared {
     replies: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    /// Connections the client closed before the reply was complete.
+    client_disconnects: usize,
 }
 
 /// The server. Dropping it stops it.
@@ -62,7 +64,7 @@ impl ReplayServer {
     pub fn start(replies: Vec<Reply>) -> io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), requests: Vec::new() }));
+        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), ..Shared::default() }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (shared, stop) = (shared.clone(), stop.clone());
@@ -84,6 +86,23 @@ impl ReplayServer {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner).requests.clone()
+    }
+
+    /// How many connections the client closed before its reply was complete.
+    pub fn client_disconnects(&self) -> usize {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner).client_disconnects
+    }
+
+    /// Waits up to `limit` for `n` client disconnects; true when they happened.
+    pub fn wait_for_disconnects(&self, n: usize, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.client_disconnects() >= n {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 
     /// Appends replies to the script.
@@ -112,7 +131,9 @@ fn accept_loop(listener: TcpListener, shared: Arc<Mutex<Shared>>, stop: Arc<Atom
         let Ok(stream) = stream else { continue };
         let (shared, stop) = (shared.clone(), stop.clone());
         if let Ok(w) = thread::Builder::new().name("omni-replay-conn".into()).spawn(move || {
-            let _ = serve(stream, &shared, &stop);
+            if let Ok(Outcome::ClientLeft) = serve(stream, &shared, &stop) {
+                shared.lock().unwrap_or_else(PoisonError::into_inner).client_disconnects += 1;
+            }
         }) {
             workers.push(w);
         }
@@ -122,45 +143,72 @@ fn accept_loop(listener: TcpListener, shared: Arc<Mutex<Shared>>, stop: Arc<Atom
     }
 }
 
-fn serve(stream: TcpStream, shared: &Mutex<Shared>, stop: &AtomicBool) -> io::Result<()> {
+/// How serving one connection ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The reply was sent as scripted (or the script closed the connection).
+    Served,
+    /// The client closed the connection before the reply was complete.
+    ClientLeft,
+}
+
+fn serve(stream: TcpStream, shared: &Mutex<Shared>, stop: &AtomicBool) -> io::Result<Outcome> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_nodelay(true)?;
-    let Some(request) = read_request(&stream)? else { return Ok(()) };
+    let Some(request) = read_request(&stream)? else { return Ok(Outcome::Served) };
     let reply = {
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
         shared.requests.push(request);
         shared.replies.pop_front()
     };
     let mut out = stream.try_clone()?;
-    match reply {
+    let sent = match reply {
         None => write_simple(&mut out, 500, r#"{"error":{"message":"the replay script has no more replies"}}"#),
         Some(Reply::ConnectFail) => stream.shutdown(Shutdown::Both),
-        Some(Reply::Http { status, headers, body }) => {
-            let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
-            for (n, v) in &headers {
-                head.push_str(&format!("{n}: {v}\r\n"));
+        Some(Reply::Http { status, headers, body }) => send_reply(&stream, &mut out, status, &headers, body, stop),
+    };
+    match sent {
+        Ok(()) => Ok(Outcome::Served),
+        Err(e) if is_disconnect(&e) => Ok(Outcome::ClientLeft),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_disconnect(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted)
+}
+
+fn send_reply(
+    stream: &TcpStream,
+    out: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: Vec<BodyStep>,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    out.write_all(head.as_bytes())?;
+    out.flush()?;
+    for step in body {
+        match step {
+            BodyStep::Bytes(bytes) if bytes.is_empty() => {}
+            BodyStep::Bytes(bytes) => {
+                out.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
+                out.write_all(&bytes)?;
+                out.write_all(b"\r\n")?;
+                out.flush()?;
             }
-            head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
-            out.write_all(head.as_bytes())?;
-            out.flush()?;
-            for step in body {
-                match step {
-                    BodyStep::Bytes(bytes) if bytes.is_empty() => {}
-                    BodyStep::Bytes(bytes) => {
-                        out.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
-                        out.write_all(&bytes)?;
-                        out.write_all(b"\r\n")?;
-                        out.flush()?;
-                    }
-                    BodyStep::Wait(d) => thread::sleep(d),
-                    BodyStep::Reset => return stream.shutdown(Shutdown::Both),
-                    BodyStep::Hang => return hang(&stream, stop),
-                }
-            }
-            out.write_all(b"0\r\n\r\n")?;
-            out.flush()
+            BodyStep::Wait(d) => thread::sleep(d),
+            BodyStep::Reset => return stream.shutdown(Shutdown::Both),
+            BodyStep::Hang => return hang(stream, stop),
         }
     }
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()
 }
 
 /// Keeps the connection open, sending nothing, until the client goes away, the server
@@ -172,10 +220,10 @@ fn hang(stream: &TcpStream, stop: &AtomicBool) -> io::Result<()> {
     let mut reader = stream;
     while started.elapsed() < MAX_HANG && !stop.load(Ordering::SeqCst) {
         match reader.read(&mut probe) {
-            Ok(0) => break,
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the client closed the connection")),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
-            Err(_) => break,
+            Err(e) => return Err(e),
         }
     }
     stream.shutdown(Shutdown::Both)
