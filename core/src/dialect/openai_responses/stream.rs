@@ -3,7 +3,8 @@
 //! Each output item (`message`, `reasoning`, `function_call`) is found by its
 //! `output_index`, or by `item_id` where a server sends no index (llama.cpp). Message
 //! items get one text block per content part, reasoning items one thinking block (summary
-//! parts joined by a blank line), function calls one tool block. Events are parsed once
+//! parts joined by a blank line), function calls one tool block. Custom (freeform) tool
+//! calls also become tool blocks, with their text input as a JSON string. Events are parsed once
 //! into one borrowed envelope whose fields tolerate unexpected types, so an unknown
 //! event can never fail the stream.
 
@@ -44,7 +45,11 @@ enum ItemKind {
         block: u32,
         arguments_sent: bool,
     },
-    /// Hosted tools, custom tools and anything newer: no blocks.
+    /// A custom (freeform) tool call: its input is text, given whole at the end.
+    CustomToolCall {
+        block: u32,
+    },
+    /// Hosted tools and anything newer: no blocks.
     Other,
 }
 
@@ -68,6 +73,12 @@ enum ReasoningPart {
 struct Target<'e> {
     output_index: Option<u64>,
     item_id: &'e str,
+}
+
+impl Target<'_> {
+    fn is_named(&self) -> bool {
+        self.output_index.is_some() || !self.item_id.is_empty()
+    }
 }
 
 impl StreamState {
@@ -147,7 +158,7 @@ impl StreamState {
                 let value: serde_json::Value = common::parse_json(data)?;
                 out.push(Delta::Error(common::stream_error(&value)));
             }
-            _ => {} // content_part.*, summary_part.*, annotations, hosted tools, custom tool input …
+            _ => {} // content_part.*, summary_part.*, annotations, hosted tools, custom tool input deltas …
         }
         Ok(())
     }
@@ -162,7 +173,8 @@ impl StreamState {
             }
         }
         if target.item_id.is_empty() {
-            return None;
+            // An event that names no item at all can only be about the latest one.
+            return if target.output_index.is_none() { self.items.len().checked_sub(1) } else { None };
         }
         self.items.iter().rposition(|i| i.id == target.item_id)
     }
@@ -170,10 +182,17 @@ impl StreamState {
     /// The item an event is about; an item the stream never announced is created from
     /// the event (`make` gives its kind), so content is not lost.
     fn item_for(&mut self, target: Target<'_>, make: fn() -> ItemKind) -> usize {
+        let wanted = make();
         if let Some(pos) = self.position(target) {
-            return pos;
+            let same_kind =
+                self.items.get(pos).is_some_and(|i| std::mem::discriminant(&i.kind) == std::mem::discriminant(&wanted));
+            // A named item of another kind keeps the event (its handler ignores it); an
+            // unnamed event only means the latest item when the kinds agree.
+            if same_kind || target.is_named() {
+                return pos;
+            }
         }
-        self.items.push(OutputItem { output_index: target.output_index, id: target.item_id.to_string(), kind: make() });
+        self.items.push(OutputItem { output_index: target.output_index, id: target.item_id.to_string(), kind: wanted });
         self.items.len() - 1
     }
 
@@ -320,7 +339,8 @@ impl StreamState {
 
     fn on_item_added(&mut self, output_index: Option<u64>, item: &ItemPayload<'_>, out: &mut Vec<Delta>) -> usize {
         let id = item.id.0.as_deref().unwrap_or("");
-        if let Some(pos) = self.position(Target { output_index, item_id: id }) {
+        let target = Target { output_index, item_id: id };
+        if let Some(pos) = self.position(target).filter(|_| target.is_named()) {
             return pos; // announced twice
         }
         let kind = match item.kind.0.as_deref().unwrap_or("") {
@@ -343,6 +363,17 @@ impl StreamState {
                 }
                 self.saw_tool_call = true;
                 ItemKind::FunctionCall { block, arguments_sent: false }
+            }
+            "custom_tool_call" => {
+                let block = self.new_block();
+                let call_id = item.call_id.0.as_deref().filter(|c| !c.is_empty()).unwrap_or(id);
+                let name = item.name.0.as_deref().unwrap_or("");
+                out.push(Delta::BlockStart {
+                    index: block,
+                    kind: BlockKind::ToolUse { id: call_id.to_string(), name: name.to_string() },
+                });
+                self.saw_tool_call = true;
+                ItemKind::CustomToolCall { block }
             }
             _ => ItemKind::Other,
         };
@@ -393,6 +424,14 @@ impl StreamState {
             Some(&ItemKind::FunctionCall { block, .. }) => {
                 let target = Target { output_index, item_id: item.id.0.as_deref().unwrap_or("") };
                 self.on_arguments(target, item.arguments.0, true, out);
+                out.push(Delta::BlockStop { index: block });
+            }
+            Some(&ItemKind::CustomToolCall { block }) => {
+                // Freeform input is not JSON: it becomes the tool input as a JSON string.
+                if let Some(input) = item.input.0.filter(|i| !i.is_empty()) {
+                    let json = serde_json::Value::String(input.into_owned()).to_string();
+                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::ToolInput(json) });
+                }
                 out.push(Delta::BlockStop { index: block });
             }
             Some(ItemKind::Other) | None => {}

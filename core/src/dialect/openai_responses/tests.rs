@@ -372,3 +372,29 @@ fn own_items_round_trip() {
     );
     assert_eq!(body["input"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn events_naming_no_item_go_to_the_latest_item_of_their_kind() {
+    let (_, response) = decode(&[
+        json!({"type": "response.output_item.added", "item": {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "{}"}),
+        json!({"type": "response.output_text.delta", "delta": "a"}),
+        json!({"type": "response.output_text.delta", "delta": "b"}),
+        completed(Value::Null),
+    ]);
+    assert_eq!(response.message.content.len(), 2, "{:?}", response.message.content);
+    assert_eq!(response.text(), "ab");
+}
+
+#[test]
+fn custom_tool_calls_are_tool_uses_with_text_input() {
+    let (_, response) = decode(&[
+        json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "sql", "input": ""}}),
+        json!({"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "ctc_1", "delta": "SELECT 1"}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "sql", "input": "SELECT 1"}}),
+        completed(Value::Null),
+    ]);
+    let call = response.message.tool_uses().next().cloned();
+    assert_eq!(call.map(|c| (c.id, c.input)), Some(("call_1".to_string(), json!("SELECT 1"))));
+    assert_eq!(response.stop_reason, Some(StopReason::ToolUse));
+}

@@ -57,6 +57,9 @@ pub(super) struct ItemPayload<'a> {
     pub arguments: LenientStr<'a>,
     #[serde(borrow)]
     pub encrypted_content: LenientStr<'a>,
+    /// Freeform input of a custom tool call.
+    #[serde(borrow)]
+    pub input: LenientStr<'a>,
     /// Reasoning summary parts; read only for reasoning items.
     #[serde(borrow)]
     pub summary: Option<&'a RawValue>,
