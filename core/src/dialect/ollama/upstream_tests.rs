@@ -1,19 +1,17 @@
 //! Replays the real Ollama recordings of the shared upstream corpus through this
 //! dialect (`../shared/fixtures/upstream/ollama/`, read in place, skipped when absent).
 //!
-//! Bodies are split into lines here and fed to the dialect and the accumulator, so the
-//! check does not depend on the framing layer; the containers (httpmock YAML cassettes,
-//! httprr transcripts with chunked transfer encoding) are unwrapped by hand.
+//! Bodies go through the whole pipeline ([`decode_body`](crate::decode_body)); the
+//! containers (httpmock YAML cassettes, httprr transcripts with chunked transfer
+//! encoding) are unwrapped by hand.
 // The library does no file I/O; this test only reads recordings.
 #![allow(clippy::disallowed_methods)]
 
 use std::path::PathBuf;
 
-use super::StreamState;
-use crate::accumulator::Accumulator;
+use crate::dialect::Dialect;
 use crate::error::StreamError;
 use crate::event::StreamEvent;
-use crate::framing::Frame;
 use crate::response::{Response, StopReason};
 
 fn corpus_dir() -> Option<PathBuf> {
@@ -26,26 +24,7 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn replay(body: &str) -> (Vec<StreamEvent>, Response) {
-    let mut state = StreamState::default();
-    let mut acc = Accumulator::new("requested", None);
-    let mut deltas = Vec::new();
-    let mut events = Vec::new();
-    for line in body.split('\n') {
-        let frame = Frame::Event { event: "", data: line.trim_end_matches('\r'), id: None };
-        let parsed = state.parse(&frame, &mut deltas);
-        for d in deltas.drain(..) {
-            acc.push(d, &mut events);
-        }
-        if let Err(e) = parsed {
-            acc.fail(e, &mut events);
-        }
-    }
-    state.finish(&mut deltas);
-    for d in deltas.drain(..) {
-        acc.push(d, &mut events);
-    }
-    acc.finish(&mut events);
-    (events, acc.into_response())
+    crate::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
 }
 
 /// The response bodies of an httpmock cassette: each `then:` block's `body: |` scalar.
