@@ -98,7 +98,7 @@ impl Tool {
     }
 
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl { spec: self.spec.clone(), executable: self.handler.is_some(), timeout: self.timeout }
+        ToolDecl { timeout: self.timeout, ..ToolDecl::new(self.spec.clone(), self.handler.is_some()) }
     }
 }
 
