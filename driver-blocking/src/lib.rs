@@ -8,6 +8,14 @@
 //! streamed as it arrives), runs tool handlers on threads with panics caught, and
 //! delivers events through a channel behind [`TextStream`].
 //!
+//! Threads: one for the machine loop of each call (it waits for the next input or
+//! deadline with `recv_timeout`), one per HTTP request, one per tool run. Dropping a
+//! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
+//! thread) cancels the call: the request's sockets are shut down through
+//! `ureq::Agent::shutdown` (a read blocked on a silent server returns at once) and
+//! running tools get their [`CancelToken`] tripped. A tool thread cannot be killed;
+//! its late answer is ignored.
+//!
 //! ```no_run
 //! use omni_blocking::{Client, Options, Tool, ToolOutput};
 //! use omni_blocking::generate::GenerateEvent;
@@ -53,5 +61,6 @@ pub use omni_core::tool::{ToolError, ToolOutput};
 pub use stream::{CancelHandle, TextStream};
 pub use tools::{CancelToken, Tool};
 
-/// Longest a TCP connect may take; everything else is timed by the core.
+/// Longest a name resolution, and a TCP connect, may take; everything else is timed
+/// by the core.
 pub const CONNECT_TIMEOUT: std::time::Duration = transport::CONNECT_TIMEOUT;

@@ -4,8 +4,8 @@
 //! errors (the core reads status and body); redirects are not followed (the core sees
 //! the 3xx); there is no total, read or body timeout (the core owns the total and stall
 //! timeouts and cancels); no gzip (a decompressor could hold back stream bytes). Only
-//! connecting is bounded ([`CONNECT_TIMEOUT`]), because nothing can interrupt a TCP
-//! connect in progress.
+//! name resolution and connecting are bounded ([`CONNECT_TIMEOUT`] each), because
+//! nothing can interrupt them once started.
 //!
 //! # Cancellation
 //!
@@ -32,7 +32,8 @@ use omni_core::{HttpRequest, Method};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
-/// Longest a TCP connect may take (a cancel cannot interrupt one in progress).
+/// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
+/// interrupt either once started).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest piece of body read at once.
 const READ_BUFFER: usize = 16 * 1024;
@@ -85,6 +86,7 @@ impl Http {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
+            .timeout_resolve(Some(CONNECT_TIMEOUT))
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .user_agent(concat!("omni-blocking/", env!("CARGO_PKG_VERSION")))
             .tls_config(tls.build())

@@ -3,6 +3,8 @@
 //! pure simulation is held to), and the server must have received exactly the
 //! requests the simulation sent.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, sockets, clocks
+
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
