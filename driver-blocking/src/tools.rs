@@ -55,23 +55,25 @@ impl fmt::Debug for Tool {
 }
 
 impl Tool {
-    /// A tool whose handler gets the call's input as JSON.
-    pub fn new(
+    /// A tool whose handler gets the call's input as JSON and returns anything that
+    /// becomes a [`ToolOutput`] (a `String`, a `&str`, a JSON `Value`, a `ToolOutput`).
+    pub fn new<O: Into<ToolOutput>>(
         name: impl Into<String>,
         description: impl Into<String>,
         input_schema: Value,
-        handler: impl Fn(Value) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+        handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Tool {
-        Tool { spec: spec(name, description, input_schema), handler: Some(Arc::new(handler)), timeout: None }
+        let handler: Handler = Arc::new(move |input| handler(input).map(Into::into));
+        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None }
     }
 
     /// A tool whose handler gets the input decoded as `T`; input that does not decode
     /// becomes an error result for the model naming the problem.
-    pub fn typed<T: DeserializeOwned + 'static>(
+    pub fn typed<T: DeserializeOwned + 'static, O: Into<ToolOutput>>(
         name: impl Into<String>,
         description: impl Into<String>,
         input_schema: Value,
-        handler: impl Fn(T) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+        handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Tool {
         Tool::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
     }
@@ -199,7 +201,7 @@ mod tests {
     fn handlers_run_on_threads_and_panics_become_outcomes() {
         let ok = Tool::new("ok", "", json!({}), |input| Ok(ToolOutput::json(&input)));
         assert_eq!(run(&ok, json!({"a": 1})), ToolOutcome::Ok(ToolOutput::text(r#"{"a":1}"#).0));
-        let boom = Tool::new("boom", "", json!({}), |_| panic!("kaboom"));
+        let boom = Tool::new("boom", "", json!({}), |_| -> Result<String, ToolError> { panic!("kaboom") });
         assert_eq!(run(&boom, json!({})), ToolOutcome::Panicked("kaboom".into()));
     }
 
@@ -209,7 +211,7 @@ mod tests {
         struct City {
             city: String,
         }
-        let tool = Tool::typed("w", "", json!({}), |c: City| Ok(ToolOutput::text(c.city)));
+        let tool = Tool::typed("w", "", json!({}), |c: City| Ok(c.city));
         assert_eq!(run(&tool, json!({"city": "Paris"})), ToolOutcome::Ok(ToolOutput::text("Paris").0));
         let ToolOutcome::Err(message) = run(&tool, json!({"town": "Paris"})) else { panic!("an error") };
         assert!(message.contains("city"), "{message}");

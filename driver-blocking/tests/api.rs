@@ -71,3 +71,14 @@ fn a_refused_connection_is_a_connect_failure() {
     let Error::Generate { error: GenerateError::Transport(t), .. } = &error else { panic!("{error:?}") };
     assert_eq!(t.kind, TransportErrorKind::Connect, "{t}");
 }
+
+#[test]
+fn handles_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Client>();
+    send_sync::<omni_blocking::Tool>();
+    send_sync::<omni_blocking::CancelHandle>();
+    send::<omni_blocking::TextStream>();
+    send::<omni_blocking::Call>();
+}

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use omni_blocking::generate::GenerateEvent;
-use omni_blocking::{CancelToken, Client, StreamEvent, Tool, ToolOutput};
+use omni_blocking::{CancelToken, Client, StreamEvent, Tool, ToolError, ToolOutput};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use serde_json::json;
@@ -131,7 +131,9 @@ fn a_panicking_tool_becomes_an_error_result_and_the_call_goes_on() {
     let calls = tool_events(&[("toolu_1", "get_weather", r#"{"city":"Paris"}"#)]);
     let answer = text_events(&["It is ", "sunny and ", "noon."]);
     let server = ReplayServer::start(vec![paced(&calls, GAP), paced(&answer, GAP)]).expect("server");
-    let tool = Tool::new("get_weather", "weather", weather_schema(), |_| panic!("kaboom"));
+    let tool = Tool::new("get_weather", "weather", weather_schema(), |_| -> Result<ToolOutput, ToolError> {
+        panic!("kaboom")
+    });
     let events: Vec<GenerateEvent> =
         client(&server.base_url()).call(scenarios::model(), "weather?").tool(tool).stream().expect("stream").collect();
     let result = events

@@ -57,6 +57,7 @@ struct Run {
     transcript: Vec<String>,
     requests: Vec<RecordedRequest>,
     base_url: String,
+    server: ReplayServer,
 }
 
 fn run(name: &str) -> Run {
@@ -112,7 +113,7 @@ fn run(name: &str) -> Run {
         assert_eq!(got.header("x-api-key"), Some("sk-replay"));
         assert_eq!(got.body, want.body, "{name}: request body");
     }
-    Run { transcript, requests, base_url }
+    Run { transcript, requests, base_url, server }
 }
 
 fn check(name: &str) -> Run {
@@ -197,12 +198,16 @@ fn reset_after_content() {
 
 #[test]
 fn stall_of_pings_then_ok() {
-    assert_eq!(check("stall_of_pings_then_ok").requests.len(), 2);
+    let run = check("stall_of_pings_then_ok");
+    assert_eq!(run.requests.len(), 2);
+    // The stalled request was abandoned: its connection closed, not left hanging.
+    assert!(run.server.wait_for_disconnects(1, Duration::from_secs(3)), "the stalled connection stays open");
 }
 
 #[test]
 fn cancel_mid_stream() {
-    check("cancel_mid_stream");
+    let run = check("cancel_mid_stream");
+    assert!(run.server.wait_for_disconnects(1, Duration::from_secs(3)), "the server never saw the client go away");
 }
 
 #[test]
