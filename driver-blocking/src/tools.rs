@@ -102,7 +102,7 @@ impl Tool {
 
     /// How the generate machine sees this tool.
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl { spec: self.spec.clone(), executable: self.handler.is_some(), timeout: self.timeout }
+        ToolDecl { timeout: self.timeout, ..ToolDecl::new(self.spec.clone(), self.handler.is_some()) }
     }
 
     /// Runs the handler on a new thread; `done` gets the outcome (a panic becomes

@@ -56,15 +56,17 @@ pub struct TransportError {
     pub message: String,
 }
 
-/// Kinds of transport failure.
+/// Kinds of transport failure. Drivers report what their client says; the machine
+/// settles the kind by phase so that every driver agrees: a non-TLS failure before the
+/// response head is `Connect`, one after it is `Reset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TransportErrorKind {
-    /// Could not connect (refused, DNS, unreachable).
+    /// Could not connect, or the connection broke before the response head.
     Connect,
     /// TLS handshake or certificate failure: not retried.
     Tls,
-    /// The connection broke while the response was being read.
+    /// The connection broke while the body was being read.
     Reset,
     /// Anything else.
     Other,

@@ -196,10 +196,20 @@ impl Generate {
             Input::ResponseHead { id, status, headers } => self.on_head(id, status, headers, now),
             Input::Body { id, bytes } => self.on_body(id, bytes, now),
             Input::BodyEnd { id } => self.on_body_end(id, now),
-            Input::TransportFailed { id, error } => {
-                if self.current_request() == Some(id) {
-                    self.fail_attempt(GenerateError::Transport(error), false, now);
+            Input::TransportFailed { id, mut error } => {
+                let State::Sending(attempt) = &self.state else { return };
+                if attempt.id != id {
+                    return;
                 }
+                // One rule for every driver: what breaks before the response head is a
+                // connect failure, what breaks after it a reset (TLS stays TLS).
+                let before_head = matches!(attempt.phase, Phase::AwaitingHead);
+                error.kind = match (error.kind, before_head) {
+                    (TransportErrorKind::Tls, _) => TransportErrorKind::Tls,
+                    (_, true) => TransportErrorKind::Connect,
+                    (_, false) => TransportErrorKind::Reset,
+                };
+                self.fail_attempt(GenerateError::Transport(error), false, now);
             }
             Input::ToolFinished { id, outcome } => {
                 if let State::Tools(phase) = &mut self.state {
@@ -232,13 +242,6 @@ impl Generate {
                 self.maybe_continue_after_tools(now);
             }
             _ => {}
-        }
-    }
-
-    fn current_request(&self) -> Option<RequestId> {
-        match &self.state {
-            State::Sending(a) => Some(a.id),
-            _ => None,
         }
     }
 
