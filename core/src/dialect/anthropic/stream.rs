@@ -51,19 +51,31 @@ fn owned(s: Option<Str<'_>>) -> Option<String> {
     s.map(|s| s.0.into_owned())
 }
 
-/// Every event type in one flat struct: one typed pass, no intermediate tree.
+/// The hot event, `content_block_delta`, recognised by the prefix Anthropic always
+/// writes, and decoded into the smallest struct that holds it.
+const DELTA_PREFIX: &str = r#"{"type":"content_block_delta""#;
+
+#[derive(Deserialize)]
+struct DeltaEvent<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: Option<RawDelta<'a>>,
+}
+
+/// Every event type in one flat struct: one typed pass, no intermediate tree. The
+/// rare, large parts are boxed so the common events stay small to build and move.
 #[derive(Deserialize)]
 struct RawEvent<'a> {
     #[serde(borrow, rename = "type")]
     kind: Option<Str<'a>>,
     index: Option<u64>,
     #[serde(borrow)]
-    delta: Option<RawDelta<'a>>,
+    delta: Option<Box<RawDelta<'a>>>,
     #[serde(borrow)]
-    content_block: Option<RawBlock<'a>>,
+    content_block: Option<Box<RawBlock<'a>>>,
     #[serde(borrow)]
-    message: Option<RawMessage<'a>>,
-    usage: Option<RawUsage>,
+    message: Option<Box<RawMessage<'a>>>,
+    usage: Option<Box<RawUsage>>,
 }
 
 /// `content_block_delta.delta` and `message_delta.delta`.
@@ -160,13 +172,18 @@ impl StreamState {
         let Frame::Event { event, data, .. } = *frame else {
             return Ok(()); // comments and `[DONE]` carry nothing here
         };
+        if data.starts_with(DELTA_PREFIX) {
+            let hot: DeltaEvent<'_> = parse_json(data)?;
+            self.block_delta(hot.index, hot.delta, out);
+            return Ok(());
+        }
         if data.trim().is_empty() {
             return Ok(());
         }
         let raw: RawEvent<'_> = parse_json(data)?;
         let kind = raw.kind.as_ref().map_or(event, Str::as_str);
         match kind {
-            "content_block_delta" => self.block_delta(raw, out),
+            "content_block_delta" => self.block_delta(raw.index, raw.delta.map(|d| *d), out),
             "content_block_start" => self.block_start(raw, out),
             "content_block_stop" => {
                 let key = raw.index.unwrap_or(0);
@@ -178,7 +195,7 @@ impl StreamState {
             "message_delta" => {
                 let reason = raw.delta.and_then(|d| d.stop_reason).map(|r| stop_reason(r.as_str()));
                 self.stopped |= reason.is_some();
-                let usage = raw.usage.as_ref().map(RawUsage::update);
+                let usage = raw.usage.as_deref().map(RawUsage::update);
                 if reason.is_some() || usage.is_some() {
                     out.push(Delta::Message(MessageMeta { stop_reason: reason, usage, ..MessageMeta::default() }));
                 }
@@ -253,9 +270,9 @@ impl StreamState {
         }
     }
 
-    fn block_delta(&mut self, raw: RawEvent<'_>, out: &mut Vec<Delta>) {
-        let key = raw.index.unwrap_or(0);
-        let Some(d) = raw.delta else { return };
+    fn block_delta(&mut self, index: Option<u64>, delta: Option<RawDelta<'_>>, out: &mut Vec<Delta>) {
+        let key = index.unwrap_or(0);
+        let Some(d) = delta else { return };
         if self.ignored.contains(&key) {
             return;
         }
