@@ -1,2 +1,9 @@
-//! omni conformance suite: fixture loading, upstream corpus replay and a decoder CLI.
+//! omni conformance suite: the project's fixtures, the upstream corpus of recorded
+//! provider streams, and helpers to replay both through the core.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+pub mod fixtures;
+pub mod replay;
+pub mod scenarios;
+pub mod sim;
+pub mod synth;

@@ -18,6 +18,7 @@ pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod generate;
 pub mod http;
 pub mod message;
 pub mod model;
@@ -42,3 +43,8 @@ pub use options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, R
 pub use provider::{ApiKey, Auth, Provider, Quirks};
 pub use response::{Response, StopReason, Warning};
 pub use usage::{Cost, Usage};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

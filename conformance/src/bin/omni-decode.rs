@@ -1,0 +1,128 @@
+//! `omni-decode`: decode a recorded response body, or print the request omni would send.
+//!
+//! ```text
+//! omni-decode --dialect <name> [--chunk-size N] [--model <id>] < body
+//! omni-decode --request --model <provider>:<id> < context.json
+//! ```
+//!
+//! Decoding prints one JSON object per consumer event and a last line
+//! `{"type":"done","response":{…}}` or `{"type":"error","error":{…},"response":{…}}`.
+//! Exit status: 0 decoded, 1 stream error, 2 bad arguments or input.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+use omni_core::{Dialect, StreamDecoder, StreamEvent};
+
+const USAGE: &str = "usage:
+  omni-decode --dialect <name> [--chunk-size N] [--model <id>] < body
+  omni-decode --request --model <provider>:<id> [--options <json>] < context.json
+dialects: anthropic_messages, openai_completions, openai_responses, google_gemini, ollama_chat";
+
+#[derive(Debug, Default)]
+struct Args {
+    dialect: Option<Dialect>,
+    chunk_size: Option<usize>,
+    model: Option<String>,
+    request: bool,
+    options: Option<String>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut out = Args::default();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--dialect" => out.dialect = Some(value("--dialect")?.parse().map_err(|e| format!("{e}"))?),
+            "--chunk-size" => {
+                let n: usize =
+                    value("--chunk-size")?.parse().map_err(|_| "--chunk-size must be a number".to_string())?;
+                if n == 0 {
+                    return Err("--chunk-size must be at least 1".into());
+                }
+                out.chunk_size = Some(n);
+            }
+            "--model" => out.model = Some(value("--model")?),
+            "--options" => out.options = Some(value("--options")?),
+            "--request" => out.request = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("omni-decode: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut input = Vec::new();
+    if let Err(e) = io::stdin().read_to_end(&mut input) {
+        eprintln!("omni-decode: cannot read standard input: {e}");
+        return ExitCode::from(2);
+    }
+    let result = if args.request { print_request(&args, &input) } else { decode(&args, &input) };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("omni-decode: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn decode(args: &Args, body: &[u8]) -> Result<ExitCode, String> {
+    let dialect = args.dialect.ok_or("--dialect is required")?;
+    let model = args.model.as_deref().unwrap_or("unknown");
+    let mut decoder = StreamDecoder::new(dialect, model);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut events = Vec::new();
+    let chunk = args.chunk_size.unwrap_or(body.len().max(1));
+    for piece in body.chunks(chunk) {
+        decoder.feed(piece, &mut events);
+        write_events(&mut out, &mut events)?;
+    }
+    decoder.finish(&mut events);
+    let last = events.pop();
+    write_events(&mut out, &mut events)?;
+    let response = serde_json::to_string(&decoder.into_response()).map_err(|e| e.to_string())?;
+    // `type` first, as in the event lines (serde_json's map would sort it last).
+    let (line, code) = match last {
+        Some(StreamEvent::Error { error }) => {
+            let error = serde_json::to_string(&error).map_err(|e| e.to_string())?;
+            (format!(r#"{{"type":"error","error":{error},"response":{response}}}"#), 1)
+        }
+        Some(StreamEvent::Done { .. }) => (format!(r#"{{"type":"done","response":{response}}}"#), 0),
+        other => {
+            // The decoder always ends with done or error; print what came and fail loudly.
+            if let Some(e) = other {
+                write_events(&mut out, &mut vec![e])?;
+            }
+            (format!(r#"{{"type":"error","error":{{"kind":"incomplete"}},"response":{response}}}"#), 1)
+        }
+    };
+    writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    out.flush().map_err(|e| e.to_string())?;
+    Ok(ExitCode::from(code))
+}
+
+fn write_events(out: &mut impl Write, events: &mut Vec<StreamEvent>) -> Result<(), String> {
+    for e in events.drain(..) {
+        let line = serde_json::to_string(&e).map_err(|e| e.to_string())?;
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn print_request(_args: &Args, _input: &[u8]) -> Result<ExitCode, String> {
+    Err("--request needs the model catalogue, which is not built yet".into())
+}
