@@ -54,7 +54,7 @@ fn two_step_loop_runs_both_tools_in_parallel_and_sends_results_in_call_order() {
     // Both tools were started before either finished.
     let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
     assert_eq!(runs.len(), 2);
-    // get_time (10 ms) finishes before get_weather (20 ms), yet results keep call order.
+    // Results keep the order of the calls, whatever order they finished in.
     let results: Vec<String> = response.messages[1]
         .content
         .iter()
@@ -65,7 +65,13 @@ fn two_step_loop_runs_both_tools_in_parallel_and_sends_results_in_call_order() {
     let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
     let text = second.to_string();
     assert!(text.contains("tool_result") && text.contains("sunny") && text.contains("12:00"), "{text}");
-    assert!(r.elapsed < Duration::from_millis(200), "tools ran in parallel: {:?}", r.elapsed);
+    // Parallel, not in sequence: get_time (10 ms) reports before get_weather (150 ms)
+    // although it was called second.
+    let order: Vec<usize> = ["get_time", "get_weather"]
+        .iter()
+        .map(|t| r.transcript.iter().position(|l| l.contains("tool_result") && l.contains(t)).expect("a result"))
+        .collect();
+    assert!(order[0] < order[1], "{:?}", r.transcript);
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //!  body bytes ─► StreamDecoder ─► StreamEvent … Done | Error, and a Response
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod accumulator;
 pub mod decoder;
 pub mod delta;
