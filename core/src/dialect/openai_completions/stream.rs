@@ -75,10 +75,7 @@ impl StreamState {
         self.metadata(&chunk, out);
         let mut finish_error = false;
         let mut usage = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
-        for choice in chunk.choices.into_iter().flatten() {
-            if choice.index.unwrap_or(0) != 0 {
-                continue;
-            }
+        if let Some(choice) = chunk.choices.0 {
             if let Some(delta) = choice.delta {
                 self.delta(delta, out);
             }
@@ -276,21 +273,23 @@ struct Chunk<'a> {
     id: Text<'a>,
     #[serde(default, borrow)]
     model: Text<'a>,
+    /// Choice 0 only (`n > 1` streams interleave other choices), read without a `Vec`.
     #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: FirstChoice<'a>,
+    // Rare and large fields are boxed: chunks are moved by value while decoding.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Box<WireUsage>>,
     /// Groq puts usage here (and, lately, also at the top level).
     #[serde(default)]
-    x_groq: Option<XGroq>,
+    x_groq: Option<Box<XGroq>>,
     #[serde(default)]
-    error: Option<Value>,
+    error: Option<Box<Value>>,
 }
 
 #[derive(Deserialize)]
 struct XGroq {
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Box<WireUsage>>,
 }
 
 #[derive(Deserialize)]
@@ -303,7 +302,7 @@ struct Choice<'a> {
     finish_reason: Text<'a>,
     /// Moonshot sends the final usage inside the choice.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Box<WireUsage>>,
 }
 
 #[derive(Deserialize)]
@@ -319,7 +318,7 @@ struct ChunkDelta<'a> {
     #[serde(default, borrow)]
     tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     #[serde(default, borrow)]
-    function_call: Option<FunctionDelta<'a>>,
+    function_call: Option<Box<FunctionDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -395,6 +394,39 @@ impl WireUsage {
             cache_write_tokens: cache_write.or(prompt.map(|_| 0)),
             reasoning_tokens: reasoning.or(self.completion_tokens.map(|_| 0)),
         }
+    }
+}
+
+/// The choice with index 0 from the `choices` array (a missing index counts as 0);
+/// the other choices are parsed and dropped.
+#[derive(Default)]
+struct FirstChoice<'a>(Option<Box<Choice<'a>>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Choices<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Choices<'a> {
+            type Value = FirstChoice<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of choices")
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(FirstChoice(None))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut first = None;
+                while let Some(choice) = seq.next_element::<Box<Choice<'de>>>()? {
+                    if first.is_none() && choice.index.unwrap_or(0) == 0 {
+                        first = Some(choice);
+                    }
+                }
+                Ok(FirstChoice(first))
+            }
+        }
+        d.deserialize_any(Choices(std::marker::PhantomData))
     }
 }
 
