@@ -56,7 +56,7 @@ pub(crate) fn build_request(
     if let Some(thinking) = options.thinking {
         if spec.model.reasoning {
             body.insert("reasoning_effort".into(), json!(reasoning_effort(thinking, warnings)));
-        } else {
+        } else if thinking != Reasoning::Off {
             warnings
                 .push(Warning::unsupported(format!("thinking for the non-reasoning model {}", spec.model.id), NAME));
         }

@@ -458,6 +458,9 @@ fn reasoning_effort_only_for_reasoning_models() {
     let (body, warnings) = build(&model(), Quirks::default(), &Context::from_prompt("hi"), &options);
     assert!(body.get("reasoning_effort").is_none());
     assert_eq!(warnings.len(), 1);
+    let off = Options::default().thinking(Reasoning::Off);
+    let (body, warnings) = build(&model(), Quirks::default(), &Context::from_prompt("hi"), &off);
+    assert!(body.get("reasoning_effort").is_none() && warnings.is_empty(), "{warnings:?}");
     let mut reasoning = Model::new("openai", "o4-mini", Dialect::OpenaiCompletions);
     reasoning.reasoning = true;
     let (body, warnings) = build(&reasoning, Quirks::default(), &Context::from_prompt("hi"), &options);
