@@ -24,6 +24,7 @@
 
 mod request;
 mod stream;
+mod wire;
 
 pub(crate) use request::build_request;
 pub use stream::StreamState;
