@@ -1,0 +1,356 @@
+//! Building a Chat Completions request body.
+
+use serde_json::{json, Map, Value};
+
+use super::NAME;
+use crate::dialect::{DialectRequest, RequestSpec};
+use crate::error::RequestError;
+use crate::message::{Attachment, Block, Message, Role, Source, ToolResult, ToolResultContent, ToolSpec};
+use crate::options::{CacheRetention, Effort, Reasoning, ToolChoice};
+use crate::response::Warning;
+
+/// Prefix of a failed tool's output: the API has no `is_error` flag.
+const TOOL_ERROR_PREFIX: &str = "Error: ";
+
+/// Builds the path and JSON body of a streaming Chat Completions request.
+pub(crate) fn build_request(
+    spec: &RequestSpec<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Result<DialectRequest, RequestError> {
+    let options = spec.options;
+    let quirks = &spec.provider.quirks;
+    let mut body = Map::new();
+    body.insert("model".into(), json!(spec.model.id));
+    body.insert("messages".into(), Value::Array(messages(spec, warnings)));
+    body.insert("stream".into(), json!(true));
+    if !quirks.no_stream_options {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+
+    if !spec.context.tools.is_empty() {
+        body.insert("tools".into(), spec.context.tools.iter().map(tool).collect());
+    }
+    match (&options.tool_choice, spec.context.tools.is_empty()) {
+        (None, _) | (Some(ToolChoice::None | ToolChoice::Auto), true) => {}
+        (Some(choice), true) => {
+            warnings.push(Warning::unsupported(format!("tool_choice {choice:?} without tools"), NAME))
+        }
+        (Some(choice), false) => {
+            body.insert("tool_choice".into(), tool_choice(choice));
+        }
+    }
+
+    if let Some(max) = options.max_tokens {
+        let field = if quirks.legacy_max_tokens { "max_tokens" } else { "max_completion_tokens" };
+        body.insert(field.into(), json!(max));
+    }
+    if let Some(t) = options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = options.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !options.stop.is_empty() {
+        body.insert("stop".into(), json!(options.stop));
+    }
+    if let Some(thinking) = options.thinking {
+        if spec.model.reasoning {
+            body.insert("reasoning_effort".into(), json!(reasoning_effort(thinking, warnings)));
+        } else if thinking != Reasoning::Off {
+            warnings
+                .push(Warning::unsupported(format!("thinking for the non-reasoning model {}", spec.model.id), NAME));
+        }
+    }
+    if let Some(output) = &options.output {
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {
+                "name": output.name,
+                "schema": output.schema,
+                "strict": is_strict_compatible(&output.schema),
+            }}),
+        );
+    }
+    if !options.metadata.is_empty() {
+        body.insert("metadata".into(), json!(options.metadata));
+        body.insert("store".into(), json!(true));
+    }
+    if options.cache == Some(CacheRetention::Long) {
+        body.insert("prompt_cache_retention".into(), json!("24h"));
+    }
+    Ok(DialectRequest { path: "/chat/completions".into(), headers: Vec::new(), body: Value::Object(body) })
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), json!(spec.name));
+    if !spec.description.is_empty() {
+        function.insert("description".into(), json!(spec.description));
+    }
+    function.insert("parameters".into(), spec.input_schema.clone());
+    if is_strict_compatible(&spec.input_schema) {
+        function.insert("strict".into(), json!(true));
+    }
+    json!({"type": "function", "function": function})
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    }
+}
+
+/// `reasoning_effort` values: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`.
+fn reasoning_effort(thinking: Reasoning, warnings: &mut Vec<Warning>) -> &'static str {
+    let effort = match thinking {
+        Reasoning::Off => return "none",
+        Reasoning::Effort(effort) => effort,
+        Reasoning::Budget(budget) => {
+            let effort = match budget {
+                0..=2_047 => Effort::Low,
+                2_048..=8_191 => Effort::Medium,
+                _ => Effort::High,
+            };
+            warnings.push(Warning {
+                code: "approximated_option".into(),
+                message: format!(
+                    "a thinking budget of {budget} tokens is not supported by the {NAME} dialect; \
+                     sent as reasoning_effort {:?}",
+                    effort_name(effort)
+                ),
+            });
+            effort
+        }
+    };
+    if effort == Effort::Max {
+        warnings.push(Warning {
+            code: "approximated_option".into(),
+            message: format!("thinking effort max is not supported by the {NAME} dialect; sent as xhigh"),
+        });
+    }
+    effort_name(effort)
+}
+
+fn effort_name(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+        Effort::Xhigh | Effort::Max => "xhigh",
+    }
+}
+
+/// True when the schema already meets strict mode's rules: every object schema lists
+/// all its properties as required and sets `additionalProperties: false`.
+fn is_strict_compatible(schema: &Value) -> bool {
+    let Value::Object(map) = schema else {
+        return schema.is_boolean();
+    };
+    let is_object =
+        map.get("type").is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&json!("object"))))
+            || map.contains_key("properties");
+    if is_object {
+        if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+            return false;
+        }
+        let required: Vec<&str> =
+            map.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let properties = map.get("properties").and_then(Value::as_object);
+        if let Some(props) = properties {
+            if !props.keys().all(|k| required.contains(&k.as_str())) || !props.values().all(is_strict_compatible) {
+                return false;
+            }
+        }
+    }
+    let nested_ok = |key: &str| match map.get(key) {
+        None => true,
+        Some(Value::Array(items)) => items.iter().all(is_strict_compatible),
+        Some(Value::Object(defs)) if key == "$defs" || key == "definitions" => defs.values().all(is_strict_compatible),
+        Some(other) => is_strict_compatible(other),
+    };
+    ["items", "anyOf", "allOf", "oneOf", "$defs", "definitions"].into_iter().all(nested_ok)
+}
+
+fn messages(spec: &RequestSpec<'_>, warnings: &mut Vec<Warning>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(spec.context.messages.len() + 1);
+    if let Some(system) = spec.context.system.as_deref().filter(|s| !s.is_empty()) {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    let reasoning_field = spec.provider.quirks.reasoning_field.as_deref();
+    for message in &spec.context.messages {
+        match message.role {
+            Role::User => user_messages(message, &mut out, warnings),
+            Role::Assistant => out.extend(assistant_message(message, reasoning_field)),
+        }
+    }
+    out
+}
+
+/// One user message becomes its `tool` messages (first: they must follow the assistant
+/// message that made the calls), then a `user` message with everything else.
+fn user_messages(message: &Message, out: &mut Vec<Value>, warnings: &mut Vec<Warning>) {
+    let mut parts = Vec::new();
+    let mut tool_images = Vec::new();
+    for block in &message.content {
+        match block {
+            Block::Text(t) => parts.push(json!({"type": "text", "text": t.text})),
+            Block::Attachment(a) => parts.extend(attachment_part(a, warnings)),
+            Block::ToolResult(result) => out.push(tool_message(result, &mut tool_images, warnings)),
+            Block::Thinking(_) | Block::ToolUse(_) => {
+                warnings.push(Warning::unsupported("a thinking or tool call block in a user message", NAME))
+            }
+        }
+    }
+    if !tool_images.is_empty() {
+        // Images come before the user's own text so the text reads as the next turn.
+        tool_images.append(&mut parts);
+        parts = tool_images;
+    }
+    match parts.as_slice() {
+        [] => {}
+        [Value::Object(part)] if part.get("type") == Some(&json!("text")) => {
+            out.push(json!({"role": "user", "content": part.get("text")}))
+        }
+        _ => out.push(json!({"role": "user", "content": parts})),
+    }
+}
+
+fn tool_message(result: &ToolResult, images: &mut Vec<Value>, warnings: &mut Vec<Warning>) -> Value {
+    let mut text = String::new();
+    if result.is_error {
+        text.push_str(TOOL_ERROR_PREFIX);
+    }
+    let mut first = true;
+    let mut labelled = false;
+    for part in &result.content {
+        match part {
+            ToolResultContent::Text { text: t } => {
+                if !first {
+                    text.push('\n');
+                }
+                text.push_str(t);
+                first = false;
+            }
+            ToolResultContent::Attachment(a) => {
+                let converted = attachment_part(a, warnings);
+                if let Some(part) = converted {
+                    if !labelled {
+                        let label =
+                            format!("Attachments returned by tool {} (call {}):", result.name, result.tool_use_id);
+                        images.push(json!({"type": "text", "text": label}));
+                        labelled = true;
+                    }
+                    images.push(part);
+                }
+            }
+        }
+    }
+    json!({"role": "tool", "tool_call_id": result.tool_use_id, "content": text})
+}
+
+/// A user content part for an attachment: images (base64 or URL), PDFs (base64) and
+/// WAV/MP3 audio (base64). Anything else is reported and left out.
+fn attachment_part(a: &Attachment, warnings: &mut Vec<Warning>) -> Option<Value> {
+    let data_url = |data: &str| format!("data:{};base64,{data}", a.media_type);
+    match (&a.source, a.media_type.as_str()) {
+        (Source::Base64 { data }, _) if a.is_image() => {
+            Some(json!({"type": "image_url", "image_url": {"url": data_url(data)}}))
+        }
+        (Source::Url { url }, _) if a.is_image() => Some(json!({"type": "image_url", "image_url": {"url": url}})),
+        (Source::Base64 { data }, "application/pdf") => Some(json!({"type": "file", "file": {
+            "filename": a.name.as_deref().unwrap_or("document.pdf"),
+            "file_data": data_url(data),
+        }})),
+        (Source::Base64 { data }, "audio/wav" | "audio/x-wav" | "audio/wave") => {
+            Some(json!({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}))
+        }
+        (Source::Base64 { data }, "audio/mpeg" | "audio/mp3") => {
+            Some(json!({"type": "input_audio", "input_audio": {"data": data, "format": "mp3"}}))
+        }
+        (source, media_type) => {
+            let how = match source {
+                Source::Base64 { .. } => "inline",
+                Source::Url { .. } => "by URL",
+            };
+            warnings.push(Warning::unsupported(format!("an attachment of type {media_type} given {how}"), NAME));
+            None
+        }
+    }
+}
+
+/// An assistant message: text as one string, tool calls with JSON-string arguments and,
+/// for messages this dialect produced, reasoning text under the provider's field.
+fn assistant_message(message: &Message, reasoning_field: Option<&str>) -> Option<Value> {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut tool_calls = Vec::new();
+    let own = message.is_from_dialect(NAME);
+    for block in &message.content {
+        match block {
+            Block::Text(t) => text.push_str(&t.text),
+            Block::Thinking(t) if own && reasoning_field.is_some() => reasoning.push_str(&t.text),
+            Block::ToolUse(call) => {
+                // Input that was not valid JSON is kept as a string: send the model's raw text back.
+                let arguments = match &call.input {
+                    Value::String(raw) => raw.clone(),
+                    Value::Null => "{}".to_string(),
+                    input => input.to_string(),
+                };
+                tool_calls.push(json!({"id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": arguments}}));
+            }
+            Block::Thinking(_) | Block::Attachment(_) | Block::ToolResult(_) => {}
+        }
+    }
+    if text.is_empty() && tool_calls.is_empty() && reasoning.is_empty() {
+        return None;
+    }
+    let mut out = Map::new();
+    out.insert("role".into(), json!("assistant"));
+    let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) };
+    out.insert("content".into(), content);
+    if let (Some(field), false) = (reasoning_field, reasoning.is_empty()) {
+        out.insert(field.to_string(), Value::String(reasoning));
+    }
+    if !tool_calls.is_empty() {
+        out.insert("tool_calls".into(), Value::Array(tool_calls));
+    }
+    Some(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_only_for_closed_fully_required_schemas() {
+        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "required": ["a"], "additionalProperties": false});
+        assert!(is_strict_compatible(&closed));
+        let optional = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}},
+            "required": ["a"], "additionalProperties": false});
+        assert!(!is_strict_compatible(&optional));
+        let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+        assert!(!is_strict_compatible(&open));
+        let nested_open = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object",
+            "properties": {}}}}, "required": ["a"], "additionalProperties": false});
+        assert!(!is_strict_compatible(&nested_open));
+    }
+
+    #[test]
+    fn budgets_map_to_efforts_with_a_warning() {
+        let mut w = Vec::new();
+        assert_eq!(reasoning_effort(Reasoning::Budget(1_024), &mut w), "low");
+        assert_eq!(reasoning_effort(Reasoning::Budget(4_096), &mut w), "medium");
+        assert_eq!(reasoning_effort(Reasoning::Budget(20_000), &mut w), "high");
+        assert_eq!(w.len(), 3);
+        assert_eq!(reasoning_effort(Reasoning::Effort(Effort::Xhigh), &mut w), "xhigh");
+        assert_eq!(w.len(), 3);
+        assert_eq!(reasoning_effort(Reasoning::Effort(Effort::Max), &mut w), "xhigh");
+        assert_eq!(w.len(), 4);
+        assert_eq!(reasoning_effort(Reasoning::Off, &mut w), "none");
+    }
+}
