@@ -3,3 +3,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod fixtures;
+pub mod replay;
+pub mod scenarios;
+pub mod sim;
+pub mod synth;

@@ -23,9 +23,8 @@ const ALLOWED: &[&str] = &[
 ];
 
 /// Crates that would mean I/O, threads or an async runtime in the core.
-const FORBIDDEN: &[&str] = &[
-    "tokio", "mio", "socket2", "async-std", "smol", "async-io", "reqwest", "hyper", "ureq", "libc", "futures",
-];
+const FORBIDDEN: &[&str] =
+    &["tokio", "mio", "socket2", "async-std", "smol", "async-io", "reqwest", "hyper", "ureq", "libc", "futures"];
 
 #[test]
 fn core_dependency_tree_is_pure() {

@@ -11,6 +11,8 @@
 //!  body bytes ─► StreamDecoder ─► StreamEvent … Done | Error, and a Response
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod accumulator;
 pub mod decoder;
 pub mod delta;
@@ -18,6 +20,7 @@ pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod generate;
 pub mod http;
 pub mod message;
 pub mod model;

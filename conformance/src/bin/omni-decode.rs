@@ -36,7 +36,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         match arg.as_str() {
             "--dialect" => out.dialect = Some(value("--dialect")?.parse().map_err(|e| format!("{e}"))?),
             "--chunk-size" => {
-                let n: usize = value("--chunk-size")?.parse().map_err(|_| "--chunk-size must be a number".to_string())?;
+                let n: usize =
+                    value("--chunk-size")?.parse().map_err(|_| "--chunk-size must be a number".to_string())?;
                 if n == 0 {
                     return Err("--chunk-size must be at least 1".into());
                 }

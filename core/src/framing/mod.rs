@@ -6,6 +6,7 @@
 //! cleanly or was cut mid-event. Memory is bounded: one event larger than the limit
 //! is an error, never an allocation.
 
+mod lines;
 mod ndjson;
 mod sse;
 

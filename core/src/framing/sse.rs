@@ -1,26 +1,237 @@
-//! PLACEHOLDER: replaced by the framing work.
+//! Server-sent events, per the WHATWG HTML standard ("Parsing an event stream" and
+//! "Interpreting an event stream", section 9.2 of html.spec.whatwg.org).
+//!
+//! ```text
+//!  bytes ─► lines (LF | CR | CRLF, BOM skipped once) ─► one line at a time:
+//!    ""              dispatch: data pending? Done ([DONE]) or Event; reset data and type
+//!    ":text"         Frame::Comment(text)
+//!    "name:value"    field (one space after the colon dropped); "name" alone: empty value
+//!      data   append to the data buffer ('\n' between lines)
+//!      event  set the event type
+//!      id     set the last event id (unless it holds NUL); kept across events
+//!      retry  ASCII digits only: record the reconnection time
+//!      other  ignored
+//! ```
+//!
+//! Lines are decoded from UTF-8 whole (never a chunk at a time), invalid bytes become
+//! U+FFFD. Since line endings and `:` are ASCII, decoding a line's parts separately
+//! gives exactly what decoding the whole stream would.
 
+use std::borrow::Cow;
+
+use memchr::memchr;
+
+use super::lines::{capped_reservation, decode, LineSink, LineSplitter};
 use super::{Frame, FramingError, StreamEnd};
 
-/// Decoder.
+/// The OpenAI-style end-of-stream marker, sent as a whole event's data.
+const DONE: &str = "[DONE]";
+
+/// An incremental `text/event-stream` decoder.
+///
+/// Feed body chunks of any size with [`feed`](Self::feed); frames borrow the decoder's
+/// buffers, which are reused from event to event, so a steady stream allocates nothing.
+/// One event (its data plus the line being received) may hold at most
+/// `max_event_bytes`; beyond that the decoder fails with
+/// [`FramingError::EventTooLarge`] and keeps failing.
 #[derive(Debug)]
 pub struct SseDecoder {
-    _max: usize,
+    lines: LineSplitter<true>,
+    state: EventState,
+    failed: Option<FramingError>,
+}
+
+/// The WHATWG buffers: data, event type, last event id, plus our bookkeeping.
+#[derive(Debug)]
+struct EventState {
+    /// The data lines so far, joined with `\n` (without the spec's trailing LF).
+    data: String,
+    /// Whether any `data` line was seen: `data:` alone makes a non-empty spec buffer
+    /// ("\n") and so dispatches an event with empty data.
+    has_data: bool,
+    event_type: String,
+    /// The last event id; empty means none (the spec does not tell "" from no id).
+    last_id: String,
+    retry: Option<u64>,
+    /// A field line arrived since the last blank line: the body is inside an event.
+    in_event: bool,
+    max: usize,
 }
 
 impl SseDecoder {
-    /// New decoder.
-    pub fn new(max: usize) -> Self {
-        SseDecoder { _max: max }
+    /// A decoder that refuses events larger than `max_event_bytes`.
+    pub fn new(max_event_bytes: usize) -> Self {
+        SseDecoder {
+            lines: LineSplitter::new(max_event_bytes),
+            state: EventState {
+                data: String::new(),
+                has_data: false,
+                event_type: String::new(),
+                last_id: String::new(),
+                retry: None,
+                in_event: false,
+                max: max_event_bytes,
+            },
+            failed: None,
+        }
     }
 
-    /// Feed.
-    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, _chunk: &[u8], _on_frame: F) -> Result<(), FramingError> {
+    /// Feeds a chunk; calls `on_frame` for every frame it completes.
+    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], mut on_frame: F) -> Result<(), FramingError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let mut sink = Interpreter { state: &mut self.state, on_frame: &mut on_frame };
+        let result = self.lines.feed(chunk, &mut sink);
+        self.remember(result)
+    }
+
+    /// Ends the body.
+    ///
+    /// The WHATWG algorithm discards an unterminated line and an undispatched event at
+    /// the end of the stream. We deliberately do not: the pending line is taken as a
+    /// complete line, the pending event is dispatched as if a blank line followed, and
+    /// the result is [`StreamEnd::Cut`], so nothing received is lost and the caller
+    /// decides whether a cut stream is fatal. [`StreamEnd::Clean`] means the body
+    /// ended between events.
+    pub fn finish<F: FnMut(Frame<'_>)>(&mut self, mut on_frame: F) -> Result<StreamEnd, FramingError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let mut sink = Interpreter { state: &mut self.state, on_frame: &mut on_frame };
+        let had_line = self.lines.finish(&mut sink);
+        let had_line = self.remember(had_line)?;
+        let had_event = self.state.in_event;
+        if had_event {
+            Interpreter { state: &mut self.state, on_frame: &mut on_frame }.dispatch();
+        }
+        Ok(if had_line || had_event { StreamEnd::Cut } else { StreamEnd::Clean })
+    }
+
+    /// The reconnection time (ms) from the last valid `retry:` field, if any.
+    pub fn retry(&self) -> Option<u64> {
+        self.state.retry
+    }
+
+    /// The last event id (`id:` field), kept across events; `None` when unset or reset
+    /// by an empty `id:`.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.state.id()
+    }
+
+    fn remember<T>(&mut self, result: Result<T, FramingError>) -> Result<T, FramingError> {
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+        }
+        result
+    }
+}
+
+impl EventState {
+    fn id(&self) -> Option<&str> {
+        (!self.last_id.is_empty()).then_some(self.last_id.as_str())
+    }
+}
+
+/// Interprets lines against the event state, emitting frames.
+struct Interpreter<'a, F> {
+    state: &'a mut EventState,
+    on_frame: &'a mut F,
+}
+
+impl<F: FnMut(Frame<'_>)> Interpreter<'_, F> {
+    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), FramingError> {
+        let state = &mut *self.state;
+        state.in_event = true;
+        match name {
+            b"data" => {
+                let value = decode(value);
+                let separator = usize::from(state.has_data);
+                // Invalid bytes grow when replaced by U+FFFD: check the decoded size.
+                if state.data.len() + separator + value.len() > state.max {
+                    return Err(FramingError::EventTooLarge { limit: state.max });
+                }
+                reserve_capped(&mut state.data, separator + value.len(), state.max);
+                if state.has_data {
+                    state.data.push('\n');
+                }
+                state.data.push_str(&value);
+                state.has_data = true;
+            }
+            b"event" => set_capped(&mut state.event_type, decode(value), state.max),
+            // An id holding NUL is ignored (it could not be sent back as a header).
+            b"id" if memchr(0, value).is_none() => set_capped(&mut state.last_id, decode(value), state.max),
+            b"retry" => state.retry = parse_digits(value).or(state.retry),
+            _ => {}
+        }
         Ok(())
     }
 
-    /// Finish.
-    pub fn finish<F: FnMut(Frame<'_>)>(&mut self, _on_frame: F) -> Result<StreamEnd, FramingError> {
-        Ok(StreamEnd::Clean)
+    /// A blank line (or the end of a cut body): hand over the pending event, if it has data.
+    fn dispatch(&mut self) {
+        let state = &mut *self.state;
+        state.in_event = false;
+        if state.has_data {
+            let frame = if state.data == DONE {
+                Frame::Done
+            } else {
+                Frame::Event { event: &state.event_type, data: &state.data, id: state.id() }
+            };
+            (self.on_frame)(frame);
+        }
+        state.data.clear();
+        state.has_data = false;
+        state.event_type.clear();
+    }
+}
+
+impl<F: FnMut(Frame<'_>)> LineSink for Interpreter<'_, F> {
+    fn room(&self) -> usize {
+        self.state.max.saturating_sub(self.state.data.len())
+    }
+
+    fn line(&mut self, line: &[u8]) -> Result<(), FramingError> {
+        match line.split_first() {
+            None => {
+                self.dispatch();
+                Ok(())
+            }
+            Some((b':', comment)) => {
+                (self.on_frame)(Frame::Comment(&decode(comment)));
+                Ok(())
+            }
+            Some(_) => match memchr(b':', line) {
+                Some(colon) => {
+                    let name = line.get(..colon).unwrap_or_default();
+                    let value = line.get(colon + 1..).unwrap_or_default();
+                    self.field(name, value.strip_prefix(b" ").unwrap_or(value))
+                }
+                None => self.field(line, b""),
+            },
+        }
+    }
+}
+
+/// A `retry` value: one or more ASCII digits, base ten (saturating: the spec sets no bound).
+fn parse_digits(value: &[u8]) -> Option<u64> {
+    if value.is_empty() {
+        return None;
+    }
+    value
+        .iter()
+        .try_fold(0u64, |ms, &b| b.is_ascii_digit().then(|| ms.saturating_mul(10).saturating_add(u64::from(b - b'0'))))
+}
+
+/// Replaces `buf` with `value`, reusing its allocation and never growing past `cap`.
+fn set_capped(buf: &mut String, value: Cow<'_, str>, cap: usize) {
+    buf.clear();
+    reserve_capped(buf, value.len(), cap);
+    buf.push_str(&value);
+}
+
+fn reserve_capped(buf: &mut String, additional: usize, cap: usize) {
+    let amount = capped_reservation(buf.len(), buf.capacity(), additional, cap);
+    if amount > 0 {
+        buf.reserve_exact(amount);
     }
 }

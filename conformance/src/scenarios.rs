@@ -1,0 +1,327 @@
+//! The generate scenarios every driver must pass, defined once: the pure simulation
+//! runs them on a virtual clock, the drivers against the replay server, and both must
+//! produce the same transcript.
+//!
+//! Bodies are Anthropic Messages streams, written as the API documents them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use omni_core::generate::{GenerateConfig, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_core::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
+use serde_json::json;
+
+use crate::sim::{BodyStep, Reply, Scenario, ToolScript};
+
+/// A named scenario: what the provider and tools do, and the call's options.
+#[derive(Debug, Clone)]
+pub struct NamedScenario {
+    /// Short name.
+    pub name: &'static str,
+    /// Script.
+    pub scenario: Scenario,
+    /// Options of the call.
+    pub options: Options,
+    /// Stall timeout of the call.
+    pub stall_timeout: Duration,
+}
+
+/// The model used by every scenario.
+pub fn model() -> Model {
+    let mut m = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
+    m.max_output_tokens = 1024;
+    m
+}
+
+/// A provider at `base_url` speaking Anthropic Messages.
+pub fn provider(base_url: &str) -> Provider {
+    Provider {
+        id: "anthropic".into(),
+        name: "Anthropic (replay)".into(),
+        base_url: base_url.into(),
+        dialect: Dialect::AnthropicMessages,
+        auth: Auth::Header { name: "x-api-key".into() },
+        api_key_env: None,
+        headers: Vec::new(),
+        quirks: Quirks::default(),
+    }
+}
+
+/// The tools of the scenarios: `get_weather` and `get_time`, both with handlers.
+pub fn tools() -> Vec<ToolDecl> {
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    ["get_weather", "get_time"]
+        .into_iter()
+        .map(|name| ToolDecl {
+            spec: ToolSpec {
+                name: name.into(),
+                description: format!("{name} for a city"),
+                input_schema: schema.clone(),
+            },
+            executable: true,
+            timeout: None,
+        })
+        .collect()
+}
+
+/// The configuration of `scenario` against a provider at `base_url`.
+pub fn config(scenario: &NamedScenario, base_url: &str) -> GenerateConfig {
+    let mut config = GenerateConfig::new(
+        model(),
+        provider(base_url),
+        Context::from_prompt("What is the weather and the time in Paris?"),
+        scenario.options.clone(),
+    );
+    config.api_key = Some("sk-replay".into());
+    config.tools = tools();
+    config.retry = RetryPolicy { seed: 7, ..RetryPolicy::default() };
+    config.stall_timeout = scenario.stall_timeout;
+    config
+}
+
+fn sse(event: &str, data: serde_json::Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+fn message_start() -> String {
+    sse(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_replay","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":1}}}),
+    )
+}
+
+fn message_end(stop: &str, output_tokens: u64) -> String {
+    sse(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":output_tokens}}),
+    ) + &sse("message_stop", json!({"type":"message_stop"}))
+}
+
+/// Events of one text block at `index` streamed as `words`.
+fn text_block(index: u32, words: &[&str]) -> Vec<String> {
+    let mut out = vec![sse(
+        "content_block_start",
+        json!({"type":"content_block_start","index":index,"content_block":{"type":"text","text":""}}),
+    )];
+    for w in words {
+        out.push(sse(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,"delta":{"type":"text_delta","text":w}}),
+        ));
+    }
+    out.push(sse("content_block_stop", json!({"type":"content_block_stop","index":index})));
+    out
+}
+
+fn tool_block(index: u32, id: &str, name: &str, input: &str) -> Vec<String> {
+    let (a, b) = input.split_at(input.len() / 2);
+    vec![
+        sse(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
+        ),
+        sse(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":a}}),
+        ),
+        sse(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":b}}),
+        ),
+        sse("content_block_stop", json!({"type":"content_block_stop","index":index})),
+    ]
+}
+
+/// A complete text answer, as events (one string per SSE event).
+pub fn text_events(words: &[&str]) -> Vec<String> {
+    let mut out = vec![message_start()];
+    out.extend(text_block(0, words));
+    out.push(message_end("end_turn", words.len() as u64));
+    out
+}
+
+/// A complete answer calling `calls` (id, name, JSON input) after a short text.
+pub fn tool_events(calls: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut out = vec![message_start()];
+    out.extend(text_block(0, &["Let me check."]));
+    for (i, (id, name, input)) in calls.iter().enumerate() {
+        out.extend(tool_block(i as u32 + 1, id, name, input));
+    }
+    out.push(message_end("tool_use", 30));
+    out
+}
+
+/// Events sent one per chunk, `gap` apart.
+pub fn paced(events: &[String], gap: Duration) -> Reply {
+    let mut body = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            body.push(BodyStep::Wait(gap));
+        }
+        body.push(BodyStep::Bytes(e.clone().into_bytes()));
+    }
+    Reply::Http { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body }
+}
+
+fn answer(text: &str, delay_ms: u64) -> ToolScript {
+    ToolScript::Answer {
+        delay: Duration::from_millis(delay_ms),
+        outcome: ToolOutcome::Ok(vec![ToolResultContent::Text { text: text.into() }]),
+    }
+}
+
+const GAP: Duration = Duration::from_millis(5);
+
+/// Every scenario of the drivers issue.
+pub fn all() -> Vec<NamedScenario> {
+    let final_answer = text_events(&["It is ", "sunny and ", "noon."]);
+    let two_tools = tool_events(&[
+        ("toolu_1", "get_weather", r#"{"city":"Paris"}"#),
+        ("toolu_2", "get_time", r#"{"city":"Paris"}"#),
+    ]);
+    let weather_tools = || {
+        BTreeMap::from([
+            ("get_weather".to_string(), answer("sunny", 20)),
+            ("get_time".to_string(), answer("12:00", 10)),
+        ])
+    };
+    let overloaded = r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#;
+    let base = |name: &'static str, scenario: Scenario| NamedScenario {
+        name,
+        scenario,
+        options: Options::default(),
+        stall_timeout: Duration::from_secs(2),
+    };
+    let mut pings = vec![message_start()];
+    pings.extend(std::iter::repeat_n(sse("ping", json!({"type":"ping"})), 3));
+    let mut stall_body = Vec::new();
+    for p in &pings {
+        stall_body.push(BodyStep::Bytes(p.clone().into_bytes()));
+        stall_body.push(BodyStep::Wait(Duration::from_millis(200)));
+    }
+    stall_body.push(BodyStep::Hang);
+    let mut reset_body = Vec::new();
+    for e in final_answer.iter().take(3) {
+        reset_body.push(BodyStep::Bytes(e.clone().into_bytes()));
+        reset_body.push(BodyStep::Wait(GAP));
+    }
+    reset_body.push(BodyStep::Reset);
+    let mut tool_timeout = base(
+        "tool_timeout",
+        Scenario {
+            replies: vec![paced(&two_tools, GAP), paced(&final_answer, GAP)],
+            tools: BTreeMap::from([
+                ("get_weather".to_string(), ToolScript::Hang),
+                ("get_time".to_string(), answer("12:00", 10)),
+            ]),
+            cancel_at: None,
+        },
+    );
+    tool_timeout.options.tool_timeout = Some(Duration::from_millis(300));
+    vec![
+        base("text_stream", Scenario { replies: vec![paced(&final_answer, GAP)], ..Scenario::default() }),
+        base(
+            "two_step_tool_loop",
+            Scenario {
+                replies: vec![paced(&two_tools, GAP), paced(&final_answer, GAP)],
+                tools: weather_tools(),
+                cancel_at: None,
+            },
+        ),
+        tool_timeout,
+        base(
+            "unknown_tool",
+            Scenario {
+                replies: vec![
+                    paced(&tool_events(&[("toolu_9", "get_stock_price", r#"{"ticker":"ACME"}"#)]), GAP),
+                    paced(&final_answer, GAP),
+                ],
+                ..Scenario::default()
+            },
+        ),
+        base(
+            "rate_limited_then_ok",
+            Scenario {
+                replies: vec![
+                    Reply::error(
+                        429,
+                        &[("retry-after", "1")],
+                        r#"{"type":"error","error":{"type":"rate_limit_error","message":"Slow down"}}"#,
+                    ),
+                    paced(&final_answer, GAP),
+                ],
+                ..Scenario::default()
+            },
+        ),
+        base(
+            "server_error_twice_then_ok",
+            Scenario {
+                replies: vec![
+                    Reply::error(500, &[], overloaded),
+                    Reply::error(500, &[], overloaded),
+                    paced(&final_answer, GAP),
+                ],
+                ..Scenario::default()
+            },
+        ),
+        base(
+            "unauthorized",
+            Scenario {
+                replies: vec![Reply::error(
+                    401,
+                    &[],
+                    r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+                )],
+                ..Scenario::default()
+            },
+        ),
+        base(
+            "reset_after_content",
+            Scenario {
+                replies: vec![Reply::Http {
+                    status: 200,
+                    headers: vec![("content-type".into(), "text/event-stream".into())],
+                    body: reset_body,
+                }],
+                ..Scenario::default()
+            },
+        ),
+        {
+            let mut stall = base(
+                "stall_of_pings_then_ok",
+                Scenario {
+                    replies: vec![
+                        Reply::Http {
+                            status: 200,
+                            headers: vec![("content-type".into(), "text/event-stream".into())],
+                            body: stall_body,
+                        },
+                        paced(&final_answer, GAP),
+                    ],
+                    ..Scenario::default()
+                },
+            );
+            stall.stall_timeout = Duration::from_millis(600);
+            stall
+        },
+        base(
+            "cancel_mid_stream",
+            Scenario {
+                replies: vec![paced(&final_answer, Duration::from_millis(100))],
+                cancel_at: Some(Duration::from_millis(250)),
+                ..Scenario::default()
+            },
+        ),
+        base(
+            "cancel_during_tool_call",
+            Scenario {
+                replies: vec![paced(&two_tools, GAP)],
+                tools: BTreeMap::from([
+                    ("get_weather".to_string(), ToolScript::Hang),
+                    ("get_time".to_string(), answer("12:00", 10)),
+                ]),
+                cancel_at: Some(Duration::from_millis(500)),
+            },
+        ),
+    ]
+}

@@ -1,0 +1,161 @@
+//! The generate scenarios on the virtual clock: each transcript must match the file in
+//! `conformance/transcripts/` (the drivers are held to the same files), and each
+//! scenario's defining property is asserted here explicitly.
+
+use std::path::Path;
+use std::time::Duration;
+
+use omni_conformance::fixtures::check_or_bless;
+use omni_conformance::scenarios::{self, NamedScenario};
+use omni_conformance::sim::{simulate, SimResult};
+use omni_core::generate::GenerateError;
+use omni_core::{Block, ProviderErrorKind, Role, StopReason};
+
+fn run(name: &str) -> (NamedScenario, SimResult) {
+    let scenario =
+        scenarios::all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}"));
+    let result = simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
+    (scenario, result)
+}
+
+fn transcripts_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts")
+}
+
+#[test]
+fn every_scenario_matches_its_transcript() {
+    let mut failures = Vec::new();
+    for scenario in scenarios::all() {
+        let result = simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
+        let text = result.transcript.join("\n") + "\n";
+        if let Err(diff) = check_or_bless(&transcripts_dir().join(format!("{}.txt", scenario.name)), &text) {
+            failures.push(diff);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn text_stream_finishes_with_the_text() {
+    let (_, r) = run("text_stream");
+    let response = r.response.expect("a response");
+    assert_eq!(response.text(), "It is sunny and noon.");
+    assert_eq!(response.stop_reason, Some(StopReason::Stop));
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].header("x-api-key"), Some("sk-replay"));
+}
+
+#[test]
+fn two_step_loop_runs_both_tools_in_parallel_and_sends_results_in_call_order() {
+    let (_, r) = run("two_step_tool_loop");
+    let response = r.response.expect("a response");
+    assert_eq!(response.stop_reason, Some(StopReason::Stop));
+    assert_eq!(response.messages.len(), 3, "assistant (tools), user (results), assistant (answer)");
+    // Both tools were started before either finished.
+    let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+    assert_eq!(runs.len(), 2);
+    // Results keep the order of the calls, whatever order they finished in.
+    let results: Vec<String> = response.messages[1]
+        .content
+        .iter()
+        .filter_map(|b| if let Block::ToolResult(r) = b { Some(r.tool_use_id.clone()) } else { None })
+        .collect();
+    assert_eq!(results, ["toolu_1", "toolu_2"]);
+    assert_eq!(response.messages[1].role, Role::User);
+    let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    let text = second.to_string();
+    assert!(text.contains("tool_result") && text.contains("sunny") && text.contains("12:00"), "{text}");
+    // Parallel, not in sequence: get_time (10 ms) reports before get_weather (150 ms)
+    // although it was called second.
+    let order: Vec<usize> = ["get_time", "get_weather"]
+        .iter()
+        .map(|t| r.transcript.iter().position(|l| l.contains("tool_result") && l.contains(t)).expect("a result"))
+        .collect();
+    assert!(order[0] < order[1], "{:?}", r.transcript);
+}
+
+#[test]
+fn a_hung_tool_times_out_into_an_error_result() {
+    let (_, r) = run("tool_timeout");
+    assert!(r.effects.iter().any(|e| e.starts_with("cancel tool")), "{:?}", r.effects);
+    let response = r.response.expect("a response");
+    let result = response.messages[1]
+        .content
+        .iter()
+        .find_map(|b| if let Block::ToolResult(r) = b { Some(r.clone()) } else { None })
+        .expect("a tool result");
+    assert!(result.is_error);
+    assert!(result.text_content().contains("timed out"), "{}", result.text_content());
+}
+
+#[test]
+fn an_unknown_tool_gets_an_error_result_the_model_sees() {
+    let (_, r) = run("unknown_tool");
+    assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    assert!(second.contains("unknown tool"), "{second}");
+    assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
+}
+
+#[test]
+fn rate_limit_waits_for_retry_after() {
+    let (_, r) = run("rate_limited_then_ok");
+    assert_eq!(r.requests.len(), 2);
+    assert!(r.elapsed >= Duration::from_secs(1), "retry-after: 1 was honoured: {:?}", r.elapsed);
+    assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
+}
+
+#[test]
+fn server_errors_are_retried_twice() {
+    let (_, r) = run("server_error_twice_then_ok");
+    assert_eq!(r.requests.len(), 3);
+    assert!(r.error.is_none());
+}
+
+#[test]
+fn unauthorized_is_not_retried() {
+    let (_, r) = run("unauthorized");
+    assert_eq!(r.requests.len(), 1);
+    match r.error {
+        Some(GenerateError::Provider(e)) => {
+            assert_eq!(e.kind, ProviderErrorKind::Authentication);
+            assert!(e.body.unwrap_or_default().contains("invalid x-api-key"));
+        }
+        other => panic!("expected an authentication error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_reset_after_content_fails_with_the_partial_response() {
+    let (_, r) = run("reset_after_content");
+    assert_eq!(r.requests.len(), 1, "content reached the caller: no silent retry");
+    assert!(matches!(r.error, Some(GenerateError::Transport(_))), "{:?}", r.error);
+    assert_eq!(r.response.expect("partial").text(), "It is ");
+}
+
+#[test]
+fn pings_alone_stall_and_the_request_is_retried() {
+    let (_, r) = run("stall_of_pings_then_ok");
+    assert_eq!(r.requests.len(), 2);
+    assert!(r.transcript.iter().any(|l| l.contains("retry 1 after stalled")), "{:?}", r.transcript);
+    assert!(r.effects.iter().any(|e| e == "cancel request #0"));
+    assert_eq!(r.response.expect("a response").text(), "It is sunny and noon.");
+}
+
+#[test]
+fn cancel_mid_stream_keeps_what_was_received() {
+    let (_, r) = run("cancel_mid_stream");
+    assert!(r.effects.iter().any(|e| e == "cancel request #0"));
+    let response = r.response.expect("a response");
+    assert_eq!(response.stop_reason, Some(StopReason::Cancelled));
+    assert_eq!(response.text(), "It is ");
+}
+
+#[test]
+fn cancel_during_a_tool_call_cancels_the_tool() {
+    let (_, r) = run("cancel_during_tool_call");
+    assert!(r.effects.iter().any(|e| e.starts_with("cancel tool")), "{:?}", r.effects);
+    let response = r.response.expect("a response");
+    assert_eq!(response.stop_reason, Some(StopReason::Cancelled));
+    assert_eq!(r.requests.len(), 1);
+}

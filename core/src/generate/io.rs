@@ -1,0 +1,217 @@
+//! What the generate machine asks of its driver (effects), what the driver tells it
+//! (inputs), and what the application observes (events).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::{ProviderError, RequestError, StreamError};
+use crate::event::StreamEvent;
+use crate::http::HttpRequest;
+use crate::message::{ToolResult, ToolResultContent, ToolUse};
+use crate::response::Response;
+
+/// Identifies one HTTP request; answers for other ids are ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// Identifies one tool run; answers for other ids are ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ToolRunId(pub u64);
+
+/// Something the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send this request and feed back its head, body and end (or a transport failure).
+    SendRequest {
+        /// Id to answer with.
+        id: RequestId,
+        /// The request.
+        request: HttpRequest,
+    },
+    /// Abort this request and drop its connection; send no more input for it.
+    CancelRequest {
+        /// Which request.
+        id: RequestId,
+    },
+    /// Run this tool's handler on the call's input and answer with [`Input::ToolFinished`].
+    RunTool {
+        /// Id to answer with.
+        id: ToolRunId,
+        /// The call (name and validated input).
+        call: ToolUse,
+    },
+    /// Stop this tool run; its answer, if any, will be ignored.
+    CancelTool {
+        /// Which run.
+        id: ToolRunId,
+    },
+}
+
+/// A failure below HTTP: connecting, TLS, a reset connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    /// What kind of failure.
+    pub kind: TransportErrorKind,
+    /// The client's message.
+    pub message: String,
+}
+
+/// Kinds of transport failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// Could not connect (refused, DNS, unreachable).
+    Connect,
+    /// TLS handshake or certificate failure: not retried.
+    Tls,
+    /// The connection broke while the response was being read.
+    Reset,
+    /// Anything else.
+    Other,
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} error: {}", self.kind, self.message)
+    }
+}
+
+/// How a tool run ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// The handler returned content.
+    Ok(Vec<ToolResultContent>),
+    /// The handler returned an error; the model sees the message.
+    Err(String),
+    /// The handler panicked; the driver caught it.
+    Panicked(String),
+}
+
+/// Something the driver tells the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input<'a> {
+    /// The response status and headers arrived.
+    ResponseHead {
+        /// Which request.
+        id: RequestId,
+        /// HTTP status.
+        status: u16,
+        /// Headers (names in any case).
+        headers: Vec<(String, String)>,
+    },
+    /// Body bytes arrived.
+    Body {
+        /// Which request.
+        id: RequestId,
+        /// The bytes (borrowed: the machine copies only what it must keep).
+        bytes: &'a [u8],
+    },
+    /// The body ended.
+    BodyEnd {
+        /// Which request.
+        id: RequestId,
+    },
+    /// The request failed below HTTP.
+    TransportFailed {
+        /// Which request.
+        id: RequestId,
+        /// What happened.
+        error: TransportError,
+    },
+    /// A tool run ended.
+    ToolFinished {
+        /// Which run.
+        id: ToolRunId,
+        /// Its outcome.
+        outcome: ToolOutcome,
+    },
+    /// The caller cancels the whole call.
+    Cancel,
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum GenerateError {
+    /// The request could not be built.
+    Request(RequestError),
+    /// The provider answered with an error (HTTP status or in-stream error event).
+    Provider(ProviderError),
+    /// The stream could not be decoded to the end.
+    Stream(StreamError),
+    /// The connection failed.
+    Transport(TransportError),
+    /// The request took longer than the total timeout.
+    Timeout(Duration),
+    /// No progress (only keep-alives or nothing) for longer than the stall timeout.
+    Stalled(Duration),
+}
+
+impl GenerateError {
+    /// True when the same request may succeed if sent again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            GenerateError::Request(_) => false,
+            GenerateError::Provider(e) => e.is_retryable(),
+            GenerateError::Stream(StreamError::Provider(e)) => e.is_retryable(),
+            GenerateError::Stream(StreamError::Incomplete) => true,
+            GenerateError::Stream(_) => false,
+            GenerateError::Transport(t) => t.kind != TransportErrorKind::Tls,
+            GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
+        }
+    }
+}
+
+impl fmt::Display for GenerateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GenerateError::Request(e) => write!(f, "{e}"),
+            GenerateError::Provider(e) => write!(f, "{e}"),
+            GenerateError::Stream(e) => write!(f, "{e}"),
+            GenerateError::Transport(e) => write!(f, "{e}"),
+            GenerateError::Timeout(d) => write!(f, "the request took longer than {d:?}"),
+            GenerateError::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
+        }
+    }
+}
+
+impl std::error::Error for GenerateError {}
+
+/// What the application observes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerateEvent {
+    /// A streaming event of step `step` (0-based). Each step ends with `Done`.
+    Stream {
+        /// Step number.
+        step: u32,
+        /// The event.
+        event: StreamEvent,
+    },
+    /// A request failed and will be sent again after `delay`.
+    Retry {
+        /// Step number.
+        step: u32,
+        /// Retry number, 1-based.
+        attempt: u32,
+        /// Wait before sending.
+        delay: Duration,
+        /// What failed.
+        error: GenerateError,
+    },
+    /// A tool call finished (or was refused); this is what the model will see.
+    ToolResult {
+        /// Step number of the call.
+        step: u32,
+        /// The result.
+        result: ToolResult,
+    },
+    /// The call finished: the final response (stop reason `cancelled` after a cancel).
+    Finished(Box<Response>),
+    /// The call failed; `partial` keeps everything received.
+    Failed {
+        /// What went wrong.
+        error: GenerateError,
+        /// Everything received until then.
+        partial: Box<Response>,
+    },
+}

@@ -1,0 +1,489 @@
+//! The generate machine: one call of `stream_text` / `generate_text`, as a sans-IO
+//! state machine with the tool loop, retries, timeouts and cancellation.
+//!
+//! ```text
+//!            ┌──────────── retry (backoff, nothing delivered yet) ◄───┐
+//!            ▼                                                        │
+//!   new ─► Sending ── head 2xx ─► Streaming ── done ─► step finished ─┤── failure
+//!            │  └─ head 4xx/5xx ─► ErrorBody ── end ─► failure ───────┘
+//!            │                         tool calls + handlers + steps left
+//!            │                                       ▼
+//!            └───────────────◄──── next step ◄── Tools (parallel, deadlines)
+//!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
+//! ```
+//!
+//! Driving contract: after `new` and every `handle_*`, drain [`Generate::poll_effect`]
+//! and [`Generate::poll_event`], then wait for the next input or until
+//! [`Generate::poll_timeout`] and call [`Generate::handle_timeout`]. Time is always
+//! passed in; answers for unknown or cancelled ids are ignored.
+
+mod io;
+mod retry;
+mod tools;
+
+pub use io::{
+    Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+};
+pub use retry::RetryPolicy;
+pub use tools::ToolDecl;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::decoder::StreamDecoder;
+use crate::dialect::RequestSpec;
+use crate::event::StreamEvent;
+use crate::http::HttpRequest;
+use crate::message::{Context, Message, Role};
+use crate::model::Model;
+use crate::options::Options;
+use crate::provider::{ApiKey, Provider};
+use crate::response::{Response, StopReason, Warning};
+use crate::usage::Usage;
+use tools::ToolPhase;
+
+/// Default cap on model requests in one call's tool loop.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+/// Default time a tool call may take.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time without progress (keep-alives do not count) before a stream is stalled.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Error bodies are kept up to this size.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Everything one call needs.
+#[derive(Debug, Clone)]
+pub struct GenerateConfig {
+    /// The model.
+    pub model: Model,
+    /// Its provider.
+    pub provider: Provider,
+    /// System prompt and history (its `tools` are sent too, as schema-only tools).
+    pub context: Context,
+    /// Options.
+    pub options: Options,
+    /// The resolved key.
+    pub api_key: Option<ApiKey>,
+    /// Tools, with whether the driver has a handler for each.
+    pub tools: Vec<ToolDecl>,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// No-progress limit.
+    pub stall_timeout: Duration,
+}
+
+impl GenerateConfig {
+    /// A configuration with default retry policy and timeouts.
+    pub fn new(model: Model, provider: Provider, context: Context, options: Options) -> Self {
+        GenerateConfig {
+            model,
+            provider,
+            context,
+            options,
+            api_key: None,
+            tools: Vec::new(),
+            retry: RetryPolicy::default(),
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    AwaitingHead,
+    Streaming { decoder: Box<StreamDecoder>, delivered: bool },
+    ErrorBody { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
+}
+
+#[derive(Debug)]
+struct Attempt {
+    id: RequestId,
+    deadline: Option<Instant>,
+    stall_at: Instant,
+    phase: Phase,
+}
+
+#[derive(Debug)]
+enum State {
+    Sending(Attempt),
+    Backoff { until: Instant },
+    Tools(ToolPhase),
+    Done,
+}
+
+/// The generate machine. See the module documentation.
+#[derive(Debug)]
+pub struct Generate {
+    config: GenerateConfig,
+    state: State,
+    /// Messages this call added (assistant replies and tool results), in order.
+    added: Vec<Message>,
+    step: u32,
+    retries: u32,
+    usage: Usage,
+    warnings: Vec<Warning>,
+    last: Option<Response>,
+    request: HttpRequest,
+    next_id: u64,
+    effects: VecDeque<Effect>,
+    events: VecDeque<GenerateEvent>,
+    scratch: Vec<StreamEvent>,
+}
+
+impl Generate {
+    /// Starts a call: validates the options, builds the first request and queues it.
+    pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
+        config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
+        for decl in &config.tools {
+            if !config.context.tools.iter().any(|t| t.name == decl.spec.name) {
+                config.context.tools.push(decl.spec.clone());
+            }
+        }
+        let request = build(&config, &[])?;
+        let mut machine = Generate {
+            config,
+            state: State::Done,
+            added: Vec::new(),
+            step: 0,
+            retries: 0,
+            usage: Usage::default(),
+            warnings: Vec::new(),
+            last: None,
+            request: request.0,
+            next_id: 0,
+            effects: VecDeque::new(),
+            events: VecDeque::new(),
+            scratch: Vec::new(),
+        };
+        machine.warnings.extend(request.1);
+        machine.send(now);
+        Ok(machine)
+    }
+
+    /// The next effect for the driver.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<GenerateEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.state {
+            State::Sending(a) => Some(a.deadline.map_or(a.stall_at, |d| d.min(a.stall_at))),
+            State::Backoff { until } => Some(*until),
+            State::Tools(phase) => phase.next_deadline(),
+            State::Done => None,
+        }
+    }
+
+    /// True once `Finished` or `Failed` was emitted.
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// Feeds one input.
+    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) {
+        match input {
+            Input::Cancel => self.cancel(),
+            Input::ResponseHead { id, status, headers } => self.on_head(id, status, headers, now),
+            Input::Body { id, bytes } => self.on_body(id, bytes, now),
+            Input::BodyEnd { id } => self.on_body_end(id, now),
+            Input::TransportFailed { id, error } => {
+                if self.current_request() == Some(id) {
+                    self.fail_attempt(GenerateError::Transport(error), false, now);
+                }
+            }
+            Input::ToolFinished { id, outcome } => {
+                if let State::Tools(phase) = &mut self.state {
+                    if let Some(result) = phase.finish(id, outcome) {
+                        self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
+                    }
+                }
+                self.maybe_continue_after_tools(now);
+            }
+        }
+    }
+
+    /// Acts on deadlines that have passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match &mut self.state {
+            State::Backoff { until } if now >= *until => self.send(now),
+            State::Sending(a) => {
+                if a.deadline.is_some_and(|d| now >= d) {
+                    let limit = self.config.options.timeout.unwrap_or_default();
+                    self.fail_attempt(GenerateError::Timeout(limit), true, now);
+                } else if now >= a.stall_at {
+                    self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
+                }
+            }
+            State::Tools(phase) => {
+                for (id, result) in phase.expire(now) {
+                    self.effects.push_back(Effect::CancelTool { id });
+                    self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
+                }
+                self.maybe_continue_after_tools(now);
+            }
+            _ => {}
+        }
+    }
+
+    fn current_request(&self) -> Option<RequestId> {
+        match &self.state {
+            State::Sending(a) => Some(a.id),
+            _ => None,
+        }
+    }
+
+    fn send(&mut self, now: Instant) {
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.effects.push_back(Effect::SendRequest { id, request: self.request.clone() });
+        self.state = State::Sending(Attempt {
+            id,
+            deadline: self.config.options.timeout.map(|t| now + t),
+            stall_at: now + self.config.stall_timeout,
+            phase: Phase::AwaitingHead,
+        });
+    }
+
+    fn on_head(&mut self, id: RequestId, status: u16, headers: Vec<(String, String)>, now: Instant) {
+        let State::Sending(a) = &mut self.state else { return };
+        if a.id != id || !matches!(a.phase, Phase::AwaitingHead) {
+            return;
+        }
+        a.stall_at = now + self.config.stall_timeout;
+        a.phase = if (200..300).contains(&status) {
+            Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.config.model)), delivered: false }
+        } else {
+            Phase::ErrorBody { status, headers, body: Vec::new() }
+        };
+    }
+
+    fn on_body(&mut self, id: RequestId, bytes: &[u8], now: Instant) {
+        let State::Sending(a) = &mut self.state else { return };
+        if a.id != id {
+            return;
+        }
+        match &mut a.phase {
+            Phase::Streaming { decoder, .. } => {
+                let progress = decoder.feed(bytes, &mut self.scratch);
+                if progress.progressed {
+                    a.stall_at = now + self.config.stall_timeout;
+                }
+                self.drain_stream_events(now);
+            }
+            Phase::ErrorBody { body, .. } => {
+                let room = MAX_ERROR_BODY.saturating_sub(body.len());
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Phase::AwaitingHead => {}
+        }
+    }
+
+    fn on_body_end(&mut self, id: RequestId, now: Instant) {
+        let State::Sending(a) = &mut self.state else { return };
+        if a.id != id {
+            return;
+        }
+        match &mut a.phase {
+            Phase::Streaming { decoder, .. } => {
+                decoder.finish(&mut self.scratch);
+                self.drain_stream_events(now);
+            }
+            Phase::ErrorBody { status, headers, body } => {
+                let dialect = self.config.model.dialect;
+                let error = dialect.parse_error(*status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body);
+                self.fail_attempt(GenerateError::Provider(error), false, now);
+            }
+            Phase::AwaitingHead => {
+                let error = TransportError {
+                    kind: TransportErrorKind::Other,
+                    message: "the body ended before the response head".into(),
+                };
+                self.fail_attempt(GenerateError::Transport(error), false, now);
+            }
+        }
+    }
+
+    /// Forwards decoded events; a terminal `done` finishes the step, an `error` fails
+    /// the attempt.
+    fn drain_stream_events(&mut self, now: Instant) {
+        let mut events = std::mem::take(&mut self.scratch);
+        for event in events.drain(..) {
+            match event {
+                StreamEvent::Error { error } => {
+                    let error = match error {
+                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
+                        other => GenerateError::Stream(other),
+                    };
+                    self.fail_attempt(error, true, now);
+                }
+                StreamEvent::Done { .. } => {
+                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
+                    self.finish_step(now);
+                }
+                event => {
+                    if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
+                        *delivered = true;
+                    }
+                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
+                }
+            }
+        }
+        self.scratch = events;
+    }
+
+    /// A request failed: retry when nothing reached the caller yet and the failure is
+    /// retryable, else fail the call with what was received. `in_flight` says the
+    /// request may still be open and must be cancelled.
+    fn fail_attempt(&mut self, error: GenerateError, in_flight: bool, now: Instant) {
+        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
+        if in_flight {
+            self.effects.push_back(Effect::CancelRequest { id: attempt.id });
+        }
+        let (partial, delivered) = match attempt.phase {
+            Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
+            _ => (None, false),
+        };
+        if !delivered && error.is_retryable() && self.retries < self.config.retry.max_retries {
+            let retry_after = match &error {
+                GenerateError::Provider(e) => e.retry_after,
+                _ => None,
+            };
+            if let Some(delay) = self.config.retry.delay(self.retries + 1, retry_after) {
+                self.retries += 1;
+                self.events.push_back(GenerateEvent::Retry { step: self.step, attempt: self.retries, delay, error });
+                self.state = State::Backoff { until: now + delay };
+                return;
+            }
+        }
+        if let Some(partial) = partial {
+            self.absorb(partial);
+        }
+        let partial = self.response(StopReason::Error);
+        self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
+    }
+
+    /// Adds a step's response to the call's totals.
+    fn absorb(&mut self, response: Response) {
+        self.usage += response.usage;
+        self.warnings.extend(response.warnings.iter().cloned());
+        if !response.message.content.is_empty() {
+            self.added.push(response.message.clone());
+        }
+        self.last = Some(response);
+    }
+
+    fn finish_step(&mut self, now: Instant) {
+        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
+        let Phase::Streaming { decoder, .. } = attempt.phase else { return };
+        let response = decoder.into_response();
+        let stop = response.stop_reason.unwrap_or(StopReason::Stop);
+        let calls: Vec<_> = response.message.tool_uses().cloned().collect();
+        self.absorb(response);
+        let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        let loop_on = stop == StopReason::ToolUse
+            && !calls.is_empty()
+            && self.step + 1 < max_steps
+            && tools::all_runnable(&self.config.tools, &self.config.context.tools, &calls);
+        if !loop_on {
+            self.finish(stop);
+            return;
+        }
+        let (phase, effects, immediate) =
+            ToolPhase::start(calls, &self.config.tools, self.config.options.tool_timeout, &mut self.next_id, now);
+        self.effects.extend(effects);
+        for result in immediate {
+            self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
+        }
+        self.state = State::Tools(phase);
+        self.maybe_continue_after_tools(now);
+    }
+
+    fn maybe_continue_after_tools(&mut self, now: Instant) {
+        let State::Tools(phase) = &self.state else { return };
+        if !phase.is_complete() {
+            return;
+        }
+        let State::Tools(phase) = std::mem::replace(&mut self.state, State::Done) else { return };
+        self.added.push(Message::new(Role::User, phase.into_result_blocks()));
+        self.step += 1;
+        self.retries = 0;
+        match build(&self.config, &self.added) {
+            Ok((request, warnings)) => {
+                self.request = request;
+                for w in warnings {
+                    if !self.warnings.contains(&w) {
+                        self.warnings.push(w);
+                    }
+                }
+                self.send(now);
+            }
+            Err(error) => {
+                let partial = self.response(StopReason::Error);
+                self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
+            }
+        }
+    }
+
+    fn finish(&mut self, stop: StopReason) {
+        self.state = State::Done;
+        let response = self.response(stop);
+        self.events.push_back(GenerateEvent::Finished(Box::new(response)));
+    }
+
+    fn cancel(&mut self) {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Done => return,
+            State::Sending(attempt) => {
+                self.effects.push_back(Effect::CancelRequest { id: attempt.id });
+                if let Phase::Streaming { decoder, .. } = attempt.phase {
+                    self.absorb(decoder.into_response());
+                }
+            }
+            State::Tools(phase) => self.effects.extend(phase.cancel_running().map(|id| Effect::CancelTool { id })),
+            State::Backoff { .. } => {}
+        }
+        self.finish(StopReason::Cancelled);
+    }
+
+    /// The call's response so far, ending with `stop`.
+    fn response(&self, stop: StopReason) -> Response {
+        let mut response = match &self.last {
+            Some(last) => Response { messages: Vec::new(), warnings: Vec::new(), ..last.clone() },
+            None => Response::empty(self.config.model.id.clone()),
+        };
+        if let Some(last_assistant) = self.added.iter().rev().find(|m| m.role == Role::Assistant) {
+            response.message = last_assistant.clone();
+        }
+        response.messages = self.added.clone();
+        response.stop_reason = Some(stop);
+        response.usage = self.usage;
+        response.warnings = self.warnings.clone();
+        response
+    }
+}
+
+/// Builds the request for the next step: the original context plus what this call added.
+fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec<Warning>), GenerateError> {
+    let mut context = config.context.clone();
+    context.messages.extend(added.iter().cloned());
+    let spec = RequestSpec {
+        model: &config.model,
+        provider: &config.provider,
+        context: &context,
+        options: &config.options,
+        api_key: config.api_key.as_ref(),
+    };
+    let built = config.model.dialect.build_request(&spec).map_err(GenerateError::Request)?;
+    Ok((built.request, built.warnings))
+}
+
+/// Options of a call, for drivers that need them before building the machine.
+pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
+    decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
+}

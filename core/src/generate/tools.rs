@@ -1,0 +1,133 @@
+//! The tool phase of the generate loop: every call of a step runs in parallel, each
+//! with its own deadline; results go back in the order of the calls.
+
+use std::time::{Duration, Instant};
+
+use super::io::{Effect, ToolOutcome, ToolRunId};
+use super::DEFAULT_TOOL_TIMEOUT;
+use crate::message::{Block, ToolResult, ToolSpec, ToolUse};
+
+/// A tool as the generate machine sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDecl {
+    /// Name, description and input schema.
+    pub spec: ToolSpec,
+    /// True when the driver has a handler; a call to a tool without one ends the loop
+    /// and returns the calls to the caller.
+    pub executable: bool,
+    /// Time limit for one call, overriding the `tool_timeout` option.
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    call: ToolUse,
+    run: Option<(ToolRunId, Instant, Duration)>,
+    result: Option<ToolResult>,
+}
+
+/// The calls of one step and their results.
+#[derive(Debug)]
+pub(super) struct ToolPhase {
+    calls: Vec<PendingCall>,
+}
+
+/// True when every call can be answered here: by a handler, or by an error result for
+/// an unknown tool. A call to a known tool without a handler belongs to the caller.
+pub(super) fn all_runnable(decls: &[ToolDecl], context_tools: &[ToolSpec], calls: &[ToolUse]) -> bool {
+    calls.iter().all(|call| match decls.iter().find(|d| d.spec.name == call.name) {
+        Some(decl) => decl.executable,
+        None => !context_tools.iter().any(|t| t.name == call.name),
+    })
+}
+
+impl ToolPhase {
+    /// Starts the phase: run effects for valid calls to known tools, immediate error
+    /// results for the rest.
+    pub(super) fn start(
+        calls: Vec<ToolUse>,
+        decls: &[ToolDecl],
+        option_timeout: Option<Duration>,
+        next_id: &mut u64,
+        now: Instant,
+    ) -> (Self, Vec<Effect>, Vec<ToolResult>) {
+        let mut effects = Vec::new();
+        let mut immediate = Vec::new();
+        let mut pending = Vec::with_capacity(calls.len());
+        for call in calls {
+            let refusal = match decls.iter().find(|d| d.spec.name == call.name) {
+                None => Some(format!("unknown tool {:?}", call.name)),
+                Some(_) if !call.input.is_object() => {
+                    Some(format!("invalid arguments for tool {:?}: expected a JSON object", call.name))
+                }
+                Some(decl) => {
+                    let limit = decl.timeout.or(option_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT);
+                    let id = ToolRunId(*next_id);
+                    *next_id += 1;
+                    effects.push(Effect::RunTool { id, call: call.clone() });
+                    pending.push(PendingCall { call: call.clone(), run: Some((id, now + limit, limit)), result: None });
+                    None
+                }
+            };
+            if let Some(message) = refusal {
+                let result = ToolResult::error(&call.id, &call.name, message);
+                immediate.push(result.clone());
+                pending.push(PendingCall { call, run: None, result: Some(result) });
+            }
+        }
+        (ToolPhase { calls: pending }, effects, immediate)
+    }
+
+    /// Records a run's outcome; `None` for unknown or already answered runs.
+    pub(super) fn finish(&mut self, id: ToolRunId, outcome: ToolOutcome) -> Option<ToolResult> {
+        let pending = self.calls.iter_mut().find(|c| c.result.is_none() && c.run.is_some_and(|(r, ..)| r == id))?;
+        let call = &pending.call;
+        let result = match outcome {
+            ToolOutcome::Ok(content) => {
+                ToolResult { tool_use_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
+            }
+            ToolOutcome::Err(message) => ToolResult::error(&call.id, &call.name, message),
+            ToolOutcome::Panicked(message) => {
+                ToolResult::error(&call.id, &call.name, format!("the tool failed unexpectedly: {message}"))
+            }
+        };
+        pending.result = Some(result.clone());
+        Some(result)
+    }
+
+    /// Times out every run whose deadline passed: their ids (to cancel) and results.
+    pub(super) fn expire(&mut self, now: Instant) -> Vec<(ToolRunId, ToolResult)> {
+        let mut expired = Vec::new();
+        for pending in &mut self.calls {
+            if let (None, Some((id, deadline, limit))) = (&pending.result, pending.run) {
+                if now >= deadline {
+                    let call = &pending.call;
+                    let result = ToolResult::error(&call.id, &call.name, format!("the tool timed out after {limit:?}"));
+                    pending.result = Some(result.clone());
+                    expired.push((id, result));
+                }
+            }
+        }
+        expired
+    }
+
+    /// The earliest deadline of a run still going.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.calls.iter().filter(|c| c.result.is_none()).filter_map(|c| c.run.map(|(_, d, _)| d)).min()
+    }
+
+    /// True when every call has a result.
+    pub(super) fn is_complete(&self) -> bool {
+        self.calls.iter().all(|c| c.result.is_some())
+    }
+
+    /// Runs still going, to cancel.
+    pub(super) fn cancel_running(self) -> impl Iterator<Item = ToolRunId> {
+        self.calls.into_iter().filter(|c| c.result.is_none()).filter_map(|c| c.run.map(|(id, ..)| id))
+    }
+
+    /// The results as content blocks, in the order of the calls.
+    pub(super) fn into_result_blocks(self) -> Vec<Block> {
+        self.calls.into_iter().filter_map(|c| c.result).map(Block::ToolResult).collect()
+    }
+}
