@@ -20,6 +20,7 @@
 mod partial_args;
 mod request;
 mod stream;
+mod wire;
 
 pub(crate) use request::build_request;
 pub use stream::StreamState;

@@ -11,6 +11,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
+use super::wire::Str;
+
 /// An array index beyond this is treated as malformed rather than allocated.
 const MAX_ARRAY_INDEX: usize = 100_000;
 
@@ -21,14 +23,14 @@ pub(super) struct PartialArg<'a> {
     #[serde(borrow, default)]
     json_path: Cow<'a, str>,
     #[serde(borrow, default)]
-    string_value: Option<Cow<'a, str>>,
+    string_value: Option<Str<'a>>,
     #[serde(default)]
     number_value: Option<Number>,
     #[serde(default)]
     bool_value: Option<bool>,
     /// `"NULL_VALUE"` when the leaf is null.
     #[serde(borrow, default)]
-    null_value: Option<Cow<'a, str>>,
+    null_value: Option<Str<'a>>,
     #[serde(default)]
     will_continue: Option<bool>,
 }
@@ -58,7 +60,7 @@ impl PartialArgs {
         let path = parse_path(&arg.json_path);
         let continuing = self.open_string.as_deref() == Some(&*arg.json_path);
         self.open_string = None;
-        let value = if let Some(piece) = &arg.string_value {
+        let value = if let Some(Str(piece)) = &arg.string_value {
             if arg.will_continue == Some(true) {
                 self.open_string = Some(arg.json_path.to_string());
             }

@@ -49,7 +49,7 @@ pub(crate) fn build_request(
                 // `parametersJsonSchema` takes JSON Schema as is; `parameters` would need
                 // the OpenAPI subset with upper-case types.
                 if !tool.input_schema.is_null() {
-                    decl.insert("parametersJsonSchema".into(), tool.input_schema.clone());
+                    decl.insert("parametersJsonSchema".into(), json_schema(&tool.input_schema));
                 }
                 Value::Object(decl)
             })
@@ -91,6 +91,17 @@ pub(crate) fn build_request(
         headers: Vec::new(),
         body: Value::Object(body),
     })
+}
+
+/// A JSON Schema for `parametersJsonSchema` / `responseJsonSchema`: sent as is, except
+/// the root `$schema` meta keyword, which says nothing about the value and which Google's
+/// schema fields have been seen to reject.
+fn json_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+    }
+    schema
 }
 
 /// What the model id says about the generation, which decides thinking knobs and
@@ -297,7 +308,7 @@ fn generation_config(
     }
     if let Some(output) = &options.output {
         config.insert("responseMimeType".into(), json!("application/json"));
-        config.insert("responseJsonSchema".into(), output.schema.clone());
+        config.insert("responseJsonSchema".into(), json_schema(&output.schema));
     }
     if let Some(reasoning) = options.thinking {
         if spec.model.reasoning {

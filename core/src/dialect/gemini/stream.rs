@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::partial_args::{PartialArg, PartialArgs};
+use super::wire::{First, Items, Str};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
 use crate::error::StreamError;
@@ -60,15 +61,15 @@ struct PendingCall {
 #[serde(rename_all = "camelCase")]
 struct Chunk<'a> {
     #[serde(borrow, default)]
-    candidates: Vec<Candidate<'a>>,
+    candidates: First<Candidate<'a>>,
     #[serde(borrow, default)]
     prompt_feedback: Option<PromptFeedback<'a>>,
     #[serde(default)]
     usage_metadata: Option<UsageMetadata>,
     #[serde(borrow, default)]
-    model_version: Option<Cow<'a, str>>,
+    model_version: Option<Str<'a>>,
     #[serde(borrow, default)]
-    response_id: Option<Cow<'a, str>>,
+    response_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
 }
@@ -79,39 +80,58 @@ struct Candidate<'a> {
     #[serde(borrow, default)]
     content: Option<Content<'a>>,
     #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: Option<Str<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Content<'a> {
     #[serde(borrow, default)]
-    parts: Vec<Part<'a>>,
+    parts: Items<Part<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Part<'a> {
     #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+    text: Option<Str<'a>>,
     #[serde(default)]
     thought: Option<bool>,
     #[serde(borrow, default)]
-    thought_signature: Option<Cow<'a, str>>,
+    thought_signature: Option<Str<'a>>,
     #[serde(borrow, default)]
     function_call: Option<FunctionCall<'a>>,
+    // Part kinds without a block in omni (code execution, generated media): they only
+    // separate the text around them.
+    #[serde(borrow, default)]
+    executable_code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    code_execution_result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    inline_data: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    file_data: Option<&'a RawValue>,
+}
+
+impl Part<'_> {
+    fn is_unmodelled_kind(&self) -> bool {
+        self.executable_code.is_some()
+            || self.code_execution_result.is_some()
+            || self.inline_data.is_some()
+            || self.file_data.is_some()
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct FunctionCall<'a> {
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: Option<Str<'a>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Str<'a>>,
     #[serde(borrow, default)]
     args: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    partial_args: Vec<PartialArg<'a>>,
+    partial_args: Items<PartialArg<'a>>,
     #[serde(default)]
     will_continue: Option<bool>,
 }
@@ -120,7 +140,7 @@ struct FunctionCall<'a> {
 #[serde(rename_all = "camelCase")]
 struct PromptFeedback<'a> {
     #[serde(borrow, default)]
-    block_reason: Option<Cow<'a, str>>,
+    block_reason: Option<Str<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -147,14 +167,14 @@ impl StreamState {
         }
         self.metadata(&chunk, out);
         let mut stop_reason = None;
-        if let Some(candidate) = chunk.candidates.into_iter().next() {
+        if let Some(candidate) = chunk.candidates.0 {
             for part in candidate.content.into_iter().flat_map(|c| c.parts) {
                 self.part(part, out);
             }
             if let Some(reason) = candidate.finish_reason {
                 // The model is done with this turn: nothing can continue a streamed call.
                 self.flush_pending(out);
-                stop_reason = Some(finish_reason(&reason));
+                stop_reason = Some(finish_reason(&reason.0));
             }
         }
         if chunk.prompt_feedback.and_then(|f| f.block_reason).is_some() {
@@ -172,8 +192,8 @@ impl StreamState {
     }
 
     fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut Vec<Delta>) {
-        let changed = |known: &mut Option<String>, new: &Option<Cow<'_, str>>| match new {
-            Some(new) if known.as_deref() != Some(new) => {
+        let changed = |known: &mut Option<String>, new: &Option<Str<'_>>| match new {
+            Some(Str(new)) if known.as_deref() != Some(new) => {
                 *known = Some(new.to_string());
                 Some(new.to_string())
             }
@@ -188,25 +208,35 @@ impl StreamState {
 
     fn part(&mut self, part: Part<'_>, out: &mut Vec<Delta>) {
         let thought = part.thought == Some(true);
+        let unmodelled = part.is_unmodelled_kind();
         if let Some(call) = part.function_call {
-            self.function_call(call, part.thought_signature, out);
+            self.function_call(call, part.thought_signature.map(|s| s.0), out);
             return;
         }
         match part.text {
-            Some(text) if !text.is_empty() => {
+            Some(Str(text)) if !text.is_empty() => {
                 let signed = part.thought_signature.is_some();
                 let index = self.run_index(thought, signed, out);
                 let delta =
                     if thought { BlockDelta::Thinking(text.into_owned()) } else { BlockDelta::Text(text.into_owned()) };
                 out.push(Delta::BlockDelta { index, delta });
-                if let Some(sig) = part.thought_signature {
+                if let Some(Str(sig)) = part.thought_signature {
                     self.sign_run(index, sig, out);
                 }
             }
-            // An empty text part (or a part kind this dialect does not model, such as
-            // executableCode) matters only for the signature it may carry.
+            // Code execution or media: not modelled; the text after it is a new block, and
+            // a signature it carries is kept on a block of its own.
+            _ if unmodelled => {
+                self.run = None;
+                if let Some(Str(sig)) = part.thought_signature {
+                    let index = self.start_run(thought, out);
+                    self.sign_run(index, sig, out);
+                }
+            }
+            // An empty text part (or a bare signature part) matters only for its signature,
+            // which belongs to the run it ends.
             _ => {
-                if let Some(sig) = part.thought_signature {
+                if let Some(Str(sig)) = part.thought_signature {
                     let index = match self.run {
                         Some(run) if run.thought == thought && !run.signed => run.index,
                         _ => self.start_run(thought, out),
@@ -250,11 +280,11 @@ impl StreamState {
     fn function_call(&mut self, call: FunctionCall<'_>, sig: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
         self.run = None;
         let streaming = call.will_continue == Some(true);
-        match call.name.filter(|n| !n.is_empty()) {
+        match call.name.map(|n| n.0).filter(|n| !n.is_empty()) {
             Some(name) => {
                 self.flush_pending(out);
                 let index = self.new_index();
-                let id = match call.id.filter(|id| !id.is_empty()) {
+                let id = match call.id.map(|id| id.0).filter(|id| !id.is_empty()) {
                     Some(id) => id.into_owned(),
                     None => self.generated_id(),
                 };

@@ -3,11 +3,10 @@
 
 use serde_json::{json, Value};
 
-use crate::accumulator::Accumulator;
+use crate::decode_body;
 use crate::dialect::{Dialect, RequestSpec};
 use crate::error::{ProviderErrorKind, StreamError};
 use crate::event::StreamEvent;
-use crate::framing::Frame;
 use crate::message::ToolSpec;
 use crate::message::{Attachment, Block, Context, Message, Origin, Role, Source, Text, Thinking, ToolResult, ToolUse};
 use crate::model::Model;
@@ -15,31 +14,8 @@ use crate::options::{Effort, Options, OutputSchema, Reasoning, ToolChoice};
 use crate::provider::{ApiKey, Auth, Provider, Quirks};
 use crate::response::{Response, StopReason};
 
-/// Decodes a body with a minimal SSE splitter, so these tests do not depend on the
-/// framing module: events are separated by blank lines, `data:` lines joined.
 fn decode(body: &str) -> (Vec<StreamEvent>, Response) {
-    let mut state = Dialect::GoogleGemini.new_stream_state();
-    let mut acc = Accumulator::new("gemini-2.5-flash", None);
-    let mut events = Vec::new();
-    let mut deltas = Vec::new();
-    let normalized = body.replace("\r\n", "\n");
-    for event in normalized.split("\n\n") {
-        let data: Vec<&str> =
-            event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
-        if data.is_empty() {
-            continue;
-        }
-        let data = data.join("\n");
-        let result = state.parse(&Frame::Event { event: "", data: &data, id: None }, &mut deltas);
-        deltas.drain(..).for_each(|d| acc.push(d, &mut events));
-        if let Err(e) = result {
-            acc.fail(e, &mut events);
-        }
-    }
-    state.finish(&mut deltas);
-    deltas.drain(..).for_each(|d| acc.push(d, &mut events));
-    acc.finish(&mut events);
-    (events, acc.into_response())
+    decode_body(Dialect::GoogleGemini, "gemini-2.5-flash", body.as_bytes())
 }
 
 fn sse(chunks: &[Value]) -> String {
