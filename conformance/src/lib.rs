@@ -7,3 +7,4 @@ pub mod replay;
 pub mod scenarios;
 pub mod sim;
 pub mod synth;
+pub mod upstream;

@@ -14,6 +14,8 @@
 #![forbid(unsafe_code)]
 
 pub mod accumulator;
+pub mod catalogue;
+pub mod client;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;
@@ -27,9 +29,11 @@ pub mod model;
 pub mod options;
 pub mod provider;
 pub mod response;
+pub mod tool;
 pub mod usage;
 
 pub use accumulator::Accumulator;
+pub use catalogue::{Catalogue, CatalogueError, LookupError};
 pub use decoder::{decode_body, Progress, StreamDecoder};
 pub use delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 pub use dialect::{BuiltRequest, Dialect, RequestSpec};

@@ -215,6 +215,31 @@ impl Options {
         Ok(())
     }
 
+    /// These options over `defaults`: a value set here wins; lists and maps set here
+    /// replace the defaults' (metadata and headers are merged, these winning).
+    pub fn merged_over(self, defaults: &Options) -> Options {
+        let mut metadata = defaults.metadata.clone();
+        metadata.extend(self.metadata);
+        let mut headers = defaults.headers.clone();
+        headers.retain(|(name, _)| !self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
+        headers.extend(self.headers);
+        Options {
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            temperature: self.temperature.or(defaults.temperature),
+            top_p: self.top_p.or(defaults.top_p),
+            stop: if self.stop.is_empty() { defaults.stop.clone() } else { self.stop },
+            tool_choice: self.tool_choice.or_else(|| defaults.tool_choice.clone()),
+            thinking: self.thinking.or(defaults.thinking),
+            cache: self.cache.or(defaults.cache),
+            metadata,
+            output: self.output.or_else(|| defaults.output.clone()),
+            timeout: self.timeout.or(defaults.timeout),
+            max_steps: self.max_steps.or(defaults.max_steps),
+            tool_timeout: self.tool_timeout.or(defaults.tool_timeout),
+            headers,
+        }
+    }
+
     /// Sets `max_tokens`.
     pub fn max_tokens(mut self, n: u32) -> Self {
         self.max_tokens = Some(n);

@@ -104,6 +104,31 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// A generic OpenAI-compatible server (vLLM, llama.cpp, LM Studio, a proxy ...):
+    /// the `openai_completions` dialect, `Authorization: Bearer` when `api_key_env`
+    /// names a key variable, no auth otherwise. A trailing `/` on `base_url` is dropped.
+    ///
+    /// ```
+    /// use omni_core::{Auth, Provider};
+    /// let local = Provider::openai_compatible("llamacpp", "http://localhost:8080/v1/", None);
+    /// assert_eq!(local.base_url, "http://localhost:8080/v1");
+    /// assert_eq!(local.auth, Auth::None);
+    /// ```
+    pub fn openai_compatible(id: impl Into<String>, base_url: impl Into<String>, api_key_env: Option<&str>) -> Self {
+        let id = id.into();
+        let base_url = base_url.into();
+        Provider {
+            name: id.clone(),
+            id,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            dialect: Dialect::OpenaiCompletions,
+            auth: if api_key_env.is_some() { Auth::Bearer } else { Auth::None },
+            api_key_env: api_key_env.map(str::to_string),
+            headers: Vec::new(),
+            quirks: Quirks::default(),
+        }
+    }
+
     /// True when requests need a key.
     pub fn needs_key(&self) -> bool {
         self.auth != Auth::None

@@ -1,5 +1,37 @@
-//! omni driver (tokio): executes the core's effects. The driver itself is built in the drivers issue.
+//! # omni-tokio
+//!
+//! The tokio driver of omni: it executes the pure core's effects with reqwest (rustls)
+//! and tokio tasks, and hands the application an async [`Stream`](futures_core::Stream)
+//! of events plus a future of the final response.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), omni_tokio::Error> {
+//! use omni_tokio::{Client, Options};
+//!
+//! let client = Client::builder().build()?; // keys from the environment
+//! let response = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default()).await?;
+//! println!("{}", response.text());
+//! # Ok(()) }
+//! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod call;
+mod client;
+mod error;
+mod http;
+mod tools;
+
+pub use call::{Call, TextStream};
+pub use client::{Client, ClientBuilder};
+pub use error::Error;
+pub use tools::Tool;
+
 pub use omni_core as core;
-pub use omni_core::*;
+pub use omni_core::client::{ClientError, ModelRef};
+pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_core::{
+    ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
+    Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
+    Usage,
+};

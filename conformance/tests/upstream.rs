@@ -1,0 +1,232 @@
+//! Replays the upstream corpus (`../shared/fixtures/upstream/`) and the local-peer captures
+//! (`../shared/fixtures/local-peers/`) through omni's decoders.
+//!
+//! - `every_file_loads`: the loader unwraps every file; prints counts per dialect and format.
+//! - `expectations_cover_the_corpus`: one expectation per recording, none stale.
+//! - `replay_matches_expectations`: outcome, stop reason, tool names and text prefix.
+//! - `chunking_does_not_change_the_result`: 1-byte, 7-byte and random splits give the same
+//!   events and response as the whole body.
+//!
+//! When the shared fixtures are absent every test prints a message and passes. Set
+//! `OMNI_SHARED_FIXTURES` to the folder holding `upstream/` and `local-peers/` to use
+//! another location (for example from a git worktree outside the workspace's parent).
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use omni_conformance::upstream::expect::{self, Expectation, Outcome};
+use omni_conformance::upstream::{self, Recording};
+use omni_core::{Response, StreamDecoder, StreamEvent};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+const DEFAULT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
+const EXPECTATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/upstream-expectations.json");
+
+fn fixtures_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("OMNI_SHARED_FIXTURES").map(PathBuf::from).unwrap_or_else(|| DEFAULT_FIXTURES.into());
+    if dir.join("upstream").is_dir() {
+        Some(dir)
+    } else {
+        println!("upstream corpus not found at {}/upstream: skipping", dir.display());
+        None
+    }
+}
+
+/// Every recording: the upstream corpus, then the local peers (when present).
+fn load_all() -> Option<(Vec<Recording>, Vec<upstream::Skipped>)> {
+    let dir = fixtures_dir()?;
+    let corpus = upstream::load_corpus_report(&dir.join("upstream")).unwrap_or_else(|e| panic!("{e}"));
+    let mut recordings = corpus.recordings;
+    let peers = dir.join("local-peers");
+    if peers.is_dir() {
+        recordings.extend(upstream::load_local_peers(&peers).unwrap_or_else(|e| panic!("{e}")));
+    } else {
+        println!("local-peers not found at {}: only the upstream corpus is replayed", peers.display());
+    }
+    Some((recordings, corpus.skipped))
+}
+
+fn expectations() -> BTreeMap<(String, usize), Expectation> {
+    let file = expect::load_expectations(std::path::Path::new(EXPECTATIONS)).unwrap_or_else(|e| panic!("{e}"));
+    let mut map = BTreeMap::new();
+    for e in file.recordings {
+        let key = (e.file.clone(), e.interaction);
+        assert!(map.insert(key.clone(), e).is_none(), "duplicate expectation for {key:?}");
+    }
+    map
+}
+
+#[test]
+fn every_file_loads() {
+    let Some((recordings, skipped)) = load_all() else { return };
+    let mut per_dialect: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_format: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut files = std::collections::BTreeSet::new();
+    for r in &recordings {
+        *per_dialect.entry(r.dialect.name()).or_default() += 1;
+        *per_format.entry(r.format.name()).or_default() += 1;
+        files.insert(r.file.as_str());
+    }
+    println!("{} recordings from {} files", recordings.len(), files.len());
+    println!("per dialect: {per_dialect:?}");
+    println!("per format: {per_format:?}");
+    println!("skipped interactions: {}", skipped.len());
+    for s in &skipped {
+        println!("  skipped {}#{}: {}", s.file, s.interaction, s.reason);
+    }
+    // Every file of the five dialect folders yields at least one recording or skip.
+    let dir = fixtures_dir().expect("present");
+    for folder in ["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"] {
+        let entries = std::fs::read_dir(dir.join("upstream").join(folder)).expect("folder");
+        for entry in entries {
+            let name = format!("{folder}/{}", entry.expect("entry").file_name().to_string_lossy());
+            let skipped_here = skipped.iter().any(|s| s.file == name);
+            assert!(files.contains(name.as_str()) || skipped_here, "{name} produced no recording");
+        }
+    }
+}
+
+#[test]
+fn expectations_cover_the_corpus() {
+    let Some((recordings, _)) = load_all() else { return };
+    let expected = expectations();
+    let mut problems = Vec::new();
+    for r in &recordings {
+        let key = (r.file.clone(), r.interaction);
+        match expected.get(&key) {
+            None => problems.push(format!("{}#{}: no expectation", r.file, r.interaction)),
+            Some(e) => {
+                let http = !r.is_success();
+                if http != (e.outcome == Outcome::HttpError) {
+                    problems
+                        .push(format!("{}#{}: status {} vs outcome {:?}", r.file, r.interaction, r.status, e.outcome));
+                }
+                if e.outcome == Outcome::Done && e.stop_reason.is_none() {
+                    problems.push(format!("{}#{}: done without stop_reason", r.file, r.interaction));
+                }
+                if e.outcome == Outcome::HttpError && e.error_kind.is_none() {
+                    problems.push(format!("{}#{}: http_error without error_kind", r.file, r.interaction));
+                }
+            }
+        }
+    }
+    let loaded: std::collections::BTreeSet<_> = recordings.iter().map(|r| (r.file.clone(), r.interaction)).collect();
+    for key in expected.keys() {
+        // Local-peer expectations are stale only when the local peers were loaded.
+        if !loaded.contains(key)
+            && (!key.0.starts_with("local-peers/") || loaded.iter().any(|k| k.0.starts_with("local-peers/")))
+        {
+            problems.push(format!("{}#{}: expectation without a recording", key.0, key.1));
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn replay_matches_expectations() {
+    let Some((recordings, _)) = load_all() else { return };
+    let expected = expectations();
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    let mut known_gaps = Vec::new();
+    for r in &recordings {
+        let Some(e) = expected.get(&(r.file.clone(), r.interaction)) else {
+            failures.push(format!("{}#{}: no expectation", r.file, r.interaction));
+            continue;
+        };
+        let observed = expect::replay(r);
+        let wrong = expect::mismatches(e, &observed);
+        if wrong.is_empty() {
+            passed += 1;
+        } else if let Some(gap) = &e.known_gap {
+            known_gaps.push(format!("{}#{} (known gap: {gap}):\n    {}", r.file, r.interaction, wrong.join("\n    ")));
+        } else {
+            failures.push(format!("{}#{} [{}]:\n    {}", r.file, r.interaction, r.dialect, wrong.join("\n    ")));
+        }
+    }
+    for g in &known_gaps {
+        println!("{g}");
+    }
+    println!("upstream corpus: {} recordings replayed, {passed} passed", recordings.len());
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Events (as JSON) and the final response (as JSON) from feeding `body` in the given pieces.
+fn decode_in_pieces<'a>(
+    r: &Recording,
+    pieces: impl Iterator<Item = &'a [u8]>,
+) -> (serde_json::Value, serde_json::Value) {
+    let mut decoder = StreamDecoder::new(r.dialect, "model");
+    let mut events: Vec<StreamEvent> = Vec::new();
+    for piece in pieces {
+        decoder.feed(piece, &mut events);
+    }
+    decoder.finish(&mut events);
+    let response: Response = decoder.into_response();
+    (
+        serde_json::to_value(&events).expect("events serialise"),
+        serde_json::to_value(&response).expect("response serialises"),
+    )
+}
+
+/// Splits `body` at the given offsets (sorted, clamped, duplicates allowed: empty pieces too).
+fn split_at_points(body: &[u8], mut points: Vec<usize>) -> Vec<&[u8]> {
+    points.iter_mut().for_each(|p| *p = (*p).min(body.len()));
+    points.sort_unstable();
+    let mut pieces = Vec::with_capacity(points.len() + 1);
+    let mut start = 0;
+    for p in points {
+        pieces.push(&body[start..p]);
+        start = p;
+    }
+    pieces.push(&body[start..]);
+    pieces
+}
+
+#[test]
+fn chunking_does_not_change_the_result() {
+    let Some((recordings, _)) = load_all() else { return };
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for r in recordings.iter().filter(|r| r.is_success()) {
+        checked += 1;
+        let name = format!("{}#{}", r.file, r.interaction);
+        let whole = decode_in_pieces(r, std::iter::once(r.body.as_slice()));
+        for size in [1, 7] {
+            if decode_in_pieces(r, r.body.chunks(size)) != whole {
+                failures.push(format!("{name}: {size}-byte chunks differ from the whole body"));
+            }
+        }
+        let config = Config { cases: 12, failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new(config);
+        let len = r.body.len();
+        let strategy = proptest::collection::vec(0..=len, 1..12);
+        let result = runner.run(&strategy, |points| {
+            let pieces = split_at_points(&r.body, points.clone());
+            if decode_in_pieces(r, pieces.into_iter()) == whole {
+                Ok(())
+            } else {
+                Err(TestCaseError::fail(format!("split at {points:?}")))
+            }
+        });
+        if let Err(e) = result {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    println!("chunking invariance: {checked} recordings checked, {} failed", failures.len());
+    assert!(failures.is_empty(), "{} recordings depend on chunking:\n{}", failures.len(), failures.join("\n"));
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 64, failure_persistence: None, ..Config::default() })]
+
+    /// The splitter itself: pieces always reassemble into the body.
+    #[test]
+    fn split_points_reassemble(body in proptest::collection::vec(any::<u8>(), 0..64), points in proptest::collection::vec(0usize..80, 0..6)) {
+        let pieces = split_at_points(&body, points);
+        prop_assert_eq!(pieces.concat(), body);
+    }
+}

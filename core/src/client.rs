@@ -1,0 +1,252 @@
+//! What every driver's `Client` decides, decided once: resolving a model name to a
+//! model and provider, picking the key (call site > client > environment) and the base
+//! URL (client override > environment for local servers > catalogue), merging options
+//! over the client's defaults, and producing the generate machine's configuration.
+//!
+//! Drivers pass the environment in as a lookup function (`std::env::var`), so the core
+//! still reads nothing itself.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::catalogue::{Catalogue, CatalogueError, LookupError};
+use crate::generate::{GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
+use crate::message::Context;
+use crate::model::Model;
+use crate::options::{Options, OptionsError};
+use crate::provider::{ApiKey, Auth, Provider};
+
+/// A model by name (`"anthropic:claude-sonnet-4-5"`) or as a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelRef {
+    /// `provider:id`; unknown ids on a known provider are accepted.
+    Name(String),
+    /// A model built by hand or taken from the catalogue.
+    Model(Box<Model>),
+}
+
+impl From<&str> for ModelRef {
+    fn from(s: &str) -> Self {
+        ModelRef::Name(s.to_string())
+    }
+}
+
+impl From<String> for ModelRef {
+    fn from(s: String) -> Self {
+        ModelRef::Name(s)
+    }
+}
+
+impl From<Model> for ModelRef {
+    fn from(m: Model) -> Self {
+        ModelRef::Model(Box::new(m))
+    }
+}
+
+impl From<&Model> for ModelRef {
+    fn from(m: &Model) -> Self {
+        ModelRef::Model(Box::new(m.clone()))
+    }
+}
+
+/// One call as the application describes it.
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    /// Which model.
+    pub model: ModelRef,
+    /// Prompt and history.
+    pub context: Context,
+    /// Options for this call (merged over the client's defaults).
+    pub options: Options,
+    /// Tools and whether each has a handler.
+    pub tools: Vec<ToolDecl>,
+    /// A key for this call only.
+    pub api_key: Option<ApiKey>,
+}
+
+/// Why a call could not be prepared.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The model name is unknown.
+    Lookup(LookupError),
+    /// The model names a provider the client does not know.
+    UnknownProvider(String),
+    /// The provider needs a key and none was found.
+    MissingApiKey {
+        /// Provider id.
+        provider: String,
+        /// The environment variable that was consulted.
+        env: Option<String>,
+    },
+    /// The options are invalid.
+    InvalidOptions(OptionsError),
+    /// Catalogue data could not be loaded.
+    Catalogue(CatalogueError),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Lookup(e) => write!(f, "{e}"),
+            ClientError::UnknownProvider(p) => write!(f, "unknown provider {p:?}; register it on the client"),
+            ClientError::MissingApiKey { provider, env: Some(env) } => {
+                write!(f, "no API key for {provider}: pass one to the client or set {env}")
+            }
+            ClientError::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
+            ClientError::InvalidOptions(e) => write!(f, "{e}"),
+            ClientError::Catalogue(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A client's configuration; every driver's `Client` wraps one.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Models and providers.
+    pub catalogue: Catalogue,
+    /// Keys by provider id.
+    pub api_keys: BTreeMap<String, ApiKey>,
+    /// Base URL overrides by provider id.
+    pub base_urls: BTreeMap<String, String>,
+    /// Options every call starts from.
+    pub default_options: Options,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// No-progress limit for streams.
+    pub stall_timeout: Duration,
+}
+
+impl ClientConfig {
+    /// A configuration over the built-in catalogue.
+    pub fn new() -> Result<Self, ClientError> {
+        Ok(Self::with_catalogue(Catalogue::builtin().map_err(ClientError::Catalogue)?))
+    }
+
+    /// A configuration over the given catalogue.
+    pub fn with_catalogue(catalogue: Catalogue) -> Self {
+        ClientConfig {
+            catalogue,
+            api_keys: BTreeMap::new(),
+            base_urls: BTreeMap::new(),
+            default_options: Options::default(),
+            retry: RetryPolicy::default(),
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+        }
+    }
+
+    /// Resolves a model reference.
+    pub fn model(&self, model: &ModelRef) -> Result<Model, ClientError> {
+        match model {
+            ModelRef::Name(name) => self.catalogue.resolve(name).map_err(ClientError::Lookup),
+            ModelRef::Model(m) => Ok((**m).clone()),
+        }
+    }
+
+    /// The provider of `model` with the base URL this client uses for it.
+    pub fn provider(&self, model: &Model, env: &dyn Fn(&str) -> Option<String>) -> Result<Provider, ClientError> {
+        let mut provider = self
+            .catalogue
+            .provider(&model.provider)
+            .cloned()
+            .ok_or_else(|| ClientError::UnknownProvider(model.provider.clone()))?;
+        if let Some(url) = self.base_urls.get(&provider.id) {
+            provider.base_url.clone_from(url);
+        } else if let Some(url) = local_server_url(&provider, env) {
+            provider.base_url = url;
+        }
+        Ok(provider)
+    }
+
+    /// Turns a call into the generate machine's configuration.
+    pub fn prepare(&self, call: CallSpec, env: &dyn Fn(&str) -> Option<String>) -> Result<GenerateConfig, ClientError> {
+        let model = self.model(&call.model)?;
+        let provider = self.provider(&model, env)?;
+        let api_key = provider.resolve_key(call.api_key.as_ref(), self.api_keys.get(&provider.id), env);
+        if api_key.is_none() && provider.auth != Auth::None {
+            return Err(ClientError::MissingApiKey {
+                provider: provider.id.clone(),
+                env: provider.api_key_env.clone(),
+            });
+        }
+        let options = call.options.merged_over(&self.default_options);
+        options.validate().map_err(ClientError::InvalidOptions)?;
+        let mut config = GenerateConfig::new(model, provider, call.context, options);
+        config.api_key = api_key;
+        config.tools = call.tools;
+        config.retry = self.retry;
+        config.stall_timeout = self.stall_timeout;
+        Ok(config)
+    }
+}
+
+/// `OLLAMA_HOST` points the local Ollama provider elsewhere (`host:port` or a URL).
+fn local_server_url(provider: &Provider, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if provider.id != "ollama" {
+        return None;
+    }
+    let host = env("OLLAMA_HOST").filter(|h| !h.trim().is_empty())?;
+    let host = host.trim().trim_end_matches('/');
+    Some(if host.contains("://") { host.to_string() } else { format!("http://{host}") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn missing_key_names_the_variable() {
+        let config = ClientConfig::new().unwrap();
+        let call = CallSpec {
+            model: "anthropic:claude-sonnet-4-5".into(),
+            context: Context::from_prompt("hi"),
+            options: Options::default(),
+            tools: vec![],
+            api_key: None,
+        };
+        let err = config.prepare(call, &no_env).unwrap_err();
+        assert_eq!(err.to_string(), "no API key for anthropic: pass one to the client or set ANTHROPIC_API_KEY");
+    }
+
+    #[test]
+    fn keys_and_urls_resolve_in_order() {
+        let mut config = ClientConfig::new().unwrap();
+        config.base_urls.insert("anthropic".into(), "http://127.0.0.1:9/v1".into());
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "from-env".to_string());
+        let call = |key: Option<&str>| CallSpec {
+            model: "anthropic:claude-sonnet-4-5".into(),
+            context: Context::from_prompt("hi"),
+            options: Options::default(),
+            tools: vec![],
+            api_key: key.map(ApiKey::from),
+        };
+        let g = config.prepare(call(None), &env).unwrap();
+        assert_eq!(g.api_key.unwrap().expose(), "from-env");
+        assert_eq!(g.provider.base_url, "http://127.0.0.1:9/v1");
+        let g = config.prepare(call(Some("at-call")), &env).unwrap();
+        assert_eq!(g.api_key.unwrap().expose(), "at-call");
+    }
+
+    #[test]
+    fn ollama_needs_no_key_and_follows_ollama_host() {
+        let config = ClientConfig::new().unwrap();
+        let env = |name: &str| (name == "OLLAMA_HOST").then(|| "10.1.2.3:11434".to_string());
+        let call = CallSpec {
+            model: "ollama:llama3.2:3b".into(),
+            context: Context::from_prompt("hi"),
+            options: Options::default(),
+            tools: vec![],
+            api_key: None,
+        };
+        let g = config.prepare(call, &env).unwrap();
+        assert_eq!(g.provider.base_url, "http://10.1.2.3:11434");
+        assert!(g.api_key.is_none());
+    }
+}

@@ -1,0 +1,211 @@
+//! One call: the builder, the event stream, and the task that drives the core machine.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+use omni_core::client::{CallSpec, ModelRef};
+use omni_core::generate::{Effect, Generate, GenerateEvent, Input, RequestId, ToolRunId};
+use omni_core::tool::{outcome, panic_message};
+use omni_core::{ApiKey, Context, Options, Response};
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::task::AbortHandle;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::http::{self, TaskInput};
+use crate::tools::{Handler, Tool};
+
+/// A call being set up: model, context, options, tools, key.
+#[derive(Debug)]
+pub struct Call {
+    client: Client,
+    model: ModelRef,
+    context: Context,
+    options: Options,
+    tools: Vec<Tool>,
+    api_key: Option<ApiKey>,
+}
+
+impl Call {
+    pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Self {
+        Call { client, model, context, options: Options::default(), tools: Vec::new(), api_key: None }
+    }
+
+    /// Options for this call, over the client's defaults.
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// A key for this call only.
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Starts the call and returns its events. Must be called inside a tokio runtime;
+    /// dropping the stream cancels the call.
+    pub fn stream(self) -> Result<TextStream, Error> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
+        let handlers: BTreeMap<String, Handler> =
+            self.tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect();
+        let spec = CallSpec {
+            model: self.model,
+            context: self.context,
+            options: self.options,
+            tools: self.tools.iter().map(Tool::decl).collect(),
+            api_key: self.api_key,
+        };
+        let inner = &self.client.inner;
+        let config = inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
+        let machine = Generate::new(config, Instant::now())
+            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        runtime.spawn(drive(machine, inner.http.clone(), handlers, events_tx));
+        Ok(TextStream { events: events_rx, terminal: None })
+    }
+
+    /// Runs the call to the end and returns the final response.
+    pub async fn generate(self) -> Result<Response, Error> {
+        self.stream()?.response().await
+    }
+}
+
+/// The events of a call, as an async stream. Dropping it cancels the call.
+#[derive(Debug)]
+pub struct TextStream {
+    events: UnboundedReceiver<GenerateEvent>,
+    terminal: Option<GenerateEvent>,
+}
+
+impl TextStream {
+    /// Waits for the end of the call (consuming the remaining events).
+    pub async fn response(mut self) -> Result<Response, Error> {
+        while self.terminal.is_none() {
+            match self.events.recv().await {
+                Some(event) => self.observe(&event),
+                None => break,
+            }
+        }
+        match self.terminal.take() {
+            Some(GenerateEvent::Finished(response)) => Ok(*response),
+            Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error, partial }),
+            _ => Err(Error::Setup("the call ended without a response".into())),
+        }
+    }
+
+    fn observe(&mut self, event: &GenerateEvent) {
+        if matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }) {
+            self.terminal = Some(event.clone());
+        }
+    }
+}
+
+impl futures_core::Stream for TextStream {
+    type Item = GenerateEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
+        let polled = self.events.poll_recv(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.observe(event);
+        }
+        polled
+    }
+}
+
+/// The driver loop: execute effects, feed inputs, deliver events, sleep until the next
+/// deadline. No decisions are taken here.
+async fn drive(
+    mut machine: Generate,
+    http: reqwest::Client,
+    handlers: BTreeMap<String, Handler>,
+    events: UnboundedSender<GenerateEvent>,
+) {
+    let (inputs_tx, mut inputs) = mpsc::unbounded_channel::<TaskInput>();
+    let mut requests: BTreeMap<RequestId, AbortHandle> = BTreeMap::new();
+    let mut runs: BTreeMap<ToolRunId, AbortHandle> = BTreeMap::new();
+    loop {
+        while let Some(effect) = machine.poll_effect() {
+            match effect {
+                Effect::SendRequest { id, request } => {
+                    let task = tokio::spawn(http::send(http.clone(), id, request, inputs_tx.clone()));
+                    requests.insert(id, task.abort_handle());
+                }
+                Effect::CancelRequest { id } => {
+                    if let Some(task) = requests.remove(&id) {
+                        task.abort();
+                    }
+                }
+                Effect::RunTool { id, call } => {
+                    let Some(handler) = handlers.get(&call.name).cloned() else { continue };
+                    // The handler runs in its own task so that a panic is caught as a JoinError.
+                    let run = tokio::spawn(handler(call.input));
+                    runs.insert(id, run.abort_handle());
+                    let tx = inputs_tx.clone();
+                    tokio::spawn(async move {
+                        let outcome = match run.await {
+                            Ok(result) => outcome(result),
+                            Err(e) if e.is_panic() => {
+                                omni_core::generate::ToolOutcome::Panicked(panic_message(&*e.into_panic()))
+                            }
+                            Err(_) => return, // cancelled
+                        };
+                        let _ = tx.send(TaskInput::Tool { id, outcome });
+                    });
+                }
+                Effect::CancelTool { id } => {
+                    if let Some(run) = runs.remove(&id) {
+                        run.abort();
+                    }
+                }
+            }
+        }
+        while let Some(event) = machine.poll_event() {
+            let end = matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. });
+            let _ = events.send(event);
+            if end {
+                requests.values().chain(runs.values()).for_each(AbortHandle::abort);
+                return;
+            }
+        }
+        let deadline = machine.poll_timeout().map(tokio::time::Instant::from_std);
+        tokio::select! {
+            biased;
+            _ = events.closed() => machine.handle_input(Input::Cancel, Instant::now()),
+            Some(input) = inputs.recv() => feed(&mut machine, input),
+            _ = sleep_until(deadline), if deadline.is_some() => machine.handle_timeout(Instant::now()),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    if let Some(d) = deadline {
+        tokio::time::sleep_until(d).await;
+    }
+}
+
+fn feed(machine: &mut Generate, input: TaskInput) {
+    let now = Instant::now();
+    match input {
+        TaskInput::Head { id, status, headers } => machine.handle_input(Input::ResponseHead { id, status, headers }, now),
+        TaskInput::Body { id, bytes } => machine.handle_input(Input::Body { id, bytes: &bytes }, now),
+        TaskInput::End { id } => machine.handle_input(Input::BodyEnd { id }, now),
+        TaskInput::Failed { id, error } => machine.handle_input(Input::TransportFailed { id, error }, now),
+        TaskInput::Tool { id, outcome } => machine.handle_input(Input::ToolFinished { id, outcome }, now),
+    }
+}

@@ -1,0 +1,100 @@
+//! Sending one request with reqwest and feeding its response back as inputs.
+
+use std::sync::Arc;
+
+use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::HttpRequest;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// An input produced by a task, owned so it can cross the channel.
+#[derive(Debug)]
+pub(crate) enum TaskInput {
+    Head { id: RequestId, status: u16, headers: Vec<(String, String)> },
+    Body { id: RequestId, bytes: bytes::Bytes },
+    End { id: RequestId },
+    Failed { id: RequestId, error: TransportError },
+    Tool { id: ToolRunId, outcome: ToolOutcome },
+}
+
+/// Builds the reqwest client: rustls with the ring provider, Mozilla's roots plus any
+/// extra certificates, and no timeouts of its own (the core owns them).
+pub(crate) fn client(extra_roots: &[Vec<u8>]) -> Result<reqwest::Client, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    for pem in extra_roots {
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| format!("invalid PEM certificate: {e}"))?;
+            roots.add(cert).map_err(|e| format!("unusable root certificate: {e}"))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    reqwest::Client::builder().tls_backend_preconfigured(tls).build().map_err(|e| e.to_string())
+}
+
+/// Sends `request` and streams its response into `tx`.
+pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequest, tx: UnboundedSender<TaskInput>) {
+    let method = match request.method {
+        omni_core::Method::Get => reqwest::Method::GET,
+        omni_core::Method::Post => reqwest::Method::POST,
+    };
+    let mut builder = http.request(method, &request.url);
+    for h in &request.headers {
+        builder = builder.header(&h.name, &h.value);
+    }
+    let mut response = match builder.body(request.body).send().await {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Connect) });
+            return;
+        }
+    };
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    if tx.send(TaskInput::Head { id, status: response.status().as_u16(), headers }).is_err() {
+        return;
+    }
+    loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => {
+                if tx.send(TaskInput::Body { id, bytes }).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {
+                let _ = tx.send(TaskInput::End { id });
+                return;
+            }
+            Err(e) => {
+                let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Reset) });
+                return;
+            }
+        }
+    }
+}
+
+/// Classifies a reqwest error; TLS failures are found in the source chain.
+fn transport_error(e: &reqwest::Error, default: TransportErrorKind) -> TransportError {
+    let mut kind = if e.is_connect() { TransportErrorKind::Connect } else { default };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut message = e.to_string();
+    while let Some(s) = source {
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            kind = TransportErrorKind::Tls;
+        }
+        if s.source().is_none() {
+            message = format!("{e}: {s}");
+        }
+        source = s.source();
+    }
+    TransportError { kind, message }
+}
