@@ -88,8 +88,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
                 f.write_str("an array")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Items::default();
-                items.first = seq.next_element()?;
+                let mut items = Items { first: seq.next_element()?, rest: Vec::new() };
                 if items.first.is_some() {
                     while let Some(item) = seq.next_element()? {
                         items.rest.push(item);
