@@ -16,12 +16,11 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::partial_args::{PartialArg, PartialArgs};
-use super::wire::{First, Items, Str};
+use super::partial_args::PartialArgs;
+use super::wire::{Chunk, FunctionCall, Part, Str, UsageMetadata};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
 use crate::error::StreamError;
@@ -57,102 +56,6 @@ struct PendingCall {
     args: PartialArgs,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Chunk<'a> {
-    #[serde(borrow, default)]
-    candidates: First<Candidate<'a>>,
-    #[serde(borrow, default)]
-    prompt_feedback: Option<PromptFeedback<'a>>,
-    #[serde(default)]
-    usage_metadata: Option<UsageMetadata>,
-    #[serde(borrow, default)]
-    model_version: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    response_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Candidate<'a> {
-    #[serde(borrow, default)]
-    content: Option<Content<'a>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Str<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Content<'a> {
-    #[serde(borrow, default)]
-    parts: Items<Part<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Part<'a> {
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-    #[serde(default)]
-    thought: Option<bool>,
-    #[serde(borrow, default)]
-    thought_signature: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    function_call: Option<FunctionCall<'a>>,
-    // Part kinds without a block in omni (code execution, generated media): they only
-    // separate the text around them.
-    #[serde(borrow, default)]
-    executable_code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    code_execution_result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    inline_data: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    file_data: Option<&'a RawValue>,
-}
-
-impl Part<'_> {
-    fn is_unmodelled_kind(&self) -> bool {
-        self.executable_code.is_some()
-            || self.code_execution_result.is_some()
-            || self.inline_data.is_some()
-            || self.file_data.is_some()
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FunctionCall<'a> {
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    partial_args: Items<PartialArg<'a>>,
-    #[serde(default)]
-    will_continue: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PromptFeedback<'a> {
-    #[serde(borrow, default)]
-    block_reason: Option<Str<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct UsageMetadata {
-    prompt_token_count: Option<u64>,
-    cached_content_token_count: Option<u64>,
-    candidates_token_count: Option<u64>,
-    tool_use_prompt_token_count: Option<u64>,
-    thoughts_token_count: Option<u64>,
-}
-
 impl StreamState {
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
         let Frame::Event { data, .. } = frame else { return Ok(()) };
@@ -169,7 +72,7 @@ impl StreamState {
         let mut stop_reason = None;
         if let Some(candidate) = chunk.candidates.0 {
             for part in candidate.content.into_iter().flat_map(|c| c.parts) {
-                self.part(part, out);
+                self.part(part, out)?;
             }
             if let Some(reason) = candidate.finish_reason {
                 // The model is done with this turn: nothing can continue a streamed call.
@@ -206,12 +109,14 @@ impl StreamState {
         }
     }
 
-    fn part(&mut self, part: Part<'_>, out: &mut Vec<Delta>) {
-        let thought = part.thought == Some(true);
-        let unmodelled = part.is_unmodelled_kind();
-        if let Some(call) = part.function_call {
+    fn part(&mut self, part: Part<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        let thought = part.thought;
+        let unmodelled = part.unmodelled_kind;
+        if let Some(raw) = part.function_call {
+            // Parsed only when present: keeping the part type small keeps text chunks fast.
+            let call: FunctionCall<'_> = common::parse_json(raw.get())?;
             self.function_call(call, part.thought_signature.map(|s| s.0), out);
-            return;
+            return Ok(());
         }
         match part.text {
             Some(Str(text)) if !text.is_empty() => {
@@ -245,6 +150,7 @@ impl StreamState {
                 }
             }
         }
+        Ok(())
     }
 
     /// The block a text or thought part goes to: the open run of the same kind, or a

@@ -383,8 +383,13 @@ fn tool_result_media_goes_inside_the_response_on_gemini3_and_after_it_before() {
 #[test]
 #[allow(clippy::disallowed_methods)]
 fn upstream_raw_and_json_lines_recordings_decode() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/upstream/gemini");
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    // `OMNI_SHARED_FIXTURES` (as in the conformance crate) serves git worktrees that do
+    // not sit next to `shared/`.
+    let root = std::env::var_os("OMNI_SHARED_FIXTURES")
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures").to_string());
+    let dir = format!("{root}/upstream/gemini");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
         println!("upstream corpus not found at {dir}; skipped");
         return;
     };
@@ -415,5 +420,6 @@ fn upstream_raw_and_json_lines_recordings_decode() {
         assert!(resp.message.tool_uses().all(|t| t.input.is_object()), "{name}");
         assert!(resp.usage.output_tokens > 0, "{name}: {:?}", resp.usage);
     }
+    println!("{checked} upstream gemini recordings decoded");
     assert!(checked >= 10, "only {checked} recordings found");
 }
