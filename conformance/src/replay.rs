@@ -16,6 +16,77 @@ use std::time::{Duration, Instant};
 
 use crate::sim::{BodyStep, Reply};
 
+mod tls {
+    //! A throwaway certificate authority and server certificate for the HTTPS server.
+
+    use std::sync::Arc;
+
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    pub(super) fn server_config() -> Result<(Arc<rustls::ServerConfig>, String), String> {
+        let err = |e: rcgen::Error| e.to_string();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "omni replay test CA");
+        let ca_key = KeyPair::generate().map_err(err)?;
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let leaf_params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).map_err(err)?;
+        let leaf_key = KeyPair::generate().map_err(err)?;
+        let leaf = leaf_params.signed_by(&leaf_key, &issuer).map_err(err)?;
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf.der().clone()], key)
+            .map_err(|e| e.to_string())?;
+        Ok((Arc::new(config), ca_cert.pem()))
+    }
+}
+
+/// A served connection: plain TCP or TLS over TCP.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => s.get_ref(),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// Longest a scripted hang keeps a connection open.
 const MAX_HANG: Duration = Duration::from_secs(30);
 /// Largest request accepted.
@@ -45,12 +116,15 @@ impl RecordedRequest {
 struct Shared {
     replies: VecDeque<Reply>,
     requests: Vec<RecordedRequest>,
+    /// Connections the client closed before the reply was complete.
+    client_disconnects: usize,
 }
 
 /// The server. Dropping it stops it.
 #[derive(Debug)]
 pub struct ReplayServer {
     addr: SocketAddr,
+    scheme: &'static str,
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -60,20 +134,33 @@ impl ReplayServer {
     /// Starts a server that answers successive requests with `replies`; once they run
     /// out it answers 500.
     pub fn start(replies: Vec<Reply>) -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), requests: Vec::new() }));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
-            thread::Builder::new().name("omni-replay".into()).spawn(move || accept_loop(listener, shared, stop))?
-        };
-        Ok(ReplayServer { addr, shared, stop, thread: Some(thread) })
+        Self::start_with(replies, None)
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// Starts an HTTPS server with a certificate for `127.0.0.1` and `localhost`, signed
+    /// by a certificate authority generated for this server alone. Returns the server
+    /// and the authority's certificate (PEM) for the client to trust.
+    pub fn start_tls(replies: Vec<Reply>) -> io::Result<(Self, String)> {
+        let (config, ca_pem) = tls::server_config().map_err(io::Error::other)?;
+        Ok((Self::start_with(replies, Some(config))?, ca_pem))
+    }
+
+    fn start_with(replies: Vec<Reply>, tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), ..Shared::default() }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let thread = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            thread::Builder::new().name("omni-replay".into()).spawn(move || accept_loop(listener, tls, shared, stop))?
+        };
+        Ok(ReplayServer { addr, scheme, shared, stop, thread: Some(thread) })
+    }
+
+    /// `http://127.0.0.1:<port>` (or `https://` for a TLS server).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// The bound address.
@@ -84,6 +171,23 @@ impl ReplayServer {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner).requests.clone()
+    }
+
+    /// How many connections the client closed before its reply was complete.
+    pub fn client_disconnects(&self) -> usize {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner).client_disconnects
+    }
+
+    /// Waits up to `limit` for `n` client disconnects; true when they happened.
+    pub fn wait_for_disconnects(&self, n: usize, limit: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.client_disconnects() >= n {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 
     /// Appends replies to the script.
@@ -103,16 +207,30 @@ impl Drop for ReplayServer {
     }
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Mutex<Shared>>, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+) {
     let mut workers = Vec::new();
     for stream in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
+        let conn = match &tls {
+            None => Conn::Plain(stream),
+            Some(config) => match rustls::ServerConnection::new(config.clone()) {
+                Ok(server) => Conn::Tls(Box::new(rustls::StreamOwned::new(server, stream))),
+                Err(_) => continue,
+            },
+        };
         let (shared, stop) = (shared.clone(), stop.clone());
         if let Ok(w) = thread::Builder::new().name("omni-replay-conn".into()).spawn(move || {
-            let _ = serve(stream, &shared, &stop);
+            if let Ok(Outcome::ClientLeft) = serve(conn, &shared, &stop) {
+                shared.lock().unwrap_or_else(PoisonError::into_inner).client_disconnects += 1;
+            }
         }) {
             workers.push(w);
         }
@@ -122,67 +240,91 @@ fn accept_loop(listener: TcpListener, shared: Arc<Mutex<Shared>>, stop: Arc<Atom
     }
 }
 
-fn serve(stream: TcpStream, shared: &Mutex<Shared>, stop: &AtomicBool) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.set_nodelay(true)?;
-    let Some(request) = read_request(&stream)? else { return Ok(()) };
+/// How serving one connection ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The reply was sent as scripted (or the script closed the connection).
+    Served,
+    /// The client closed the connection before the reply was complete.
+    ClientLeft,
+}
+
+fn serve(mut conn: Conn, shared: &Mutex<Shared>, stop: &AtomicBool) -> io::Result<Outcome> {
+    conn.tcp().set_read_timeout(Some(Duration::from_secs(10)))?;
+    conn.tcp().set_nodelay(true)?;
+    let Some(request) = read_request(&mut conn)? else { return Ok(Outcome::Served) };
     let reply = {
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
         shared.requests.push(request);
         shared.replies.pop_front()
     };
-    let mut out = stream.try_clone()?;
-    match reply {
-        None => write_simple(&mut out, 500, r#"{"error":{"message":"the replay script has no more replies"}}"#),
-        Some(Reply::ConnectFail) => stream.shutdown(Shutdown::Both),
-        Some(Reply::Http { status, headers, body }) => {
-            let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
-            for (n, v) in &headers {
-                head.push_str(&format!("{n}: {v}\r\n"));
+    let sent = match reply {
+        None => write_simple(&mut conn, 500, r#"{"error":{"message":"the replay script has no more replies"}}"#),
+        Some(Reply::ConnectFail) => conn.tcp().shutdown(Shutdown::Both),
+        Some(Reply::Http { status, headers, body }) => send_reply(&mut conn, status, &headers, body, stop),
+    };
+    match sent {
+        Ok(()) => Ok(Outcome::Served),
+        Err(e) if is_disconnect(&e) => Ok(Outcome::ClientLeft),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_disconnect(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted)
+}
+
+fn send_reply(
+    out: &mut Conn,
+    status: u16,
+    headers: &[(String, String)],
+    body: Vec<BodyStep>,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    out.write_all(head.as_bytes())?;
+    out.flush()?;
+    for step in body {
+        match step {
+            BodyStep::Bytes(bytes) if bytes.is_empty() => {}
+            BodyStep::Bytes(bytes) => {
+                out.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
+                out.write_all(&bytes)?;
+                out.write_all(b"\r\n")?;
+                out.flush()?;
             }
-            head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
-            out.write_all(head.as_bytes())?;
-            out.flush()?;
-            for step in body {
-                match step {
-                    BodyStep::Bytes(bytes) if bytes.is_empty() => {}
-                    BodyStep::Bytes(bytes) => {
-                        out.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
-                        out.write_all(&bytes)?;
-                        out.write_all(b"\r\n")?;
-                        out.flush()?;
-                    }
-                    BodyStep::Wait(d) => thread::sleep(d),
-                    BodyStep::Reset => return stream.shutdown(Shutdown::Both),
-                    BodyStep::Hang => return hang(&stream, stop),
-                }
-            }
-            out.write_all(b"0\r\n\r\n")?;
-            out.flush()
+            BodyStep::Wait(d) => thread::sleep(d),
+            BodyStep::Reset => return out.tcp().shutdown(Shutdown::Both),
+            BodyStep::Hang => return hang(out, stop),
         }
     }
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()
 }
 
 /// Keeps the connection open, sending nothing, until the client goes away, the server
 /// stops, or [`MAX_HANG`] passes.
-fn hang(stream: &TcpStream, stop: &AtomicBool) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+fn hang(conn: &mut Conn, stop: &AtomicBool) -> io::Result<()> {
+    conn.tcp().set_read_timeout(Some(Duration::from_millis(50)))?;
     let started = Instant::now();
     let mut probe = [0u8; 64];
-    let mut reader = stream;
     while started.elapsed() < MAX_HANG && !stop.load(Ordering::SeqCst) {
-        match reader.read(&mut probe) {
-            Ok(0) => break,
+        match conn.read(&mut probe) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the client closed the connection")),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
-            Err(_) => break,
+            Err(e) => return Err(e),
         }
     }
-    stream.shutdown(Shutdown::Both)
+    conn.tcp().shutdown(Shutdown::Both)
 }
 
-fn read_request(stream: &TcpStream) -> io::Result<Option<RecordedRequest>> {
-    let mut reader = BufReader::new(stream);
+fn read_request(conn: &mut Conn) -> io::Result<Option<RecordedRequest>> {
+    let mut reader = BufReader::new(conn);
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);
@@ -275,6 +417,13 @@ fn reason(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_server_starts_and_gives_a_ca() {
+        let (server, ca) = ReplayServer::start_tls(vec![]).unwrap();
+        assert!(server.base_url().starts_with("https://127.0.0.1:"));
+        assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    }
 
     fn get(addr: SocketAddr, body: &str) -> String {
         let mut s = TcpStream::connect(addr).unwrap();

@@ -52,14 +52,9 @@ pub fn tools() -> Vec<ToolDecl> {
     let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
     ["get_weather", "get_time"]
         .into_iter()
-        .map(|name| ToolDecl {
-            spec: ToolSpec {
-                name: name.into(),
-                description: format!("{name} for a city"),
-                input_schema: schema.clone(),
-            },
-            executable: true,
-            timeout: None,
+        .map(|name| {
+            let description = format!("{name} for a city");
+            ToolDecl::new(ToolSpec { name: name.into(), description, input_schema: schema.clone() }, true)
         })
         .collect()
 }

@@ -186,8 +186,10 @@ impl ProviderError {
 }
 
 /// Why a stream could not be decoded to the end.
+///
+/// Serialised with a `type` tag (a provider error keeps its own `kind` beside it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StreamError {
     /// The provider sent an error event in the stream.

@@ -29,6 +29,7 @@ pub mod model;
 pub mod options;
 pub mod provider;
 pub mod response;
+pub mod schema;
 pub mod tool;
 pub mod usage;
 

@@ -123,7 +123,7 @@ impl Block {
 pub struct Text {
     /// The text.
     pub text: String,
-    /// Opaque signature attached to this part (Gemini `thoughtSignature`).
+    /// Opaque signature attached to this part (Gemini `thoughtSignature`; Responses message item id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }
@@ -188,7 +188,7 @@ pub struct ToolUse {
     pub name: String,
     /// Parsed input arguments.
     pub input: Value,
-    /// Opaque signature attached to the call (Gemini `thoughtSignature`).
+    /// Opaque signature attached to the call (Gemini `thoughtSignature`; Responses `function_call` item id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }

@@ -1,5 +1,66 @@
-//! omni driver (blocking): executes the core's effects. The driver itself is built in the drivers issue.
+//! # omni-blocking
+//!
+//! The omni driver for plain threads: a blocking HTTP client ([ureq] with rustls),
+//! std threads, and an [`Iterator`] of events. No async runtime.
+//!
+//! The core ([`omni_core`], re-exported here) decides everything; this crate runs its
+//! generate machine on a thread, sends its requests (one thread per request, the body
+//! streamed as it arrives), runs tool handlers on threads with panics caught, and
+//! delivers events through a channel behind [`TextStream`].
+//!
+//! Threads: one for the machine loop of each call (it waits for the next input or
+//! deadline with `recv_timeout`), one per HTTP request, one per tool run. Dropping a
+//! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
+//! thread) cancels the call: the request's sockets are shut down through
+//! `ureq::Agent::shutdown` (a read blocked on a silent server returns at once) and
+//! running tools get their [`CancelToken`] tripped. A tool thread cannot be killed;
+//! its late answer is ignored.
+//!
+//! ```no_run
+//! use omni_blocking::{Client, Options, Tool, ToolOutput};
+//! use omni_blocking::generate::GenerateEvent;
+//! use omni_blocking::StreamEvent;
+//! use serde_json::json;
+//!
+//! let client = Client::new()?; // keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
+//! let weather = Tool::new(
+//!     "get_weather",
+//!     "The weather in a city",
+//!     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+//!     |input| Ok(ToolOutput::text(format!("sunny in {}", input["city"]))),
+//! );
+//! let stream = client.call("anthropic:claude-sonnet-4-5", "Weather in Paris?").tool(weather).stream()?;
+//! for event in stream {
+//!     if let GenerateEvent::Stream { event: StreamEvent::TextDelta { delta, .. }, .. } = event {
+//!         print!("{delta}");
+//!     }
+//! }
+//! let answer = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default())?;
+//! println!("{}", answer.text());
+//! # Ok::<(), omni_blocking::Error>(())
+//! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod blocking_client;
+mod call;
+mod driver_error;
+mod event_loop;
+mod stream;
+mod tools;
+mod transport;
 
 pub use omni_core as core;
 pub use omni_core::*;
+
+pub use blocking_client::{Client, ClientBuilder};
+pub use call::Call;
+pub use driver_error::Error;
+pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
+pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_core::tool::{ToolError, ToolOutput};
+pub use stream::{CancelHandle, TextStream};
+pub use tools::{CancelToken, Tool};
+
+/// Longest a name resolution, and a TCP connect, may take; everything else is timed
+/// by the core.
+pub const CONNECT_TIMEOUT: std::time::Duration = transport::CONNECT_TIMEOUT;

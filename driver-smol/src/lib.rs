@@ -1,5 +1,40 @@
-//! omni driver (smol): executes the core's effects. The driver itself is built in the drivers issue.
+//! # omni-smol
+//!
+//! The smol driver of omni: it executes the pure core's effects with smol tasks and a
+//! small HTTP/1.1 client (ureq-proto's sans-IO framing over smol's TCP, futures-rustls
+//! for https), and hands the application an async [`Stream`](futures_core::Stream) of
+//! events plus a future of the final response. No tokio crate is involved.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), omni_smol::Error> {
+//! use omni_smol::{Client, Options};
+//!
+//! let client = Client::builder().build()?; // keys from the environment
+//! let response = smol::block_on(client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default()))?;
+//! println!("{}", response.text());
+//! # Ok(()) }
+//! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod call;
+mod client;
+mod driver;
+mod error;
+mod http;
+mod spawn;
+mod tools;
+
+pub use call::{Call, TextStream};
+pub use client::{Client, ClientBuilder};
+pub use error::Error;
+pub use tools::Tool;
+
 pub use omni_core as core;
-pub use omni_core::*;
+pub use omni_core::client::{ClientError, ModelRef};
+pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_core::{
+    ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
+    Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
+    Usage,
+};

@@ -202,7 +202,9 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 fn feed(machine: &mut Generate, input: TaskInput) {
     let now = Instant::now();
     match input {
-        TaskInput::Head { id, status, headers } => machine.handle_input(Input::ResponseHead { id, status, headers }, now),
+        TaskInput::Head { id, status, headers } => {
+            machine.handle_input(Input::ResponseHead { id, status, headers }, now)
+        }
         TaskInput::Body { id, bytes } => machine.handle_input(Input::Body { id, bytes: &bytes }, now),
         TaskInput::End { id } => machine.handle_input(Input::BodyEnd { id }, now),
         TaskInput::Failed { id, error } => machine.handle_input(Input::TransportFailed { id, error }, now),

@@ -84,17 +84,32 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
 
 /// Classifies a reqwest error; TLS failures are found in the source chain.
 fn transport_error(e: &reqwest::Error, default: TransportErrorKind) -> TransportError {
-    let mut kind = if e.is_connect() { TransportErrorKind::Connect } else { default };
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let kind = if is_tls(e) {
+        TransportErrorKind::Tls
+    } else if e.is_connect() {
+        TransportErrorKind::Connect
+    } else {
+        default
+    };
     let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        if s.downcast_ref::<rustls::Error>().is_some() {
-            kind = TransportErrorKind::Tls;
-        }
-        if s.source().is_none() {
-            message = format!("{e}: {s}");
-        }
+        message = format!("{message}: {s}");
         source = s.source();
     }
     TransportError { kind, message }
+}
+
+/// True when a rustls error is anywhere in the chain. rustls errors travel inside
+/// (possibly nested) `io::Error`s, whose `source()` skips the wrapped error itself.
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        if is_tls(inner) {
+            return true;
+        }
+    }
+    e.source().is_some_and(is_tls)
 }

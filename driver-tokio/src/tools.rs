@@ -35,7 +35,12 @@ impl fmt::Debug for Tool {
 
 impl Tool {
     /// A tool whose handler takes the raw JSON input.
-    pub fn new<F, Fut, O>(name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Tool
+    pub fn new<F, Fut, O>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Tool
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
@@ -50,7 +55,12 @@ impl Tool {
 
     /// A tool whose handler takes a typed argument decoded from the input; a decoding
     /// failure goes back to the model as an error result.
-    pub fn typed<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Tool
+    pub fn typed<T, F, Fut, O>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Tool
     where
         T: DeserializeOwned + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
@@ -83,7 +93,7 @@ impl Tool {
     }
 
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl { spec: self.spec.clone(), executable: self.handler.is_some(), timeout: self.timeout }
+        ToolDecl { timeout: self.timeout, ..ToolDecl::new(self.spec.clone(), self.handler.is_some()) }
     }
 }
 

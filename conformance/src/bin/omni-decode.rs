@@ -107,7 +107,7 @@ fn decode(args: &Args, body: &[u8]) -> Result<ExitCode, String> {
             if let Some(e) = other {
                 write_events(&mut out, &mut vec![e])?;
             }
-            (format!(r#"{{"type":"error","error":{{"kind":"incomplete"}},"response":{response}}}"#), 1)
+            (format!(r#"{{"type":"error","error":{{"type":"incomplete"}},"response":{response}}}"#), 1)
         }
     };
     writeln!(out, "{line}").map_err(|e| e.to_string())?;

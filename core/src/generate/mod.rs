@@ -134,6 +134,10 @@ impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
         config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
+        for decl in &mut config.tools {
+            decl.ensure_validator()
+                .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e.to_string() }))?;
+        }
         for decl in &config.tools {
             if !config.context.tools.iter().any(|t| t.name == decl.spec.name) {
                 config.context.tools.push(decl.spec.clone());

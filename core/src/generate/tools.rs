@@ -1,14 +1,16 @@
 //! The tool phase of the generate loop: every call of a step runs in parallel, each
 //! with its own deadline; results go back in the order of the calls.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::io::{Effect, ToolOutcome, ToolRunId};
 use super::DEFAULT_TOOL_TIMEOUT;
 use crate::message::{Block, ToolResult, ToolSpec, ToolUse};
+use crate::schema::{JsonSchemaValidator, SchemaError, Validator};
 
 /// A tool as the generate machine sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ToolDecl {
     /// Name, description and input schema.
     pub spec: ToolSpec,
@@ -17,6 +19,26 @@ pub struct ToolDecl {
     pub executable: bool,
     /// Time limit for one call, overriding the `tool_timeout` option.
     pub timeout: Option<Duration>,
+    /// Checks the model's input before the handler runs. `None`: compiled from
+    /// `spec.input_schema` when the call starts.
+    pub validator: Option<Arc<dyn Validator>>,
+}
+
+impl ToolDecl {
+    /// A tool whose input is checked against its own schema.
+    pub fn new(spec: ToolSpec, executable: bool) -> Self {
+        ToolDecl { spec, executable, timeout: None, validator: None }
+    }
+
+    /// Compiles the validator from the input schema if none was given.
+    pub(super) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
+        if self.validator.is_none() && self.executable {
+            let compiled = JsonSchemaValidator::new(self.spec.input_schema.clone())
+                .map_err(|e| SchemaError(format!("tool {:?}: {}", self.spec.name, e.0)))?;
+            self.validator = Some(Arc::new(compiled));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -41,6 +63,23 @@ pub(super) fn all_runnable(decls: &[ToolDecl], context_tools: &[ToolSpec], calls
     })
 }
 
+/// The input a handler may see: a JSON object that passes the tool's validator (which
+/// may cast it). Otherwise the message the model gets back.
+fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
+    if !call.input.is_object() {
+        let got = match &call.input {
+            serde_json::Value::String(_) => "text that is not valid JSON",
+            serde_json::Value::Null => "nothing",
+            _ => "a JSON value that is not an object",
+        };
+        return Err(format!("invalid input for tool {:?}: expected a JSON object, got {got}", call.name));
+    }
+    match &decl.validator {
+        Some(v) => v.validate(&call.input).map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
+        None => Ok(call.input.clone()),
+    }
+}
+
 impl ToolPhase {
     /// Starts the phase: run effects for valid calls to known tools, immediate error
     /// results for the rest.
@@ -55,16 +94,17 @@ impl ToolPhase {
         let mut immediate = Vec::new();
         let mut pending = Vec::with_capacity(calls.len());
         for call in calls {
-            let refusal = match decls.iter().find(|d| d.spec.name == call.name) {
-                None => Some(format!("unknown tool {:?}", call.name)),
-                Some(_) if !call.input.is_object() => {
-                    Some(format!("invalid arguments for tool {:?}: expected a JSON object", call.name))
-                }
-                Some(decl) => {
+            let checked = match decls.iter().find(|d| d.spec.name == call.name) {
+                None => Err(format!("unknown tool {:?}", call.name)),
+                Some(decl) => check_input(decl, &call).map(|input| (decl, input)),
+            };
+            let refusal = match checked {
+                Err(message) => Some(message),
+                Ok((decl, input)) => {
                     let limit = decl.timeout.or(option_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT);
                     let id = ToolRunId(*next_id);
                     *next_id += 1;
-                    effects.push(Effect::RunTool { id, call: call.clone() });
+                    effects.push(Effect::RunTool { id, call: ToolUse { input, ..call.clone() } });
                     pending.push(PendingCall { call: call.clone(), run: Some((id, now + limit, limit)), result: None });
                     None
                 }

@@ -1,0 +1,500 @@
+//! Stream parsing: Responses events into deltas.
+//!
+//! Each output item (`message`, `reasoning`, `function_call`) is found by its
+//! `output_index`, or by `item_id` where a server sends no index (llama.cpp). Message
+//! items get one text block per content part, reasoning items one thinking block (summary
+//! parts joined by a blank line), function calls one tool block. Custom (freeform) tool
+//! calls also become tool blocks, with their text input as a JSON string. Events are parsed once
+//! into one borrowed envelope whose fields tolerate unexpected types, so an unknown
+//! event can never fail the stream.
+
+use std::borrow::Cow;
+
+use super::wire::{EventPayload, ItemPayload, ResponsePayload, UsagePayload};
+use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
+use crate::dialect::common;
+use crate::error::{ProviderError, StreamError};
+use crate::framing::Frame;
+use crate::response::StopReason;
+
+/// Per-stream state: the output items seen so far and their blocks.
+#[derive(Debug, Default)]
+pub struct StreamState {
+    items: Vec<OutputItem>,
+    next_block: u32,
+    saw_tool_call: bool,
+    saw_refusal: bool,
+}
+
+#[derive(Debug)]
+struct OutputItem {
+    output_index: Option<u64>,
+    /// Item id (`msg_…`, `rs_…`, `fc_…`); may be empty.
+    id: String,
+    kind: ItemKind,
+}
+
+#[derive(Debug)]
+enum ItemKind {
+    /// Content index -> block.
+    Message {
+        parts: Vec<(u64, u32)>,
+    },
+    Reasoning(ReasoningItem),
+    FunctionCall {
+        block: u32,
+        arguments_sent: bool,
+    },
+    /// A custom (freeform) tool call: its input is text, given whole at the end.
+    CustomToolCall {
+        block: u32,
+    },
+    /// Hosted tools and anything newer: no blocks.
+    Other,
+}
+
+#[derive(Debug, Default)]
+struct ReasoningItem {
+    block: Option<u32>,
+    /// The summary and reasoning-text parts that gave text, in order.
+    parts: Vec<ReasoningPart>,
+    /// `encrypted_content` as first announced; the final value comes with `output_item.done`.
+    encrypted: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReasoningPart {
+    Summary(u64),
+    Text(u64),
+}
+
+/// Which item an event is about.
+#[derive(Debug, Clone, Copy)]
+struct Target<'e> {
+    output_index: Option<u64>,
+    item_id: &'e str,
+}
+
+impl Target<'_> {
+    fn is_named(&self) -> bool {
+        self.output_index.is_some() || !self.item_id.is_empty()
+    }
+}
+
+impl StreamState {
+    pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        let Frame::Event { event, data, .. } = *frame else {
+            return Ok(()); // keep-alive comments; `[DONE]` from compatible servers
+        };
+        if data.trim().is_empty() {
+            return Ok(());
+        }
+        let payload: EventPayload<'_> = common::parse_json(data)?;
+        let EventPayload {
+            kind,
+            delta,
+            item_id,
+            output_index,
+            content_index,
+            summary_index,
+            item,
+            response,
+            text,
+            arguments,
+            refusal,
+        } = payload;
+        // The payload's `type` is authoritative; the SSE event name is a fallback.
+        let kind = kind.0.as_deref().unwrap_or(event);
+        let target = Target { output_index: output_index.0, item_id: item_id.0.as_deref().unwrap_or("") };
+        let content_index = content_index.0.unwrap_or(0);
+        match kind {
+            "response.output_text.delta" => self.on_text(target, content_index, delta.0, out),
+            "response.refusal.delta" => {
+                self.saw_refusal = true;
+                self.on_text(target, content_index, delta.0, out);
+            }
+            "response.reasoning_summary_text.delta" => {
+                let part = ReasoningPart::Summary(summary_index.0.unwrap_or(0));
+                self.on_reasoning_text(target, part, delta.0, false, out);
+            }
+            "response.reasoning_text.delta" => {
+                self.on_reasoning_text(target, ReasoningPart::Text(content_index), delta.0, false, out)
+            }
+            "response.function_call_arguments.delta" => self.on_arguments(target, delta.0, false, out),
+            "response.output_text.done" => self.on_text_done(target, content_index, text.0, out),
+            "response.refusal.done" => {
+                self.saw_refusal = true;
+                self.on_text_done(target, content_index, refusal.0, out);
+            }
+            "response.reasoning_summary_text.done" => {
+                let part = ReasoningPart::Summary(summary_index.0.unwrap_or(0));
+                self.on_reasoning_text(target, part, text.0, true, out);
+            }
+            "response.reasoning_text.done" => {
+                self.on_reasoning_text(target, ReasoningPart::Text(content_index), text.0, true, out)
+            }
+            "response.function_call_arguments.done" => self.on_arguments(target, arguments.0, true, out),
+            "response.output_item.added" => {
+                if let Some(item) = item {
+                    self.on_item_added(target.output_index, &item, out);
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = item {
+                    self.on_item_done(target.output_index, item, out)?;
+                }
+            }
+            "response.created" | "response.in_progress" | "response.queued" => {
+                if let Some(response) = response {
+                    out.push(Delta::Message(MessageMeta {
+                        id: response.id.0.map(Cow::into_owned),
+                        model: response.model.0.map(Cow::into_owned).filter(|m| !m.is_empty()),
+                        ..MessageMeta::default()
+                    }));
+                }
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => self.on_end(kind, response, out)?,
+            "error" => {
+                let value: serde_json::Value = common::parse_json(data)?;
+                out.push(Delta::Error(common::stream_error(&value)));
+            }
+            _ => {} // content_part.*, summary_part.*, annotations, hosted tools, custom tool input deltas …
+        }
+        Ok(())
+    }
+
+    /// Nothing is held back: every event is complete in itself.
+    pub(crate) fn finish(&mut self, _out: &mut Vec<Delta>) {}
+
+    fn position(&self, target: Target<'_>) -> Option<usize> {
+        if let Some(index) = target.output_index {
+            if let Some(pos) = self.items.iter().rposition(|i| i.output_index == Some(index)) {
+                return Some(pos);
+            }
+        }
+        if target.item_id.is_empty() {
+            // An event that names no item at all can only be about the latest one.
+            return if target.output_index.is_none() { self.items.len().checked_sub(1) } else { None };
+        }
+        self.items.iter().rposition(|i| i.id == target.item_id)
+    }
+
+    /// The item an event is about; an item the stream never announced is created from
+    /// the event (`make` gives its kind), so content is not lost.
+    fn item_for(&mut self, target: Target<'_>, make: fn() -> ItemKind) -> usize {
+        let wanted = make();
+        if let Some(pos) = self.position(target) {
+            let same_kind =
+                self.items.get(pos).is_some_and(|i| std::mem::discriminant(&i.kind) == std::mem::discriminant(&wanted));
+            // A named item of another kind keeps the event (its handler ignores it); an
+            // unnamed event only means the latest item when the kinds agree.
+            if same_kind || target.is_named() {
+                return pos;
+            }
+        }
+        self.items.push(OutputItem { output_index: target.output_index, id: target.item_id.to_string(), kind: wanted });
+        self.items.len() - 1
+    }
+
+    fn new_block(&mut self) -> u32 {
+        let block = self.next_block;
+        self.next_block += 1;
+        block
+    }
+
+    /// The text block of a message content part, started on first use. The message item
+    /// id travels as the block's signature, to be sent back with the text.
+    fn text_block(&mut self, pos: usize, content_index: u64, out: &mut Vec<Delta>) -> Option<u32> {
+        let next = self.next_block;
+        let item = self.items.get_mut(pos)?;
+        let ItemKind::Message { parts } = &mut item.kind else { return None };
+        if let Some(&(_, block)) = parts.iter().find(|(ci, _)| *ci == content_index) {
+            return Some(block);
+        }
+        parts.push((content_index, next));
+        self.next_block += 1;
+        out.push(Delta::BlockStart { index: next, kind: BlockKind::Text });
+        if !item.id.is_empty() {
+            out.push(Delta::BlockDelta { index: next, delta: BlockDelta::Signature(item.id.clone()) });
+        }
+        Some(next)
+    }
+
+    fn on_text(&mut self, target: Target<'_>, content_index: u64, delta: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
+        let Some(delta) = delta.filter(|d| !d.is_empty()) else { return };
+        let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
+        if let Some(index) = self.text_block(pos, content_index, out) {
+            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(delta.into_owned()) });
+        }
+    }
+
+    /// `output_text.done` / `refusal.done`: the whole text, used only when no delta came.
+    fn on_text_done(
+        &mut self,
+        target: Target<'_>,
+        content_index: u64,
+        text: Option<Cow<'_, str>>,
+        out: &mut Vec<Delta>,
+    ) {
+        if text.as_deref().is_some_and(|t| !t.is_empty()) {
+            let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
+            self.text_done_at(pos, content_index, text, out);
+        }
+    }
+
+    fn text_done_at(&mut self, pos: usize, content_index: u64, text: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
+        let Some(text) = text.filter(|t| !t.is_empty()) else { return };
+        let streamed = match self.items.get(pos).map(|i| &i.kind) {
+            Some(ItemKind::Message { parts }) => parts.iter().any(|(ci, _)| *ci == content_index),
+            _ => true,
+        };
+        if !streamed {
+            if let Some(index) = self.text_block(pos, content_index, out) {
+                out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(text.into_owned()) });
+            }
+        }
+    }
+
+    fn on_reasoning_text(
+        &mut self,
+        target: Target<'_>,
+        part: ReasoningPart,
+        text: Option<Cow<'_, str>>,
+        whole: bool,
+        out: &mut Vec<Delta>,
+    ) {
+        if text.as_deref().is_some_and(|t| !t.is_empty()) {
+            let pos = self.item_for(target, || ItemKind::Reasoning(ReasoningItem::default()));
+            self.reasoning_text_at(pos, part, text, whole, out);
+        }
+    }
+
+    /// Reasoning text from a summary part or a reasoning-text part. With `whole` set the
+    /// text is a part's complete text (a `.done` event or a finished item), used only
+    /// when that part did not stream.
+    fn reasoning_text_at(
+        &mut self,
+        pos: usize,
+        part: ReasoningPart,
+        text: Option<Cow<'_, str>>,
+        whole: bool,
+        out: &mut Vec<Delta>,
+    ) {
+        let Some(text) = text.filter(|t| !t.is_empty()) else { return };
+        let Some(reasoning) = self.reasoning_at(pos) else { return };
+        if whole && reasoning.parts.contains(&part) {
+            return;
+        }
+        let separate = reasoning.parts.last().is_some_and(|last| *last != part);
+        let Some(index) = self.thinking_block(pos, out) else { return };
+        if separate {
+            out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking("\n\n".into()) });
+        }
+        if let Some(reasoning) = self.reasoning_at(pos) {
+            if reasoning.parts.last() != Some(&part) {
+                reasoning.parts.push(part);
+            }
+        }
+        out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking(text.into_owned()) });
+    }
+
+    fn reasoning_at(&mut self, pos: usize) -> Option<&mut ReasoningItem> {
+        match self.items.get_mut(pos).map(|i| &mut i.kind) {
+            Some(ItemKind::Reasoning(reasoning)) => Some(reasoning),
+            _ => None,
+        }
+    }
+
+    /// The thinking block of a reasoning item, started on first use with the item id.
+    fn thinking_block(&mut self, pos: usize, out: &mut Vec<Delta>) -> Option<u32> {
+        let next = self.next_block;
+        let item = self.items.get_mut(pos)?;
+        let ItemKind::Reasoning(reasoning) = &mut item.kind else { return None };
+        if let Some(block) = reasoning.block {
+            return Some(block);
+        }
+        reasoning.block = Some(next);
+        self.next_block += 1;
+        let id = Some(item.id.clone()).filter(|id| !id.is_empty());
+        out.push(Delta::BlockStart { index: next, kind: BlockKind::Thinking { id } });
+        Some(next)
+    }
+
+    /// Argument fragments, or with `whole` set the complete arguments (`.done`), used only
+    /// when no fragment came (LM Studio sends only `.done`).
+    fn on_arguments(&mut self, target: Target<'_>, arguments: Option<Cow<'_, str>>, whole: bool, out: &mut Vec<Delta>) {
+        let Some(arguments) = arguments.filter(|a| !a.is_empty()) else { return };
+        // Arguments for a call that was never announced have no id or name to go with.
+        let Some(pos) = self.position(target) else { return };
+        let Some(ItemKind::FunctionCall { block, arguments_sent }) = self.items.get_mut(pos).map(|i| &mut i.kind)
+        else {
+            return;
+        };
+        if whole && *arguments_sent {
+            return;
+        }
+        *arguments_sent = true;
+        out.push(Delta::BlockDelta { index: *block, delta: BlockDelta::ToolInput(arguments.into_owned()) });
+    }
+
+    fn on_item_added(&mut self, output_index: Option<u64>, item: &ItemPayload<'_>, out: &mut Vec<Delta>) -> usize {
+        let id = item.id.0.as_deref().unwrap_or("");
+        let target = Target { output_index, item_id: id };
+        if let Some(pos) = self.position(target).filter(|_| target.is_named()) {
+            return pos; // announced twice
+        }
+        let kind = match item.kind.0.as_deref().unwrap_or("") {
+            "message" => ItemKind::Message { parts: Vec::new() },
+            "reasoning" => ItemKind::Reasoning(ReasoningItem {
+                encrypted: item.encrypted_content.0.as_deref().map(str::to_string),
+                ..ReasoningItem::default()
+            }),
+            "function_call" => {
+                let block = self.new_block();
+                // `call_id` is what tool results answer; the item id is the fallback.
+                let call_id = item.call_id.0.as_deref().filter(|c| !c.is_empty()).unwrap_or(id);
+                let name = item.name.0.as_deref().unwrap_or("");
+                out.push(Delta::BlockStart {
+                    index: block,
+                    kind: BlockKind::ToolUse { id: call_id.to_string(), name: name.to_string() },
+                });
+                if !id.is_empty() {
+                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::Signature(id.to_string()) });
+                }
+                self.saw_tool_call = true;
+                ItemKind::FunctionCall { block, arguments_sent: false }
+            }
+            "custom_tool_call" => {
+                let block = self.new_block();
+                let call_id = item.call_id.0.as_deref().filter(|c| !c.is_empty()).unwrap_or(id);
+                let name = item.name.0.as_deref().unwrap_or("");
+                out.push(Delta::BlockStart {
+                    index: block,
+                    kind: BlockKind::ToolUse { id: call_id.to_string(), name: name.to_string() },
+                });
+                self.saw_tool_call = true;
+                ItemKind::CustomToolCall { block }
+            }
+            _ => ItemKind::Other,
+        };
+        self.items.push(OutputItem { output_index, id: id.to_string(), kind });
+        self.items.len() - 1
+    }
+
+    fn on_item_done(
+        &mut self,
+        output_index: Option<u64>,
+        item: ItemPayload<'_>,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), StreamError> {
+        // An item finished without being announced is announced now.
+        let pos = self.on_item_added(output_index, &item, out);
+        match self.items.get(pos).map(|i| &i.kind) {
+            Some(ItemKind::Message { .. }) => {
+                // Text that never streamed (only `.done` events) comes from the finished item.
+                for (content_index, part) in (0u64..).zip(item.content_parts()?) {
+                    if part.kind.0.as_deref() == Some("refusal") {
+                        self.saw_refusal = true;
+                    }
+                    self.text_done_at(pos, content_index, part.text.0.or(part.refusal.0), out);
+                }
+                if let Some(ItemKind::Message { parts }) = self.items.get(pos).map(|i| &i.kind) {
+                    out.extend(parts.iter().map(|&(_, index)| Delta::BlockStop { index }));
+                }
+            }
+            Some(ItemKind::Reasoning(_)) => {
+                for (i, part) in (0u64..).zip(item.summary_parts()?) {
+                    self.reasoning_text_at(pos, ReasoningPart::Summary(i), part.text.0, true, out);
+                }
+                for (i, part) in (0u64..).zip(item.content_parts()?) {
+                    self.reasoning_text_at(pos, ReasoningPart::Text(i), part.text.0, true, out);
+                }
+                // The finished item's ciphertext wins: it differs from the announced one.
+                let announced = self.reasoning_at(pos).and_then(|r| r.encrypted.take());
+                let encrypted = item.encrypted_content.0.map(Cow::into_owned).or(announced);
+                if let Some(encrypted) = encrypted.filter(|e| !e.is_empty()) {
+                    if let Some(index) = self.thinking_block(pos, out) {
+                        out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(encrypted) });
+                    }
+                }
+                if let Some(index) = self.reasoning_at(pos).and_then(|r| r.block) {
+                    out.push(Delta::BlockStop { index });
+                }
+            }
+            Some(&ItemKind::FunctionCall { block, .. }) => {
+                let target = Target { output_index, item_id: item.id.0.as_deref().unwrap_or("") };
+                self.on_arguments(target, item.arguments.0, true, out);
+                out.push(Delta::BlockStop { index: block });
+            }
+            Some(&ItemKind::CustomToolCall { block }) => {
+                // Freeform input is not JSON: it becomes the tool input as a JSON string.
+                if let Some(input) = item.input.0.filter(|i| !i.is_empty()) {
+                    let json = serde_json::Value::String(input.into_owned()).to_string();
+                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::ToolInput(json) });
+                }
+                out.push(Delta::BlockStop { index: block });
+            }
+            Some(ItemKind::Other) | None => {}
+        }
+        Ok(())
+    }
+
+    /// `response.completed` / `incomplete` / `failed`: metadata, usage and the stop reason.
+    fn on_end(
+        &mut self,
+        kind: &str,
+        response: Option<ResponsePayload<'_>>,
+        out: &mut Vec<Delta>,
+    ) -> Result<(), StreamError> {
+        let response = response.unwrap_or_default();
+        let status = match kind {
+            "response.failed" => "failed",
+            "response.incomplete" => response.status.0.as_deref().unwrap_or("incomplete"),
+            _ => response.status.0.as_deref().unwrap_or("completed"),
+        };
+        let stop_reason = match status {
+            "failed" => None,
+            // llama.cpp reports `completed` even at the output limit; nothing tells them apart.
+            "incomplete" => Some(match response.incomplete_details.as_ref().and_then(|d| d.reason.0.as_deref()) {
+                Some("max_output_tokens") => StopReason::Length,
+                Some("content_filter") => StopReason::Refusal,
+                _ => StopReason::Stop,
+            }),
+            "cancelled" => Some(StopReason::Cancelled),
+            _ if self.saw_tool_call => Some(StopReason::ToolUse),
+            _ if self.saw_refusal => Some(StopReason::Refusal),
+            _ => Some(StopReason::Stop),
+        };
+        out.push(Delta::Message(MessageMeta {
+            id: response.id.0.map(Cow::into_owned),
+            model: response.model.0.map(Cow::into_owned).filter(|m| !m.is_empty()),
+            stop_reason,
+            usage: response.usage.as_ref().map(normalise_usage),
+        }));
+        if status == "failed" {
+            let error = match response.error {
+                Some(raw) => {
+                    let value: serde_json::Value = common::parse_json(raw.get())?;
+                    common::stream_error(&value)
+                }
+                None => ProviderError::new(None, None, "the response failed without an error message"),
+            };
+            out.push(Delta::Error(error));
+        }
+        Ok(())
+    }
+}
+
+/// Responses counts cached tokens inside `input_tokens` and reasoning tokens inside
+/// `output_tokens`; omni's input excludes the cached part.
+fn normalise_usage(usage: &UsagePayload) -> UsageUpdate {
+    let cached = usage.input_tokens_details.as_ref().and_then(|d| d.cached_tokens.0);
+    let reasoning = usage.output_tokens_details.as_ref().and_then(|d| d.reasoning_tokens.0);
+    UsageUpdate {
+        input_tokens: usage.input_tokens.0.map(|input| input.saturating_sub(cached.unwrap_or(0))),
+        output_tokens: usage.output_tokens.0,
+        cache_read_tokens: cached.or(usage.input_tokens.0.map(|_| 0)),
+        cache_write_tokens: None,
+        reasoning_tokens: reasoning.or(usage.output_tokens.0.map(|_| 0)),
+    }
+}

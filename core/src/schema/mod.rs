@@ -1,0 +1,20 @@
+//! JSON Schemas: builders for the common shapes, and validation behind a trait.
+//!
+//! ```
+//! use omni_core::schema::{self, Validator};
+//!
+//! let city = schema::object()
+//!     .property("city", schema::string().description("City name").min_length(1))
+//!     .property("days", schema::integer().minimum(1).maximum(14))
+//!     .required(["city"]);
+//! let validator = schema::JsonSchemaValidator::new(city.into_value()).unwrap();
+//! assert!(validator.validate(&serde_json::json!({"city": "Paris"})).is_ok());
+//! let err = validator.validate(&serde_json::json!({"city": "Paris", "days": 30})).unwrap_err();
+//! assert_eq!(err.path, "/days");
+//! ```
+
+mod builder;
+mod validate;
+
+pub use builder::{any_of, array, boolean, enumeration, integer, number, object, string, Schema};
+pub use validate::{JsonSchemaValidator, SchemaError, ValidationError, Validator};

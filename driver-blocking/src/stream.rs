@@ -1,0 +1,99 @@
+//! The application's side of a call: an iterator over its events.
+
+use std::fmt;
+use std::sync::mpsc::{Receiver, Sender};
+
+use omni_core::generate::{GenerateError, GenerateEvent};
+use omni_core::Response;
+
+use crate::event_loop::LoopInput;
+use crate::Error;
+
+/// The events of one call, as they happen: text and tool-call deltas of each step,
+/// retries, tool results, then exactly one `Finished` or `Failed`, after which the
+/// iterator ends. `next` blocks until the next event.
+///
+/// Dropping the stream cancels the call: the request in flight is aborted (its
+/// connection closed) and running tools are cancelled.
+pub struct TextStream {
+    events: Receiver<GenerateEvent>,
+    control: Sender<LoopInput>,
+    /// The terminal event, kept once seen so [`TextStream::response`] still works
+    /// after the caller iterated to the end.
+    outcome: Option<Result<Response, (GenerateError, Response)>>,
+}
+
+impl fmt::Debug for TextStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TextStream").field("ended", &self.outcome.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl TextStream {
+    pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<LoopInput>) -> Self {
+        TextStream { events, control, outcome: None }
+    }
+
+    /// Cancels the call but keeps the stream: the remaining events end with
+    /// `Finished` whose stop reason is `cancelled`.
+    pub fn cancel(&self) {
+        self.cancel_handle().cancel();
+    }
+
+    /// A handle that cancels this call from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle { control: self.control.clone() }
+    }
+
+    /// Reads the rest of the stream and returns the final response, or the error with
+    /// everything received until then.
+    pub fn response(mut self) -> Result<Response, Error> {
+        while self.next().is_some() {}
+        match self.outcome.take() {
+            Some(Ok(response)) => Ok(response),
+            Some(Err((error, partial))) => Err(Error::Generate { error, partial: Box::new(partial) }),
+            None => Err(Error::Setup("the generate loop stopped without finishing the call".into())),
+        }
+    }
+}
+
+impl Iterator for TextStream {
+    type Item = GenerateEvent;
+
+    fn next(&mut self) -> Option<GenerateEvent> {
+        let event = self.events.recv().ok()?;
+        match &event {
+            GenerateEvent::Finished(response) => self.outcome = Some(Ok((**response).clone())),
+            GenerateEvent::Failed { error, partial } => self.outcome = Some(Err((error.clone(), (**partial).clone()))),
+            _ => {}
+        }
+        Some(event)
+    }
+}
+
+impl Drop for TextStream {
+    fn drop(&mut self) {
+        // Fails harmlessly when the call is already over.
+        let _ = self.control.send(LoopInput::Cancel);
+    }
+}
+
+/// Cancels a call from any thread; cheap to clone. Cancelling a finished call does
+/// nothing.
+#[derive(Clone)]
+pub struct CancelHandle {
+    control: Sender<LoopInput>,
+}
+
+impl fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelHandle").finish_non_exhaustive()
+    }
+}
+
+impl CancelHandle {
+    /// Cancels the call.
+    pub fn cancel(&self) {
+        let _ = self.control.send(LoopInput::Cancel);
+    }
+}

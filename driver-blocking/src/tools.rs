@@ -1,0 +1,234 @@
+//! Tools: a name, a description, an input schema and (usually) a plain closure run on
+//! its own thread, with panics caught.
+//!
+//! A Rust thread cannot be killed. When the core cancels a run (its tool timeout, or
+//! the caller cancelling the call) the driver stops waiting for it, ignores its late
+//! answer, and trips the run's [`CancelToken`]; a handler that may run long should
+//! check [`CancelToken::current`] or sleep through [`CancelToken::sleep`] so its thread
+//! ends too.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use omni_core::generate::{ToolDecl, ToolOutcome};
+use omni_core::tool::{outcome, panic_message, typed_input, ToolError, ToolOutput};
+use omni_core::ToolSpec;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+type Handler = Arc<dyn Fn(Value) -> Result<ToolOutput, ToolError> + Send + Sync>;
+
+/// A tool the model may call.
+///
+/// ```
+/// use omni_blocking::{Tool, ToolOutput};
+/// use serde_json::json;
+///
+/// let weather = Tool::new(
+///     "get_weather",
+///     "The weather in a city",
+///     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+///     |input| Ok(ToolOutput::text(format!("sunny in {}", input["city"]))),
+/// );
+/// assert_eq!(weather.name(), "get_weather");
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    spec: ToolSpec,
+    handler: Option<Handler>,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.spec.name)
+            .field("has_handler", &self.handler.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl Tool {
+    /// A tool whose handler gets the call's input as JSON and returns anything that
+    /// becomes a [`ToolOutput`] (a `String`, a `&str`, a JSON `Value`, a `ToolOutput`).
+    pub fn new<O: Into<ToolOutput>>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
+    ) -> Tool {
+        let handler: Handler = Arc::new(move |input| handler(input).map(Into::into));
+        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None }
+    }
+
+    /// A tool whose handler gets the input decoded as `T`; input that does not decode
+    /// becomes an error result for the model naming the problem.
+    pub fn typed<T: DeserializeOwned + 'static, O: Into<ToolOutput>>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
+    ) -> Tool {
+        Tool::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
+    }
+
+    /// A tool without a handler: when the model calls it, the loop stops and the calls
+    /// are returned to the caller in the response.
+    pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Tool {
+        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None }
+    }
+
+    /// Time limit for one call of this tool, overriding the `tool_timeout` option.
+    pub fn timeout(mut self, limit: Duration) -> Tool {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Name, description and input schema.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// How the generate machine sees this tool.
+    pub(crate) fn decl(&self) -> ToolDecl {
+        ToolDecl { spec: self.spec.clone(), executable: self.handler.is_some(), timeout: self.timeout }
+    }
+
+    /// Runs the handler on a new thread; `done` gets the outcome (a panic becomes
+    /// [`ToolOutcome::Panicked`]). `token` is the run's [`CancelToken::current`].
+    pub(crate) fn spawn(
+        &self,
+        input: Value,
+        token: CancelToken,
+        done: impl FnOnce(ToolOutcome) + Send + 'static,
+    ) -> io::Result<()> {
+        let Some(handler) = self.handler.clone() else {
+            done(ToolOutcome::Err(format!("tool {:?} has no handler", self.spec.name)));
+            return Ok(());
+        };
+        thread::Builder::new().name(format!("omni-tool-{}", self.spec.name)).spawn(move || {
+            CURRENT.with(|current| *current.borrow_mut() = Some(token));
+            let result = catch_unwind(AssertUnwindSafe(|| handler(input)));
+            let outcome = match result {
+                Ok(result) => outcome(result),
+                Err(payload) => ToolOutcome::Panicked(panic_message(payload.as_ref())),
+            };
+            done(outcome);
+        })?;
+        Ok(())
+    }
+}
+
+fn spec(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> ToolSpec {
+    ToolSpec { name: name.into(), description: description.into(), input_schema }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<CancelToken>> = const { RefCell::new(None) };
+}
+
+/// Tells a tool handler that its run was cancelled (timed out, or the call was
+/// cancelled or dropped), so it can stop early.
+#[derive(Clone, Default)]
+pub struct CancelToken(Arc<(Mutex<bool>, Condvar)>);
+
+impl fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CancelToken").field(&self.is_cancelled()).finish()
+    }
+}
+
+impl CancelToken {
+    /// The token of the tool run on this thread; outside a tool handler, a token that
+    /// is never cancelled. Clone it into threads the handler starts.
+    pub fn current() -> CancelToken {
+        CURRENT.with(|current| current.borrow().clone()).unwrap_or_default()
+    }
+
+    /// True once the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        *self.0 .0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sleeps for `duration` or until the run is cancelled; true when cancelled.
+    pub fn sleep(&self, duration: Duration) -> bool {
+        let deadline = Instant::now() + duration;
+        let (lock, wake) = &*self.0;
+        let mut cancelled = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*cancelled {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            cancelled = wake.wait_timeout(cancelled, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        *cancelled
+    }
+
+    /// Cancels the run: wakes every [`CancelToken::sleep`].
+    pub(crate) fn cancel(&self) {
+        let (lock, wake) = &*self.0;
+        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use serde_json::json;
+
+    fn run(tool: &Tool, input: Value) -> ToolOutcome {
+        let (tx, rx) = mpsc::channel();
+        tool.spawn(input, CancelToken::default(), move |o| drop(tx.send(o))).unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+    }
+
+    #[test]
+    fn handlers_run_on_threads_and_panics_become_outcomes() {
+        let ok = Tool::new("ok", "", json!({}), |input| Ok(ToolOutput::json(&input)));
+        assert_eq!(run(&ok, json!({"a": 1})), ToolOutcome::Ok(ToolOutput::text(r#"{"a":1}"#).0));
+        let boom = Tool::new("boom", "", json!({}), |_| -> Result<String, ToolError> { panic!("kaboom") });
+        assert_eq!(run(&boom, json!({})), ToolOutcome::Panicked("kaboom".into()));
+    }
+
+    #[test]
+    fn typed_input_that_does_not_decode_is_an_error_for_the_model() {
+        #[derive(serde::Deserialize)]
+        struct City {
+            city: String,
+        }
+        let tool = Tool::typed("w", "", json!({}), |c: City| Ok(c.city));
+        assert_eq!(run(&tool, json!({"city": "Paris"})), ToolOutcome::Ok(ToolOutput::text("Paris").0));
+        let ToolOutcome::Err(message) = run(&tool, json!({"town": "Paris"})) else { panic!("an error") };
+        assert!(message.contains("city"), "{message}");
+    }
+
+    #[test]
+    fn a_cancelled_token_wakes_a_sleeping_handler() {
+        let token = CancelToken::default();
+        let (tx, rx) = mpsc::channel();
+        let tool = Tool::new("hang", "", json!({}), |_| {
+            let cancelled = CancelToken::current().sleep(Duration::from_secs(600));
+            Ok(ToolOutput::text(if cancelled { "cancelled" } else { "slept" }))
+        });
+        tool.spawn(json!({}), token.clone(), move |o| drop(tx.send(o))).unwrap();
+        token.cancel();
+        let outcome = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(outcome, ToolOutcome::Ok(ToolOutput::text("cancelled").0));
+        assert!(!CancelToken::current().sleep(Duration::from_millis(1)), "outside a run nothing cancels");
+    }
+}

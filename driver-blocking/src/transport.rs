@@ -1,0 +1,276 @@
+//! HTTP: one thread per request over ureq, the body streamed as it arrives.
+//!
+//! ureq is configured to take no decisions of its own: 4xx/5xx are responses, not
+//! errors (the core reads status and body); redirects are not followed (the core sees
+//! the 3xx); there is no total, read or body timeout (the core owns the total and stall
+//! timeouts and cancels); no gzip (a decompressor could hold back stream bytes). Only
+//! name resolution and connecting are bounded ([`CONNECT_TIMEOUT`] each), because
+//! nothing can interrupt them once started.
+//!
+//! # Cancellation
+//!
+//! Every request runs on its own [`ureq::Agent`] (cheap: a handle over a connection
+//! pool; the ureq configuration is built once per client and cloned). Cancelling calls
+//! [`ureq::Agent::shutdown`] on the loop's clone of that agent: ureq shuts every
+//! socket of the agent down, so a read blocked on a silent server returns at once, a
+//! TLS handshake in progress fails, and the connection is closed. A shared flag, set
+//! first, stops the thread from sending anything more. Dropping the agent's last clone
+//! closes its pool, so a finished request never keeps a connection open either; the
+//! price is no connection reuse across requests (one handshake per request, small
+//! next to a model's latency). The alternative, a short read timeout polled in a loop,
+//! would wake every thread periodically and delay a cancel by up to one period.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use omni_core::generate::{TransportError, TransportErrorKind};
+use omni_core::{HttpRequest, Method};
+use ureq::http;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
+
+/// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
+/// interrupt either once started).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest piece of body read at once.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// What a request thread reports, in order: `Head`, `Body`*, then `End` or `Failed`
+/// (or only `Failed`).
+#[derive(Debug)]
+pub(crate) enum HttpEvent {
+    Head { status: u16, headers: Vec<(String, String)> },
+    Body(Vec<u8>),
+    End,
+    Failed(TransportError),
+}
+
+/// The HTTP client of one omni client: a ureq configuration, cloned into a fresh
+/// agent per request.
+#[derive(Clone)]
+pub(crate) struct Http {
+    config: ureq::config::Config,
+}
+
+impl fmt::Debug for Http {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Http").finish_non_exhaustive()
+    }
+}
+
+/// The loop's handle on a running request.
+pub(crate) struct RequestHandle {
+    agent: ureq::Agent,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl RequestHandle {
+    /// Stops the request thread promptly and closes its connection.
+    pub(crate) fn cancel(self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.agent.shutdown();
+    }
+}
+
+impl Http {
+    /// Builds the configuration; `extra_roots` are PEM files whose certificates are
+    /// trusted on top of the Mozilla roots.
+    pub(crate) fn new(extra_roots: &[Vec<u8>]) -> Result<Http, String> {
+        let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
+        if !extra_roots.is_empty() {
+            tls = tls.root_certs(root_certs(extra_roots)?);
+        }
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_resolve(Some(CONNECT_TIMEOUT))
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .user_agent(concat!("omni-blocking/", env!("CARGO_PKG_VERSION")))
+            .tls_config(tls.build())
+            .build();
+        Ok(Http { config })
+    }
+
+    /// Starts `request` on a new thread; `sink` receives its events and returns false
+    /// once nobody listens any more (the thread then stops).
+    pub(crate) fn start(
+        &self,
+        request: HttpRequest,
+        mut sink: impl FnMut(HttpEvent) -> bool + Send + 'static,
+    ) -> io::Result<RequestHandle> {
+        let agent = ureq::Agent::new_with_config(self.config.clone());
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let handle = RequestHandle { agent: agent.clone(), cancelled: cancelled.clone() };
+        thread::Builder::new().name("omni-http".into()).spawn(move || {
+            let mut emit = |event| !cancelled.load(Ordering::SeqCst) && sink(event);
+            run(&agent, request, &mut emit);
+        })?;
+        Ok(handle)
+    }
+}
+
+/// The Mozilla roots plus every certificate in `pems`.
+fn root_certs(pems: &[Vec<u8>]) -> Result<RootCerts, String> {
+    let mut certs: Vec<Certificate<'static>> =
+        webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
+    for pem in pems {
+        let mut found = 0;
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(PemItem::Certificate(cert)) => {
+                    // Check it parses as a trust anchor now, not at the first handshake.
+                    let der = rustls::pki_types::CertificateDer::from(cert.der());
+                    rustls::RootCertStore::empty()
+                        .add(der)
+                        .map_err(|e| format!("the root certificate is not usable: {e}"))?;
+                    certs.push(cert);
+                    found += 1;
+                }
+                Ok(_) => {}
+                Err(e) => return Err(format!("the root certificate is not valid PEM: {e}")),
+            }
+        }
+        if found == 0 {
+            return Err("the root certificate PEM contains no certificate".into());
+        }
+    }
+    Ok(RootCerts::new_with_certs(&certs))
+}
+
+/// The body of a request thread.
+fn run(agent: &ureq::Agent, request: HttpRequest, emit: &mut dyn FnMut(HttpEvent) -> bool) {
+    let request = match to_http(request) {
+        Ok(r) => r,
+        Err(message) => {
+            emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
+            return;
+        }
+    };
+    let response = match agent.run(request) {
+        Ok(r) => r,
+        Err(e) => {
+            emit(HttpEvent::Failed(classify_before_head(&e)));
+            return;
+        }
+    };
+    let (parts, body) = response.into_parts();
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect();
+    if !emit(HttpEvent::Head { status: parts.status.as_u16(), headers }) {
+        return;
+    }
+    let mut reader = body.into_reader();
+    let mut buf = vec![0u8; READ_BUFFER];
+    loop {
+        let event = match reader.read(&mut buf) {
+            Ok(0) => HttpEvent::End,
+            Ok(n) => HttpEvent::Body(buf.get(..n).unwrap_or_default().to_vec()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => HttpEvent::Failed(classify_in_body(&e)),
+        };
+        let last = matches!(event, HttpEvent::End | HttpEvent::Failed(_));
+        if !emit(event) || last {
+            return;
+        }
+    }
+}
+
+fn to_http(request: HttpRequest) -> Result<http::Request<Vec<u8>>, String> {
+    let method = match request.method {
+        Method::Get => http::Method::GET,
+        Method::Post => http::Method::POST,
+    };
+    let mut builder = http::Request::builder().method(method).uri(request.url.as_str());
+    for header in &request.headers {
+        let mut value = http::HeaderValue::from_str(&header.value)
+            .map_err(|_| format!("header {} has a value that cannot be sent", header.name))?;
+        value.set_sensitive(header.sensitive);
+        builder = builder.header(header.name.as_str(), value);
+    }
+    // The error names the URL or a header name, never a value.
+    builder.body(request.body).map_err(|e| format!("invalid request: {e}"))
+}
+
+/// A failure before the response head: connecting, TLS, or the connection breaking
+/// while the request was sent or the head awaited.
+fn classify_before_head(error: &ureq::Error) -> TransportError {
+    let kind = match error {
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => TransportErrorKind::Connect,
+        ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => TransportErrorKind::Connect,
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) | ureq::Error::TlsRequired => {
+            TransportErrorKind::Tls
+        }
+        ureq::Error::Io(e) => classify_io(e, TransportErrorKind::Other),
+        _ => TransportErrorKind::Other,
+    };
+    TransportError { kind, message: error.to_string() }
+}
+
+/// A failure while the body was read: the body was cut (reset) unless the error says
+/// otherwise.
+fn classify_in_body(error: &io::Error) -> TransportError {
+    let kind = match classify_io(error, TransportErrorKind::Reset) {
+        TransportErrorKind::Connect => TransportErrorKind::Reset,
+        kind => kind,
+    };
+    TransportError { kind, message: error.to_string() }
+}
+
+fn classify_io(error: &io::Error, fallback: TransportErrorKind) -> TransportErrorKind {
+    if let Some(inner) = error.get_ref() {
+        if inner.is::<rustls::Error>() {
+            return TransportErrorKind::Tls;
+        }
+        if let Some(wrapped) = inner.downcast_ref::<ureq::Error>() {
+            return match wrapped {
+                ureq::Error::Io(e) => classify_io(e, fallback),
+                ureq::Error::Protocol(_) => TransportErrorKind::Other,
+                other => classify_before_head(other).kind,
+            };
+        }
+    }
+    match error.kind() {
+        io::ErrorKind::ConnectionRefused
+        | io::ErrorKind::HostUnreachable
+        | io::ErrorKind::NetworkUnreachable
+        | io::ErrorKind::AddrNotAvailable => TransportErrorKind::Connect,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::NotConnected => TransportErrorKind::Reset,
+        _ => fallback,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_connections_are_connect_failures_and_cut_bodies_resets() {
+        let refused = ureq::Error::Io(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert_eq!(classify_before_head(&refused).kind, TransportErrorKind::Connect);
+        assert_eq!(classify_before_head(&ureq::Error::HostNotFound).kind, TransportErrorKind::Connect);
+        assert_eq!(classify_before_head(&ureq::Error::Tls("bad")).kind, TransportErrorKind::Tls);
+        let eof = io::Error::other(ureq::Error::Io(io::Error::from(io::ErrorKind::UnexpectedEof)));
+        assert_eq!(classify_in_body(&eof).kind, TransportErrorKind::Reset);
+        let tls = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
+        assert_eq!(classify_in_body(&tls).kind, TransportErrorKind::Tls);
+        assert_eq!(classify_before_head(&ureq::Error::Io(tls)).kind, TransportErrorKind::Tls);
+    }
+
+    #[test]
+    fn bad_root_certificates_are_rejected_when_the_client_is_built() {
+        assert!(Http::new(&[b"not a pem".to_vec()]).unwrap_err().contains("no certificate"));
+        let garbage = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec();
+        assert!(Http::new(&[garbage]).is_err());
+        assert!(Http::new(&[]).is_ok());
+    }
+}

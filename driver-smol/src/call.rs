@@ -1,0 +1,133 @@
+//! One call: the builder and the event stream handed to the application.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+use omni_core::client::{CallSpec, ModelRef};
+use omni_core::generate::{Generate, GenerateEvent};
+use omni_core::{ApiKey, Context, Options, Response};
+use smol::channel::{self, Receiver, Sender};
+
+use crate::client::Client;
+use crate::driver::drive;
+use crate::error::Error;
+use crate::tools::{Handler, Tool};
+
+/// A call being set up: model, context, options, tools, key.
+#[derive(Debug)]
+pub struct Call {
+    client: Client,
+    model: ModelRef,
+    context: Context,
+    options: Options,
+    tools: Vec<Tool>,
+    api_key: Option<ApiKey>,
+}
+
+impl Call {
+    pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Self {
+        Call { client, model, context, options: Options::default(), tools: Vec::new(), api_key: None }
+    }
+
+    /// Options for this call, over the client's defaults.
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// A key for this call only.
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Starts the call and returns its events. The call runs in its own task (on smol's
+    /// global executor unless the client was given one), so this works outside any
+    /// executor too; dropping the stream cancels the call.
+    pub fn stream(self) -> Result<TextStream, Error> {
+        let handlers: BTreeMap<String, Handler> =
+            self.tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect();
+        let spec = CallSpec {
+            model: self.model,
+            context: self.context,
+            options: self.options,
+            tools: self.tools.iter().map(Tool::decl).collect(),
+            api_key: self.api_key,
+        };
+        let inner = &self.client.inner;
+        let config = inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
+        let machine = Generate::new(config, Instant::now())
+            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
+        let (events_tx, events) = channel::unbounded();
+        // Never sent on: the stream's drop closes it, which is how the driver learns of it.
+        let (cancel, cancelled) = channel::bounded(1);
+        let task = drive(machine, inner.tls.clone(), inner.spawner.clone(), handlers, events_tx, cancelled);
+        // Detached: the driver ends on its own once the machine finishes (a cancel included).
+        inner.spawner.spawn(task).detach();
+        Ok(TextStream { events: Box::pin(events), _cancel: cancel, terminal: None })
+    }
+
+    /// Runs the call to the end and returns the final response.
+    pub async fn generate(self) -> Result<Response, Error> {
+        self.stream()?.response().await
+    }
+}
+
+/// The events of a call, as an async stream. Dropping it cancels the call: the request
+/// in flight is aborted (its connection closed) and running tools are stopped.
+#[derive(Debug)]
+pub struct TextStream {
+    // Boxed: async-channel's receiver is not `Unpin`.
+    events: Pin<Box<Receiver<GenerateEvent>>>,
+    _cancel: Sender<()>,
+    terminal: Option<GenerateEvent>,
+}
+
+impl TextStream {
+    /// Waits for the end of the call (consuming the remaining events).
+    pub async fn response(mut self) -> Result<Response, Error> {
+        while self.terminal.is_none() {
+            match self.events.recv().await {
+                Ok(event) => self.observe(&event),
+                Err(_) => break,
+            }
+        }
+        match self.terminal.take() {
+            Some(GenerateEvent::Finished(response)) => Ok(*response),
+            Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error, partial }),
+            _ => Err(Error::Setup("the call ended without a response".into())),
+        }
+    }
+
+    fn observe(&mut self, event: &GenerateEvent) {
+        if matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }) {
+            self.terminal = Some(event.clone());
+        }
+    }
+}
+
+impl futures_core::Stream for TextStream {
+    type Item = GenerateEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
+        let polled = self.events.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.observe(event);
+        }
+        polled
+    }
+}

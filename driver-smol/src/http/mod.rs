@@ -1,0 +1,238 @@
+//! One HTTP/1.1 exchange per request: a fresh connection (see [`connect`]), the request
+//! framed by ureq-proto's sans-IO client, and the response fed back as inputs: the head,
+//! then each body chunk as it arrives, then the end or a transport failure.
+//!
+//! Failure kinds, by phase: before a response head, `Connect` (the simulation's view of a
+//! server that drops the connection); TLS handshake, `Tls`; the body cut, `Reset`; bytes
+//! that are not HTTP, `Other`. Cancelling is dropping the task, which closes the socket.
+
+mod connect;
+
+pub(crate) use connect::tls_config;
+
+use std::sync::Arc;
+
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::HttpRequest;
+use smol::channel::Sender;
+use ureq_proto::client::state::{Prepare, RecvBody, RecvResponse};
+use ureq_proto::client::{Await100Result, Call, RecvResponseResult, SendRequestResult};
+use ureq_proto::http::{self, HeaderName, HeaderValue, Uri};
+use ureq_proto::BodyMode;
+
+use connect::{failure, Connection, Target};
+
+/// How much is read from the socket at a time.
+const READ_SIZE: usize = 16 * 1024;
+/// Largest request or response head accepted (a header line longer than the buffer grows it).
+const MAX_HEAD: usize = 1024 * 1024;
+
+/// An input produced by a task, owned so it can cross the channel.
+#[derive(Debug)]
+pub(crate) enum TaskInput {
+    Head { id: RequestId, status: u16, headers: Vec<(String, String)> },
+    Body { id: RequestId, bytes: Vec<u8> },
+    End { id: RequestId },
+    Failed { id: RequestId, error: TransportError },
+    Tool { id: ToolRunId, outcome: ToolOutcome },
+}
+
+/// Sends `request` and streams its response into `inputs`.
+pub(crate) async fn send(
+    tls: Arc<rustls::ClientConfig>,
+    id: RequestId,
+    request: HttpRequest,
+    inputs: Sender<TaskInput>,
+) {
+    let last = match exchange(&tls, id, request, &inputs).await {
+        Ok(()) => TaskInput::End { id },
+        Err(error) => TaskInput::Failed { id, error },
+    };
+    // Unbounded: fails only when the driver is gone, and then nobody is listening.
+    let _ = inputs.try_send(last);
+}
+
+async fn exchange(
+    tls: &Arc<rustls::ClientConfig>,
+    id: RequestId,
+    request: HttpRequest,
+    inputs: &Sender<TaskInput>,
+) -> Result<(), TransportError> {
+    let (call, target) = prepare(&request)?;
+    let mut connection = connect::open(tls, &target).await?;
+    let call = write_request(&mut *connection, call, &request.body).await?;
+    // Bytes read past the part being parsed (the head's tail is the body's start).
+    let mut carry = Vec::with_capacity(READ_SIZE);
+    let (status, headers, call) = read_head(&mut *connection, call, &mut carry).await?;
+    if inputs.try_send(TaskInput::Head { id, status, headers }).is_err() {
+        return Ok(());
+    }
+    match call.proceed() {
+        Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, carry, id, inputs).await,
+        // No body (e.g. 204) or a redirect without one: the core decides what the status means.
+        Some(RecvResponseResult::Redirect(_) | RecvResponseResult::Cleanup(_)) => Ok(()),
+        None => Err(failure(TransportErrorKind::Other, "incomplete response head")),
+    }
+}
+
+/// The ureq-proto call for `request`: the core's headers, a content-length for the body,
+/// and `connection: close` since each connection carries one request. ureq-proto adds
+/// the Host header from the URL.
+fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportError> {
+    let invalid =
+        |what: &str, e: &dyn std::fmt::Display| failure(TransportErrorKind::Other, format_args!("{what}: {e}"));
+    let uri: Uri = request.url.parse().map_err(|e| invalid("invalid URL", &e))?;
+    let target = Target::of(&uri)?;
+    let method = http::Method::from_bytes(request.method.as_str().as_bytes()).map_err(|e| invalid("method", &e))?;
+    let mut builder = http::Request::builder().method(method).uri(uri);
+    for header in &request.headers {
+        let name = HeaderName::from_bytes(header.name.as_bytes()).map_err(|e| invalid("header name", &e))?;
+        // The message names the header only: the value may be a key.
+        let mut value = HeaderValue::from_str(&header.value).map_err(|e| invalid(&header.name, &e))?;
+        value.set_sensitive(header.sensitive);
+        builder = builder.header(name, value);
+    }
+    if !request.body.is_empty() || request.method == omni_core::Method::Post {
+        builder = builder.header(http::header::CONTENT_LENGTH, request.body.len());
+    }
+    let built = builder.header(http::header::CONNECTION, "close").body(()).map_err(|e| invalid("request", &e))?;
+    let call = Call::new(built).map_err(|e| invalid("request", &e))?;
+    Ok((call, target))
+}
+
+/// Writes the head, then the body straight from the core's buffer.
+async fn write_request(
+    connection: &mut dyn Connection,
+    call: Call<Prepare>,
+    body: &[u8],
+) -> Result<Call<RecvResponse>, TransportError> {
+    let io = |e: std::io::Error| failure(TransportErrorKind::Connect, format_args!("sending the request: {e}"));
+    let protocol = |e: ureq_proto::Error| failure(TransportErrorKind::Other, format_args!("request: {e}"));
+    let mut call = call.proceed();
+    let mut buffer = vec![0u8; READ_SIZE];
+    while !call.can_proceed() {
+        match call.write(&mut buffer) {
+            Ok(0) => return Err(failure(TransportErrorKind::Other, "the request head could not be written")),
+            Ok(n) => connection.write_all(buffer.get(..n).unwrap_or_default()).await.map_err(io)?,
+            Err(ureq_proto::Error::OutputOverflow) if buffer.len() < MAX_HEAD => buffer.resize(buffer.len() * 2, 0),
+            Err(e) => return Err(protocol(e)),
+        }
+    }
+    let mut sending = match call.proceed().map_err(protocol)? {
+        Some(SendRequestResult::SendBody(sending)) => sending,
+        // No `expect: 100-continue` is ever set; should one come through, send the body at once.
+        Some(SendRequestResult::Await100(waiting)) => match waiting.proceed().map_err(protocol)? {
+            Await100Result::SendBody(sending) => sending,
+            Await100Result::RecvResponse(receiving) => return flushed(connection, receiving).await,
+        },
+        Some(SendRequestResult::RecvResponse(receiving)) => return flushed(connection, receiving).await,
+        None => return Err(failure(TransportErrorKind::Other, "the request head was not complete")),
+    };
+    // With a content-length the body goes out as is: no copy through ureq-proto's buffer.
+    sending.consume_direct_write(body.len()).map_err(protocol)?;
+    connection.write_all(body).await.map_err(io)?;
+    match sending.proceed() {
+        Some(receiving) => flushed(connection, receiving).await,
+        None => Err(failure(TransportErrorKind::Other, "the request body was not complete")),
+    }
+}
+
+async fn flushed(
+    connection: &mut dyn Connection,
+    call: Call<RecvResponse>,
+) -> Result<Call<RecvResponse>, TransportError> {
+    connection
+        .flush()
+        .await
+        .map_err(|e| failure(TransportErrorKind::Connect, format_args!("sending the request: {e}")))?;
+    Ok(call)
+}
+
+type Head = (u16, Vec<(String, String)>, Call<RecvResponse>);
+
+/// Reads until the response head is complete (skipping any 1xx).
+async fn read_head(
+    connection: &mut dyn Connection,
+    mut call: Call<RecvResponse>,
+    carry: &mut Vec<u8>,
+) -> Result<Head, TransportError> {
+    loop {
+        if !carry.is_empty() {
+            let (used, response) = call
+                .try_response(carry, false)
+                .map_err(|e| failure(TransportErrorKind::Other, format_args!("response head: {e}")))?;
+            carry.drain(..used.min(carry.len()));
+            if let Some(response) = response {
+                let headers = response
+                    .headers()
+                    .iter()
+                    .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .collect();
+                return Ok((response.status().as_u16(), headers, call));
+            }
+            if used > 0 {
+                continue; // an informational response was skipped; the real one may be here
+            }
+        }
+        if carry.len() > MAX_HEAD {
+            return Err(failure(TransportErrorKind::Other, "response head too large"));
+        }
+        match read_more(connection, carry).await {
+            Ok(0) => return Err(failure(TransportErrorKind::Connect, "the connection closed before a response")),
+            Ok(_) => {}
+            Err(e) => return Err(failure(TransportErrorKind::Connect, format_args!("awaiting the response: {e}"))),
+        }
+    }
+}
+
+/// Decodes the body as it arrives and sends each decoded piece at once.
+async fn read_body(
+    connection: &mut dyn Connection,
+    mut call: Call<RecvBody>,
+    mut carry: Vec<u8>,
+    id: RequestId,
+    inputs: &Sender<TaskInput>,
+) -> Result<(), TransportError> {
+    let close_delimited = call.body_mode() == BodyMode::CloseDelimited;
+    let mut decoded = vec![0u8; READ_SIZE];
+    loop {
+        let mut start = 0;
+        while start < carry.len() {
+            let rest = carry.get(start..).unwrap_or_default();
+            let (used, produced) = call
+                .read(rest, &mut decoded)
+                .map_err(|e| failure(TransportErrorKind::Other, format_args!("response body: {e}")))?;
+            start += used;
+            if produced > 0 {
+                let bytes = decoded.get(..produced).unwrap_or_default().to_vec();
+                if inputs.try_send(TaskInput::Body { id, bytes }).is_err() {
+                    return Ok(());
+                }
+            }
+            if used == 0 && produced == 0 {
+                break; // a partial chunk header: wait for more bytes
+            }
+        }
+        // Only the unparsed tail stays (at most a partial chunk line), so this is linear.
+        carry.drain(..start.min(carry.len()));
+        if !close_delimited && call.can_proceed() {
+            return Ok(());
+        }
+        match read_more(connection, &mut carry).await {
+            Ok(0) if close_delimited || call.is_ended_chunked() => return Ok(()),
+            Ok(0) => return Err(failure(TransportErrorKind::Reset, "the connection closed before the body ended")),
+            Ok(_) => {}
+            Err(e) => return Err(failure(TransportErrorKind::Reset, format_args!("reading the body: {e}"))),
+        }
+    }
+}
+
+/// Appends what the socket has (up to [`READ_SIZE`]) to `carry`; 0 means the peer closed.
+async fn read_more(connection: &mut dyn Connection, carry: &mut Vec<u8>) -> std::io::Result<usize> {
+    let filled = carry.len();
+    carry.resize(filled + READ_SIZE, 0);
+    let read = connection.read(carry.get_mut(filled..).unwrap_or_default()).await;
+    carry.truncate(filled + *read.as_ref().unwrap_or(&0));
+    read
+}

@@ -1,0 +1,106 @@
+//! Every generate scenario through the tokio driver against the loopback replay server:
+//! the transcript must equal the simulation's, file for file.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures_core::Stream;
+use omni_conformance::replay::ReplayServer;
+use omni_conformance::scenarios::{self, NamedScenario};
+use omni_conformance::sim::{transcript_line, ToolScript};
+use omni_core::generate::{GenerateEvent, RetryPolicy, ToolOutcome};
+use omni_core::tool::{ToolError, ToolOutput};
+use omni_tokio::{Client, Tool};
+
+fn scripted_tool(name: &'static str, script: Option<ToolScript>) -> Tool {
+    let schema = scenarios::tools().into_iter().find(|t| t.spec.name == name).expect("known tool").spec.input_schema;
+    Tool::new(name, format!("{name} for a city"), schema, move |_input| {
+        let script = script.clone();
+        async move {
+            match script {
+                Some(ToolScript::Answer { delay, outcome }) => {
+                    tokio::time::sleep(delay).await;
+                    match outcome {
+                        ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
+                        ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
+                    }
+                }
+                Some(ToolScript::Hang) => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Err(ToolError::from("unreachable"))
+                }
+                None => Err(ToolError(format!("no script for {name}"))),
+            }
+        }
+    })
+}
+
+async fn next(stream: &mut omni_tokio::TextStream) -> Option<GenerateEvent> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
+}
+
+async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+    let server = ReplayServer::start(scenario.scenario.replies.clone()).expect("replay server");
+    let client = Client::builder()
+        .base_url("anthropic", format!("{}/v1", server.base_url()))
+        .api_key("anthropic", "sk-replay")
+        .retry(RetryPolicy { seed: 7, ..RetryPolicy::default() })
+        .stall_timeout(scenario.stall_timeout)
+        .build()
+        .expect("client");
+    let tools = ["get_weather", "get_time"].map(|n| scripted_tool(n, scenario.scenario.tools.get(n).cloned()));
+    let config = scenarios::config(scenario, "unused");
+    let mut stream = client
+        .call(config.model, config.context)
+        .options(scenario.options.clone())
+        .tools(tools)
+        .stream()
+        .expect("stream starts");
+    let mut transcript = Vec::new();
+    let started = tokio::time::Instant::now();
+    loop {
+        let event = match scenario.scenario.cancel_at {
+            Some(at) => tokio::select! {
+                e = next(&mut stream) => e,
+                _ = tokio::time::sleep_until(started + at) => {
+                    drop(stream);
+                    // The drop cancels the call; what the application saw ends here.
+                    transcript.push("dropped".to_string());
+                    break;
+                }
+            },
+            None => next(&mut stream).await,
+        };
+        let Some(event) = event else { break };
+        transcript.push(transcript_line(&event));
+    }
+    (transcript, server)
+}
+
+fn expected(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/transcripts").join(format!("{name}.txt"));
+    std::fs::read_to_string(&path).expect("transcript file").lines().map(str::to_string).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_matches_the_simulation() {
+    let mut failures = Vec::new();
+    for scenario in scenarios::all() {
+        let (mut actual, server) = run(&scenario).await;
+        let mut want = expected(scenario.name);
+        if actual.last().is_some_and(|l| l == "dropped") {
+            // A dropped stream never sees the final `finished cancelled` line.
+            actual.pop();
+            want.pop();
+        }
+        if actual != want {
+            failures.push(format!("{}:\n  expected {want:#?}\n  actual {actual:#?}", scenario.name));
+        }
+        let requests = server.requests();
+        if requests.iter().any(|r| r.header("x-api-key") != Some("sk-replay")) {
+            failures.push(format!("{}: a request lacked the key", scenario.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
