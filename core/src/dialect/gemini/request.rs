@@ -331,7 +331,8 @@ fn thinking_config(
 ) -> Map<String, Value> {
     let mut config = Map::new();
     let gemini3 = family.is_gemini3();
-    // Gemini 3.0 Pro has only `low` and `high`; later Pro versions and Flash add more.
+    // Gemini 3.0 Pro has only `low` and `high`; Flash and Pro from 3.1 add `minimal`
+    // and `medium`.
     let pro_30 = family.pro && family.version.is_some_and(|(major, minor)| major == 3 && minor == 0);
     let cannot_disable = |warnings: &mut Vec<Warning>, sent: &str| {
         warnings.push(Warning {
@@ -341,7 +342,7 @@ fn thinking_config(
     };
     match reasoning {
         Reasoning::Off if gemini3 => {
-            let level = if family.pro { "low" } else { "minimal" };
+            let level = if pro_30 { "low" } else { "minimal" };
             cannot_disable(warnings, &format!("thinkingLevel {level}"));
             config.insert("thinkingLevel".into(), json!(level));
         }

@@ -343,6 +343,8 @@ fn thinking_levels_budgets_and_warnings() {
     };
     assert_eq!(cfg("gemini-3-flash-preview", Reasoning::Effort(Effort::Medium)).0["thinkingLevel"], "medium");
     assert_eq!(cfg("gemini-3-flash-preview", Reasoning::Off), (json!({"thinkingLevel": "minimal"}), 1));
+    assert_eq!(cfg("gemini-3-pro-preview", Reasoning::Off), (json!({"thinkingLevel": "low"}), 1));
+    assert_eq!(cfg("gemini-3.1-pro-preview", Reasoning::Effort(Effort::Medium)).0["thinkingLevel"], "medium");
     assert_eq!(cfg("gemini-2.5-flash", Reasoning::Off), (json!({"thinkingBudget": 0}), 0));
     assert_eq!(cfg("gemini-2.5-pro", Reasoning::Off), (json!({"thinkingBudget": 128}), 1));
     assert_eq!(
