@@ -1,0 +1,201 @@
+//! Function call arguments streamed as `partialArgs` (Vertex AI with
+//! `functionCallingConfig.streamFunctionCallArguments`; the Gemini API sends whole calls).
+//!
+//! Each `PartialArg` names one leaf by an RFC 9535 JSON path (`$.recipe.steps[2]`) and
+//! carries a string piece (continued while `willContinue` is true), a number, a boolean
+//! or a null. The leaves are assembled into one object, emitted as the call's input when
+//! the call ends.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+
+use super::wire::Str;
+
+/// An array index beyond this is treated as malformed rather than allocated.
+const MAX_ARRAY_INDEX: usize = 100_000;
+
+/// One `PartialArg`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PartialArg<'a> {
+    #[serde(borrow, default)]
+    json_path: Cow<'a, str>,
+    #[serde(borrow, default)]
+    string_value: Option<Str<'a>>,
+    #[serde(default)]
+    number_value: Option<Number>,
+    #[serde(default)]
+    bool_value: Option<bool>,
+    /// `"NULL_VALUE"` when the leaf is null.
+    #[serde(borrow, default)]
+    null_value: Option<Str<'a>>,
+    #[serde(default)]
+    will_continue: Option<bool>,
+}
+
+/// The arguments of one call being assembled.
+#[derive(Debug, Default)]
+pub(super) struct PartialArgs {
+    root: Map<String, Value>,
+    /// The path of a string leaf whose next piece is still to come.
+    open_string: Option<String>,
+}
+
+#[derive(Debug, PartialEq)]
+enum Segment<'a> {
+    Key(Cow<'a, str>),
+    Index(usize),
+}
+
+impl PartialArgs {
+    /// Starts from the call's whole `args`, if it came with any.
+    pub(super) fn with_args(args: Option<Map<String, Value>>) -> Self {
+        PartialArgs { root: args.unwrap_or_default(), open_string: None }
+    }
+
+    /// Applies one streamed leaf. Unknown value kinds are ignored.
+    pub(super) fn apply(&mut self, arg: &PartialArg<'_>) {
+        let path = parse_path(&arg.json_path);
+        let continuing = self.open_string.as_deref() == Some(&*arg.json_path);
+        self.open_string = None;
+        let value = if let Some(Str(piece)) = &arg.string_value {
+            if arg.will_continue == Some(true) {
+                self.open_string = Some(arg.json_path.to_string());
+            }
+            if continuing {
+                if let Some(Value::String(s)) = self.leaf(&path) {
+                    s.push_str(piece);
+                    return;
+                }
+            }
+            Value::String(piece.to_string())
+        } else if let Some(n) = &arg.number_value {
+            Value::Number(n.clone())
+        } else if let Some(b) = arg.bool_value {
+            Value::Bool(b)
+        } else if arg.null_value.is_some() {
+            Value::Null
+        } else {
+            return;
+        };
+        if let Some(slot) = self.leaf(&path) {
+            *slot = value;
+        }
+    }
+
+    /// The arguments as JSON text.
+    pub(super) fn into_json(self) -> String {
+        Value::Object(self.root).to_string()
+    }
+
+    /// The slot at `path`, creating objects and arrays on the way; `None` for a path
+    /// that cannot be built (the root is an object, an index is absurdly large).
+    fn leaf(&mut self, path: &[Segment<'_>]) -> Option<&mut Value> {
+        let (first, rest) = path.split_first()?;
+        let Segment::Key(key) = first else { return None };
+        let mut slot = self.root.entry(key.as_ref()).or_insert(Value::Null);
+        for segment in rest {
+            slot = match segment {
+                Segment::Key(key) => {
+                    if !slot.is_object() {
+                        *slot = Value::Object(Map::new());
+                    }
+                    slot.as_object_mut()?.entry(key.as_ref()).or_insert(Value::Null)
+                }
+                Segment::Index(i) => {
+                    if *i > MAX_ARRAY_INDEX {
+                        return None;
+                    }
+                    if !slot.is_array() {
+                        *slot = Value::Array(Vec::new());
+                    }
+                    let items = slot.as_array_mut()?;
+                    if items.len() <= *i {
+                        items.resize(*i + 1, Value::Null);
+                    }
+                    items.get_mut(*i)?
+                }
+            };
+        }
+        Some(slot)
+    }
+}
+
+/// Parses `$.a.b[0]['c d']`. A path that does not parse names a top-level key spelled
+/// as the whole path, so its value is kept rather than lost.
+fn parse_path(path: &str) -> Vec<Segment<'_>> {
+    parse_path_strict(path).unwrap_or_else(|| vec![Segment::Key(Cow::Borrowed(path))])
+}
+
+fn parse_path_strict(path: &str) -> Option<Vec<Segment<'_>>> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut segments = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if end == 0 {
+                return None;
+            }
+            segments.push(Segment::Key(Cow::Borrowed(&after[..end])));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let close = after.find(']')?;
+            let inner = &after[..close];
+            let quoted = inner
+                .strip_prefix('\'')
+                .and_then(|s| s.strip_suffix('\''))
+                .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
+            match quoted {
+                Some(key) => segments.push(Segment::Key(Cow::Borrowed(key))),
+                None => segments.push(Segment::Index(inner.parse().ok()?)),
+            }
+            rest = &after[close + 1..];
+        } else {
+            return None;
+        }
+    }
+    // The arguments are an object: the first step must be a key.
+    matches!(segments.first(), Some(Segment::Key(_))).then_some(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arg(path: &str, value: serde_json::Value) -> PartialArg<'static> {
+        let mut v = value;
+        v["jsonPath"] = serde_json::json!(path);
+        let text: &'static str = Box::leak(v.to_string().into_boxed_str());
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn parses_paths() {
+        use Segment::*;
+        assert_eq!(
+            parse_path("$.recipe.steps[6].name"),
+            [Key("recipe".into()), Key("steps".into()), Index(6), Key("name".into())]
+        );
+        assert_eq!(parse_path("$['a b'][\"c\"]"), [Key("a b".into()), Key("c".into())]);
+        assert_eq!(parse_path("not a path"), [Key("not a path".into())]);
+        assert_eq!(parse_path("$[0]"), [Key("$[0]".into())]);
+    }
+
+    #[test]
+    fn assembles_nested_leaves_and_continued_strings() {
+        let mut args = PartialArgs::default();
+        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "Gro", "willContinue": true})));
+        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "und beef"})));
+        args.apply(&arg("$.r.count", serde_json::json!({"numberValue": 2})));
+        args.apply(&arg("$.r.ok", serde_json::json!({"boolValue": true})));
+        args.apply(&arg("$.r.none", serde_json::json!({"nullValue": "NULL_VALUE"})));
+        args.apply(&arg("$.r.items[9999999]", serde_json::json!({"stringValue": "x"})));
+        let value: Value = serde_json::from_str(&args.into_json()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"r": {"items": [null, {"name": "Ground beef"}], "count": 2, "ok": true, "none": null}})
+        );
+    }
+}
