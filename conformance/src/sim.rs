@@ -295,6 +295,7 @@ pub fn transcript_line(event: &GenerateEvent) -> String {
         GenerateEvent::Retry { step, attempt, error, .. } => {
             format!("step {step}: retry {attempt} after {}", error_kind(error))
         }
+        GenerateEvent::OutputRetry { step, attempt, error } => format!("step {step}: output retry {attempt}: {error}"),
         GenerateEvent::ToolResult { step, result } => {
             format!("step {step}: tool_result {}", serde_json::to_string(result).unwrap_or_default())
         }
@@ -307,6 +308,7 @@ pub fn transcript_line(event: &GenerateEvent) -> String {
         GenerateEvent::Failed { error, partial } => {
             format!("failed {} messages={} text={:?}", error_kind(error), partial.messages.len(), partial.text())
         }
+        other => format!("{other:?}"),
     }
 }
 

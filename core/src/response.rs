@@ -62,6 +62,12 @@ pub struct Response {
     /// Options that could not be honoured, and other non-fatal notes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// Structured output: the reply parsed and validated against the `output` schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
+    /// Why the reply is not valid structured output, after every allowed retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
 }
 
 impl Response {
@@ -75,6 +81,8 @@ impl Response {
             stop_reason: None,
             usage: Usage::default(),
             warnings: Vec::new(),
+            output: None,
+            output_error: None,
         }
     }
 

@@ -122,6 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 eprintln!("omni demo failed: {error}");
                 std::process::exit(1);
             }
+            _ => {}
         }
         out.flush()?;
     }

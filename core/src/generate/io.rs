@@ -181,6 +181,7 @@ impl std::error::Error for GenerateError {}
 
 /// What the application observes.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum GenerateEvent {
     /// A streaming event of step `step` (0-based). Each step ends with `Done`.
     Stream {
@@ -199,6 +200,15 @@ pub enum GenerateEvent {
         delay: Duration,
         /// What failed.
         error: GenerateError,
+    },
+    /// The reply is not valid structured output; the model is asked for a correction.
+    OutputRetry {
+        /// Step of the invalid reply.
+        step: u32,
+        /// Correction number, 1-based.
+        attempt: u32,
+        /// What is wrong with the reply (the message the model sees).
+        error: String,
     },
     /// A tool call finished (or was refused); this is what the model will see.
     ToolResult {

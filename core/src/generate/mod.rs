@@ -19,6 +19,7 @@
 
 mod io;
 mod retry;
+mod structured;
 mod tools;
 
 pub use io::{
@@ -28,6 +29,7 @@ pub use retry::RetryPolicy;
 pub use tools::ToolDecl;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::decoder::StreamDecoder;
@@ -39,6 +41,7 @@ use crate::model::Model;
 use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
 use crate::response::{Response, StopReason, Warning};
+use crate::schema::{JsonSchemaValidator, Validator};
 use crate::usage::Usage;
 use tools::ToolPhase;
 
@@ -48,6 +51,8 @@ pub const DEFAULT_MAX_STEPS: u32 = 10;
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time without progress (keep-alives do not count) before a stream is stalled.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default number of corrections asked for invalid structured output.
+pub const DEFAULT_OUTPUT_RETRIES: u32 = 3;
 /// Error bodies are kept up to this size.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -70,6 +75,10 @@ pub struct GenerateConfig {
     pub retry: RetryPolicy,
     /// No-progress limit.
     pub stall_timeout: Duration,
+    /// Checks structured output; `None` with an `output` option: compiled from its schema.
+    pub output_validator: Option<Arc<dyn Validator>>,
+    /// Corrections asked for when the reply is not valid structured output.
+    pub output_retries: u32,
 }
 
 impl GenerateConfig {
@@ -84,6 +93,8 @@ impl GenerateConfig {
             tools: Vec::new(),
             retry: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            output_validator: None,
+            output_retries: DEFAULT_OUTPUT_RETRIES,
         }
     }
 }
@@ -123,6 +134,9 @@ pub struct Generate {
     usage: Usage,
     warnings: Vec<Warning>,
     last: Option<Response>,
+    /// Validated structured output, or why there is none.
+    output: Option<Result<serde_json::Value, String>>,
+    output_retries: u32,
     request: HttpRequest,
     next_id: u64,
     effects: VecDeque<Effect>,
@@ -137,6 +151,12 @@ impl Generate {
         for decl in &mut config.tools {
             decl.ensure_validator()
                 .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e.to_string() }))?;
+        }
+        if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
+            let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
+                GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })
+            })?;
+            config.output_validator = Some(Arc::new(compiled));
         }
         for decl in &config.tools {
             if !config.context.tools.iter().any(|t| t.name == decl.spec.name) {
@@ -153,6 +173,8 @@ impl Generate {
             usage: Usage::default(),
             warnings: Vec::new(),
             last: None,
+            output: None,
+            output_retries: 0,
             request: request.0,
             next_id: 0,
             effects: VecDeque::new(),
@@ -398,7 +420,7 @@ impl Generate {
             && self.step + 1 < max_steps
             && tools::all_runnable(&self.config.tools, &self.config.context.tools, &calls);
         if !loop_on {
-            self.finish(stop);
+            self.finish_or_correct(stop, now);
             return;
         }
         let (phase, effects, immediate) =
@@ -418,6 +440,11 @@ impl Generate {
         }
         let State::Tools(phase) = std::mem::replace(&mut self.state, State::Done) else { return };
         self.added.push(Message::new(Role::User, phase.into_result_blocks()));
+        self.next_step(now);
+    }
+
+    /// Sends the next request: the original context plus everything added so far.
+    fn next_step(&mut self, now: Instant) {
         self.step += 1;
         self.retries = 0;
         match build(&self.config, &self.added) {
@@ -435,6 +462,36 @@ impl Generate {
                 self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
             }
         }
+    }
+
+    /// Finishes, unless structured output is expected and the reply is not valid: then
+    /// asks the model for a corrected reply (not when the reply was cut by the token
+    /// limit, and at most `output_retries` times).
+    fn finish_or_correct(&mut self, stop: StopReason, now: Instant) {
+        let Some(validator) = self.config.output_validator.clone() else {
+            self.finish(stop);
+            return;
+        };
+        let text = self.last.as_ref().map(Response::text).unwrap_or_default();
+        match structured::check(validator.as_ref(), &text) {
+            Ok(value) => self.output = Some(Ok(value)),
+            Err(error) if stop == StopReason::Length => {
+                self.output = Some(Err(format!("{error} (the reply was cut by the output token limit)")))
+            }
+            Err(error) if self.output_retries < self.config.output_retries => {
+                self.output_retries += 1;
+                self.events.push_back(GenerateEvent::OutputRetry {
+                    step: self.step,
+                    attempt: self.output_retries,
+                    error: error.clone(),
+                });
+                self.added.push(Message::user(structured::correction(&error)));
+                self.next_step(now);
+                return;
+            }
+            Err(error) => self.output = Some(Err(error)),
+        }
+        self.finish(stop);
     }
 
     fn finish(&mut self, stop: StopReason) {
@@ -471,6 +528,11 @@ impl Generate {
         response.stop_reason = Some(stop);
         response.usage = self.usage;
         response.warnings = self.warnings.clone();
+        match &self.output {
+            Some(Ok(value)) => response.output = Some(value.clone()),
+            Some(Err(error)) => response.output_error = Some(error.clone()),
+            None => {}
+        }
         response
     }
 }

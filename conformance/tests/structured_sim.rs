@@ -1,0 +1,87 @@
+//! Structured output on the virtual clock: valid at once; invalid then corrected (the
+//! correction visible in the second request); every correction failing; a reply cut by
+//! the token limit (no retry).
+
+use omni_conformance::scenarios::{self, paced, text_events};
+use omni_conformance::sim::{simulate, Scenario, SimResult};
+use omni_core::generate::GenerateConfig;
+use omni_core::{Context, OutputSchema, StopReason};
+use serde_json::json;
+
+fn schema() -> OutputSchema {
+    OutputSchema {
+        name: "city".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "population": {"type": "integer", "minimum": 0}},
+            "required": ["name", "population"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+fn run(replies: Vec<omni_conformance::sim::Reply>) -> SimResult {
+    let model = scenarios::model();
+    let mut options = omni_core::Options::default();
+    options.output = Some(schema());
+    let mut config = GenerateConfig::new(
+        model,
+        scenarios::provider("http://replay.invalid/v1"),
+        Context::from_prompt("The largest city of France, as JSON."),
+        options,
+    );
+    config.api_key = Some("k".into());
+    simulate(config, &Scenario { replies, ..Scenario::default() })
+}
+
+fn answer(text: &str) -> omni_conformance::sim::Reply {
+    paced(&text_events(&[text]), std::time::Duration::ZERO)
+}
+
+#[test]
+fn valid_on_the_first_try() {
+    let r = run(vec![answer(r#"{"name": "Paris", "population": 2100000}"#)]);
+    let response = r.response.unwrap();
+    assert_eq!(response.output, Some(json!({"name": "Paris", "population": 2100000})));
+    assert_eq!(response.output_error, None);
+    assert_eq!(r.requests.len(), 1);
+}
+
+#[test]
+fn invalid_then_valid_sends_one_correction() {
+    let r = run(vec![
+        answer(r#"{"name": "Paris", "population": "about two million"}"#),
+        answer(r#"{"name": "Paris", "population": 2100000}"#),
+    ]);
+    assert_eq!(r.requests.len(), 2);
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    assert!(second.contains("Your previous reply could not be used"), "{second}");
+    assert!(second.contains("at /population"), "the correction names the path: {second}");
+    assert!(r.transcript.iter().any(|l| l.starts_with("step 0: output retry 1: the reply does not match the schema")));
+    let response = r.response.unwrap();
+    assert_eq!(response.output, Some(json!({"name": "Paris", "population": 2100000})));
+    assert_eq!(response.messages.len(), 3, "invalid reply, correction, valid reply");
+}
+
+#[test]
+fn gives_up_after_three_corrections_with_the_last_error() {
+    let bad = || answer("Paris, about two million people.");
+    let r = run(vec![bad(), bad(), bad(), bad()]);
+    assert_eq!(r.requests.len(), 4, "the first try and three corrections");
+    let response = r.response.unwrap();
+    assert_eq!(response.output, None);
+    assert!(response.output_error.unwrap().starts_with("the reply is not valid JSON"));
+    assert_eq!(response.stop_reason, Some(StopReason::Stop));
+}
+
+#[test]
+fn a_reply_cut_by_the_token_limit_is_not_retried() {
+    let mut cut = text_events(&[r#"{"name": "Par"#]);
+    let last = cut.len() - 1;
+    cut[last] = cut[last].replace("end_turn", "max_tokens");
+    let r = run(vec![paced(&cut, std::time::Duration::ZERO)]);
+    assert_eq!(r.requests.len(), 1);
+    let response = r.response.unwrap();
+    assert_eq!(response.stop_reason, Some(StopReason::Length));
+    assert!(response.output_error.unwrap().contains("cut by the output token limit"));
+}

@@ -1,0 +1,54 @@
+//! Structured output: parsing and checking a reply, and the correction the model gets.
+
+use serde_json::Value;
+
+use crate::schema::Validator;
+
+/// The reply's JSON value if it parses and passes the validator, else a short reason.
+pub(super) fn check(validator: &dyn Validator, text: &str) -> Result<Value, String> {
+    let json = strip_code_fence(text.trim());
+    if json.is_empty() {
+        return Err("the reply is empty, expected a JSON value".into());
+    }
+    let value: Value = serde_json::from_str(json).map_err(|e| format!("the reply is not valid JSON: {e}"))?;
+    validator.validate(&value).map_err(|e| format!("the reply does not match the schema: {e}"))
+}
+
+/// The user message asking for a corrected reply.
+pub(super) fn correction(error: &str) -> String {
+    format!(
+        "Your previous reply could not be used: {error}. Reply again with only the JSON value, \
+         exactly as the schema requires, and nothing else."
+    )
+}
+
+/// Models without a native JSON mode often wrap JSON in a Markdown code fence.
+fn strip_code_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else { return text };
+    let Some(body) = rest.strip_suffix("```") else { return text };
+    // Drop an info string such as `json` on the opening line.
+    match body.split_once('\n') {
+        Some((info, code)) if !info.contains('{') && !info.contains('[') => code.trim(),
+        _ => body.trim(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::JsonSchemaValidator;
+    use serde_json::json;
+
+    #[test]
+    fn checks_json_and_schema() {
+        let v =
+            JsonSchemaValidator::new(json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}))
+                .unwrap();
+        assert_eq!(check(&v, r#"{"n": 3}"#), Ok(json!({"n": 3})));
+        assert_eq!(check(&v, "```json\n{\"n\": 3}\n```"), Ok(json!({"n": 3})));
+        assert!(check(&v, "{\"n\": ").unwrap_err().starts_with("the reply is not valid JSON"));
+        let err = check(&v, r#"{"n": "three"}"#).unwrap_err();
+        assert!(err.starts_with("the reply does not match the schema: at /n:"), "{err}");
+        assert!(check(&v, "  ").is_err());
+    }
+}
