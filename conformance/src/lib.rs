@@ -4,6 +4,7 @@
 
 pub mod demo;
 pub mod fixtures;
+pub mod floor;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;
