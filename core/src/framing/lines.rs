@@ -5,6 +5,12 @@
 //! chunk. So every byte is scanned for a line end exactly once and copied at most once,
 //! and there is nothing to compact: `partial` only ever holds the current line.
 //!
+//! UTF-8 is checked once per chunk, over all the complete lines it holds (a character
+//! split by the chunk's end lies after its last line end), and the lines are handed over
+//! as text slices of it: checking line by line costs several times more on short lines.
+//! A chunk with invalid bytes falls back to decoding line by line (invalid bytes become
+//! U+FFFD), and so does the line that completes `partial`.
+//!
 //! ```text
 //!  chunk ─► [BOM check, stream start only] ─► partial line? ─► complete lines ─► sink
 //!                                                                └► tail ─► partial
@@ -12,19 +18,23 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr2};
+use memchr::{memchr, memchr2, memrchr, memrchr2};
 
 use super::FramingError;
 
 /// The UTF-8 byte order mark, which the WHATWG "UTF-8 decode" skips once at stream start.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// Receives whole lines (without their line ending).
-pub(super) trait LineSink {
+/// Receives whole lines (without their line ending). `'c` is the lifetime of the chunk
+/// being fed: lines taken straight from it may be kept until the end of the feed.
+pub(super) trait LineSink<'c> {
     /// How many bytes the current line may hold before the event exceeds its limit.
     fn room(&self) -> usize;
-    /// One complete line.
+    /// One complete line that lives only for this call (assembled across chunks, or from
+    /// a chunk that is not valid UTF-8).
     fn line(&mut self, line: &[u8]) -> Result<(), FramingError>;
+    /// One complete line of the current chunk, already valid UTF-8.
+    fn chunk_line(&mut self, line: &'c str) -> Result<(), FramingError>;
 }
 
 /// Splits a byte stream into lines. `CR_ENDS_LINE`: SSE ends lines at LF, CR or CRLF;
@@ -48,7 +58,7 @@ impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
     }
 
     /// Splits `chunk`, passing every line it completes to `sink`.
-    pub(super) fn feed<S: LineSink>(&mut self, mut chunk: &[u8], sink: &mut S) -> Result<(), FramingError> {
+    pub(super) fn feed<'c, S: LineSink<'c>>(&mut self, mut chunk: &'c [u8], sink: &mut S) -> Result<(), FramingError> {
         if let Some(seen) = self.bom_seen {
             chunk = self.skip_bom(seen, chunk, sink)?;
         }
@@ -69,20 +79,57 @@ impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
             self.partial.clear();
             chunk = self.after_line_end(chunk, end);
         }
-        while let Some(end) = find_line_end::<CR_ENDS_LINE>(chunk) {
-            let line = chunk.get(..end).unwrap_or_default();
+        // Everything up to the last line end is complete lines; the rest is the tail.
+        let Some(last_end) = find_last_line_end::<CR_ENDS_LINE>(chunk) else {
+            return self.keep(chunk, sink);
+        };
+        let (lines, tail) = chunk.split_at(last_end + 1);
+        match std::str::from_utf8(lines) {
+            Ok(text) => self.text_lines(text, sink)?,
+            Err(_) => self.byte_lines(lines, sink)?,
+        }
+        // A CR ending the last line may be the first half of a CRLF.
+        if CR_ENDS_LINE && lines.last() == Some(&b'\r') {
+            match tail.first() {
+                Some(b'\n') => return self.keep(tail.get(1..).unwrap_or_default(), sink),
+                Some(_) => {}
+                None => self.after_cr = true,
+            }
+        }
+        self.keep(tail, sink)
+    }
+
+    /// Complete lines (every one ends with its line end) of valid UTF-8, passed on as
+    /// slices of the chunk.
+    fn text_lines<'c, S: LineSink<'c>>(&mut self, mut text: &'c str, sink: &mut S) -> Result<(), FramingError> {
+        while let Some(end) = find_line_end::<CR_ENDS_LINE>(text.as_bytes()) {
+            // Line ends are ASCII, so these slices fall on character boundaries.
+            let line = text.get(..end).unwrap_or_default();
+            if line.len() > sink.room() {
+                return Err(FramingError::EventTooLarge { limit: self.max });
+            }
+            sink.chunk_line(line)?;
+            text = text.get(line_end_len::<CR_ENDS_LINE>(text.as_bytes(), end)..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    /// Complete lines holding invalid UTF-8 somewhere: each is decoded on its own.
+    fn byte_lines<'c, S: LineSink<'c>>(&mut self, mut bytes: &'c [u8], sink: &mut S) -> Result<(), FramingError> {
+        while let Some(end) = find_line_end::<CR_ENDS_LINE>(bytes) {
+            let line = bytes.get(..end).unwrap_or_default();
             if line.len() > sink.room() {
                 return Err(FramingError::EventTooLarge { limit: self.max });
             }
             sink.line(line)?;
-            chunk = self.after_line_end(chunk, end);
+            bytes = bytes.get(line_end_len::<CR_ENDS_LINE>(bytes, end)..).unwrap_or_default();
         }
-        self.keep(chunk, sink)
+        Ok(())
     }
 
     /// The body ended: the unterminated line (if any) is passed on as a complete line.
     /// Returns whether there was one.
-    pub(super) fn finish<S: LineSink>(&mut self, sink: &mut S) -> Result<bool, FramingError> {
+    pub(super) fn finish<'c, S: LineSink<'c>>(&mut self, sink: &mut S) -> Result<bool, FramingError> {
         if let Some(seen) = self.bom_seen.take() {
             // A stream that stopped inside a would-be BOM: those bytes are content.
             let bytes = BOM.get(..seen).unwrap_or_default();
@@ -99,7 +146,7 @@ impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
 
     /// Consumes a leading BOM, possibly split across chunks. Bytes that began like a BOM
     /// but were not one become the start of the first line.
-    fn skip_bom<'c, S: LineSink>(
+    fn skip_bom<'c, S: LineSink<'c>>(
         &mut self,
         mut seen: usize,
         mut chunk: &'c [u8],
@@ -120,7 +167,7 @@ impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
 
     /// Appends bytes of an unterminated line, refusing (before allocating) to let the
     /// line grow past the room the event has left.
-    fn keep<S: LineSink>(&mut self, bytes: &[u8], sink: &S) -> Result<(), FramingError> {
+    fn keep<'c, S: LineSink<'c>>(&mut self, bytes: &[u8], sink: &S) -> Result<(), FramingError> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -149,13 +196,37 @@ impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
     }
 }
 
-/// The index of the first line-ending byte in `bytes`.
+/// The index of the first line-ending byte in `bytes`. An empty line (the blank line
+/// ending every SSE event) is answered without a search.
 #[inline]
 fn find_line_end<const CR_ENDS_LINE: bool>(bytes: &[u8]) -> Option<usize> {
+    match bytes.first() {
+        None => None,
+        Some(b'\n') => Some(0),
+        Some(b'\r') if CR_ENDS_LINE => Some(0),
+        Some(_) if CR_ENDS_LINE => memchr2(b'\n', b'\r', bytes),
+        Some(_) => memchr(b'\n', bytes),
+    }
+}
+
+/// The index of the last line-ending byte in `bytes`.
+#[inline]
+fn find_last_line_end<const CR_ENDS_LINE: bool>(bytes: &[u8]) -> Option<usize> {
     if CR_ENDS_LINE {
-        memchr2(b'\n', b'\r', bytes)
+        memrchr2(b'\n', b'\r', bytes)
     } else {
-        memchr(b'\n', bytes)
+        memrchr(b'\n', bytes)
+    }
+}
+
+/// Where the next line starts, after the line end found at `end`: a CR directly followed
+/// by an LF is one line end. (A CR at the very end is handled by the caller.)
+#[inline]
+fn line_end_len<const CR_ENDS_LINE: bool>(bytes: &[u8], end: usize) -> usize {
+    if CR_ENDS_LINE && bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
+        end + 2
+    } else {
+        end + 1
     }
 }
 

@@ -62,14 +62,14 @@ struct Emitter<'a, F> {
     on_frame: &'a mut F,
 }
 
-impl<F: FnMut(Frame<'_>)> LineSink for Emitter<'_, F> {
+impl<'c, F: FnMut(Frame<'_>)> LineSink<'c> for Emitter<'_, F> {
     fn room(&self) -> usize {
         self.max
     }
 
     fn line(&mut self, line: &[u8]) -> Result<(), FramingError> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        if is_blank(line) {
             (self.on_frame)(Frame::Comment(""));
         } else {
             let data = decode(line);
@@ -77,4 +77,19 @@ impl<F: FnMut(Frame<'_>)> LineSink for Emitter<'_, F> {
         }
         Ok(())
     }
+
+    fn chunk_line(&mut self, line: &'c str) -> Result<(), FramingError> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if is_blank(line.as_bytes()) {
+            (self.on_frame)(Frame::Comment(""));
+        } else {
+            (self.on_frame)(Frame::Event { event: "", data: line, id: None });
+        }
+        Ok(())
+    }
+}
+
+/// Blank or whitespace-only: a keep-alive.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
 }

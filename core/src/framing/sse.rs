@@ -81,8 +81,10 @@ impl SseDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let mut sink = Interpreter { state: &mut self.state, on_frame: &mut on_frame };
+        let mut sink = Interpreter::new(&mut self.state, &mut on_frame);
         let result = self.lines.feed(chunk, &mut sink);
+        // The event still pending at the chunk's end must outlive the chunk.
+        sink.keep_pending();
         self.remember(result)
     }
 
@@ -98,12 +100,12 @@ impl SseDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let mut sink = Interpreter { state: &mut self.state, on_frame: &mut on_frame };
+        let mut sink = Interpreter::new(&mut self.state, &mut on_frame);
         let had_line = self.lines.finish(&mut sink);
         let had_line = self.remember(had_line)?;
         let had_event = self.state.in_event;
         if had_event {
-            Interpreter { state: &mut self.state, on_frame: &mut on_frame }.dispatch();
+            Interpreter::new(&mut self.state, &mut on_frame).dispatch();
         }
         Ok(if had_line || had_event { StreamEnd::Cut } else { StreamEnd::Clean })
     }
@@ -134,18 +136,78 @@ impl EventState {
 }
 
 /// Interprets lines against the event state, emitting frames.
-struct Interpreter<'a, F> {
-    state: &'a mut EventState,
-    on_frame: &'a mut F,
+///
+/// While the current event's `data` and `event` fields are single lines of the chunk
+/// being fed, they are kept as slices of it and dispatched without a copy; they are
+/// copied into the state's buffers only when the event goes on past the chunk (see
+/// [`keep_pending`](Self::keep_pending)) or gets a second data line.
+struct Interpreter<'s, 'c, F> {
+    state: &'s mut EventState,
+    /// The data, when it is one line of the chunk (then `state.data` is empty).
+    data: Option<&'c str>,
+    /// The event type, when its last `event` line is in the chunk (it overrides `state.event_type`).
+    event_type: Option<&'c str>,
+    on_frame: &'s mut F,
 }
 
-impl<F: FnMut(Frame<'_>)> Interpreter<'_, F> {
-    fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), FramingError> {
+/// A field value: a slice of the chunk (valid UTF-8), or bytes that live only for the call.
+enum Value<'c, 't> {
+    Chunk(&'c str),
+    Line(&'t [u8]),
+}
+
+impl Value<'_, '_> {
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Value::Chunk(text) => Cow::Borrowed(text),
+            Value::Line(bytes) => decode(bytes),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Value::Chunk(text) => text.as_bytes(),
+            Value::Line(bytes) => bytes,
+        }
+    }
+}
+
+impl<'s, 'c, F: FnMut(Frame<'_>)> Interpreter<'s, 'c, F> {
+    fn new(state: &'s mut EventState, on_frame: &'s mut F) -> Self {
+        Interpreter { state, data: None, event_type: None, on_frame }
+    }
+
+    fn data_len(&self) -> usize {
+        self.data.map_or(self.state.data.len(), str::len)
+    }
+
+    /// Copies the borrowed parts of the pending event into the state's buffers.
+    fn keep_pending(&mut self) {
         let state = &mut *self.state;
-        state.in_event = true;
+        if let Some(data) = self.data.take() {
+            reserve_capped(&mut state.data, data.len(), state.max);
+            state.data.push_str(data);
+        }
+        if let Some(event_type) = self.event_type.take() {
+            set_capped(&mut state.event_type, Cow::Borrowed(event_type), state.max);
+        }
+    }
+
+    fn field(&mut self, name: &[u8], value: Value<'c, '_>) -> Result<(), FramingError> {
+        self.state.in_event = true;
         match name {
             b"data" => {
-                let value = decode(value);
+                if let (false, Value::Chunk(text)) = (self.state.has_data, &value) {
+                    if text.len() > self.state.max {
+                        return Err(FramingError::EventTooLarge { limit: self.state.max });
+                    }
+                    self.data = Some(text);
+                    self.state.has_data = true;
+                    return Ok(());
+                }
+                self.keep_pending();
+                let state = &mut *self.state;
+                let value = value.text();
                 let separator = usize::from(state.has_data);
                 // Invalid bytes grow when replaced by U+FFFD: check the decoded size.
                 if state.data.len() + separator + value.len() > state.max {
@@ -158,10 +220,18 @@ impl<F: FnMut(Frame<'_>)> Interpreter<'_, F> {
                 state.data.push_str(&value);
                 state.has_data = true;
             }
-            b"event" => set_capped(&mut state.event_type, decode(value), state.max),
+            b"event" => match value {
+                Value::Chunk(text) => self.event_type = Some(text),
+                Value::Line(bytes) => {
+                    self.event_type = None;
+                    set_capped(&mut self.state.event_type, decode(bytes), self.state.max);
+                }
+            },
             // An id holding NUL is ignored (it could not be sent back as a header).
-            b"id" if memchr(0, value).is_none() => set_capped(&mut state.last_id, decode(value), state.max),
-            b"retry" => state.retry = parse_digits(value).or(state.retry),
+            b"id" if memchr(0, value.bytes()).is_none() => {
+                set_capped(&mut self.state.last_id, value.text(), self.state.max)
+            }
+            b"retry" => self.state.retry = parse_digits(value.bytes()).or(self.state.retry),
             _ => {}
         }
         Ok(())
@@ -169,13 +239,17 @@ impl<F: FnMut(Frame<'_>)> Interpreter<'_, F> {
 
     /// A blank line (or the end of a cut body): hand over the pending event, if it has data.
     fn dispatch(&mut self) {
+        let data = self.data.take();
+        let event_type = self.event_type.take();
         let state = &mut *self.state;
         state.in_event = false;
         if state.has_data {
-            let frame = if state.data == DONE {
+            let data = data.unwrap_or(&state.data);
+            let frame = if data == DONE {
                 Frame::Done
             } else {
-                Frame::Event { event: &state.event_type, data: &state.data, id: state.id() }
+                let event = event_type.unwrap_or(&state.event_type);
+                Frame::Event { event, data, id: state.id() }
             };
             (self.on_frame)(frame);
         }
@@ -185,9 +259,9 @@ impl<F: FnMut(Frame<'_>)> Interpreter<'_, F> {
     }
 }
 
-impl<F: FnMut(Frame<'_>)> LineSink for Interpreter<'_, F> {
+impl<'c, F: FnMut(Frame<'_>)> LineSink<'c> for Interpreter<'_, 'c, F> {
     fn room(&self) -> usize {
-        self.state.max.saturating_sub(self.state.data.len())
+        self.state.max.saturating_sub(self.data_len())
     }
 
     fn line(&mut self, line: &[u8]) -> Result<(), FramingError> {
@@ -200,16 +274,45 @@ impl<F: FnMut(Frame<'_>)> LineSink for Interpreter<'_, F> {
                 (self.on_frame)(Frame::Comment(&decode(comment)));
                 Ok(())
             }
-            Some(_) => match memchr(b':', line) {
-                Some(colon) => {
-                    let name = line.get(..colon).unwrap_or_default();
-                    let value = line.get(colon + 1..).unwrap_or_default();
-                    self.field(name, value.strip_prefix(b" ").unwrap_or(value))
-                }
-                None => self.field(line, b""),
+            Some(_) => match split_field(line) {
+                Some((name, skip)) => self.field(name, Value::Line(line.get(skip..).unwrap_or_default())),
+                None => self.field(line, Value::Line(b"")),
             },
         }
     }
+
+    fn chunk_line(&mut self, line: &'c str) -> Result<(), FramingError> {
+        match line.as_bytes().split_first() {
+            None => {
+                self.dispatch();
+                Ok(())
+            }
+            Some((b':', _)) => {
+                (self.on_frame)(Frame::Comment(line.get(1..).unwrap_or_default()));
+                Ok(())
+            }
+            Some(_) => match split_field(line.as_bytes()) {
+                // The colon and the space are ASCII: `skip` is a character boundary.
+                Some((name, skip)) => self.field(name, Value::Chunk(line.get(skip..).unwrap_or_default())),
+                None => self.field(line.as_bytes(), Value::Chunk("")),
+            },
+        }
+    }
+}
+
+/// A field line's name, and where its value starts (one space after the colon is
+/// dropped); `None` for a line without a colon (a name with an empty value).
+fn split_field(line: &[u8]) -> Option<(&[u8], usize)> {
+    // Field names are short: a plain loop finds the colon of `data:` before memchr
+    // would have set up; memchr takes over for long names.
+    let head = line.get(..8).unwrap_or(line);
+    let colon = match head.iter().position(|&b| b == b':') {
+        Some(colon) => colon,
+        None => head.len() + memchr(b':', line.get(head.len()..).unwrap_or_default())?,
+    };
+    let name = line.get(..colon).unwrap_or_default();
+    let skip = colon + 1 + usize::from(line.get(colon + 1) == Some(&b' '));
+    Some((name, skip))
 }
 
 /// A `retry` value: one or more ASCII digits, base ten (saturating: the spec sets no bound).
