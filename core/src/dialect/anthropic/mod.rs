@@ -6,6 +6,7 @@
 //! - [`stream`]: the SSE events into [`Delta`](crate::Delta)s.
 
 mod content;
+mod hot;
 mod models;
 mod request;
 mod stream;

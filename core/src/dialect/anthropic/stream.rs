@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::hot::{BlockDeltaBody, DeltaEvent, DeltaKind};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common::{parse_json, stream_error, BlockIndexer};
 use crate::error::StreamError;
@@ -39,10 +40,10 @@ pub struct StreamState {
 /// A string that borrows from the payload when it has no escapes.
 #[derive(Deserialize)]
 #[serde(transparent)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+pub(super) struct Str<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
 
 impl Str<'_> {
-    fn as_str(&self) -> &str {
+    pub(super) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -52,15 +53,8 @@ fn owned(s: Option<Str<'_>>) -> Option<String> {
 }
 
 /// The hot event, `content_block_delta`, recognised by the prefix Anthropic always
-/// writes, and decoded into the smallest struct that holds it.
+/// writes, and decoded by hand into the little it carries ([`DeltaEvent`]).
 const DELTA_PREFIX: &str = r#"{"type":"content_block_delta""#;
-
-#[derive(Deserialize)]
-struct DeltaEvent<'a> {
-    index: Option<u64>,
-    #[serde(borrow)]
-    delta: Option<RawDelta<'a>>,
-}
 
 /// Every event type in one flat struct: one typed pass, no intermediate tree. The
 /// rare, large parts are boxed so the common events stay small to build and move.
@@ -183,7 +177,7 @@ impl StreamState {
         let raw: RawEvent<'_> = parse_json(data)?;
         let kind = raw.kind.as_ref().map_or(event, Str::as_str);
         match kind {
-            "content_block_delta" => self.block_delta(raw.index, raw.delta.map(|d| *d), out),
+            "content_block_delta" => self.block_delta(raw.index, raw.delta.map(|d| d.into_body()), out),
             "content_block_start" => self.block_start(raw, out),
             "content_block_stop" => {
                 let key = raw.index.unwrap_or(0);
@@ -270,22 +264,37 @@ impl StreamState {
         }
     }
 
-    fn block_delta(&mut self, index: Option<u64>, delta: Option<RawDelta<'_>>, out: &mut Vec<Delta>) {
+    fn block_delta(&mut self, index: Option<u64>, delta: Option<BlockDeltaBody<'_>>, out: &mut Vec<Delta>) {
         let key = index.unwrap_or(0);
         let Some(d) = delta else { return };
         if self.ignored.contains(&key) {
             return;
         }
-        let text = |s: Option<Str<'_>>| s.map(|s| s.0.into_owned()).unwrap_or_default();
-        let delta = match d.kind.as_ref().map(Str::as_str) {
-            Some("text_delta") => BlockDelta::Text(text(d.text)),
-            Some("thinking_delta") => BlockDelta::Thinking(text(d.thinking)),
-            Some("signature_delta") => BlockDelta::Signature(text(d.signature)),
-            Some("input_json_delta") => BlockDelta::ToolInput(text(d.partial_json)),
-            _ => return, // `citations_delta` and later kinds
+        let content = d.content.map(Cow::into_owned).unwrap_or_default();
+        let delta = match d.kind {
+            DeltaKind::Text => BlockDelta::Text(content),
+            DeltaKind::Thinking => BlockDelta::Thinking(content),
+            DeltaKind::Signature => BlockDelta::Signature(content),
+            DeltaKind::InputJson => BlockDelta::ToolInput(content),
+            DeltaKind::Other => return, // `citations_delta` and later kinds
         };
         let (index, _) = self.blocks.index(key);
         out.push(Delta::BlockDelta { index, delta });
+    }
+}
+
+impl<'a> RawDelta<'a> {
+    /// The content block delta this is, in the hot path's shape.
+    fn into_body(self) -> BlockDeltaBody<'a> {
+        let kind = DeltaKind::from_type(self.kind.as_ref().map(Str::as_str));
+        let content = match kind {
+            DeltaKind::Text => self.text,
+            DeltaKind::Thinking => self.thinking,
+            DeltaKind::Signature => self.signature,
+            DeltaKind::InputJson => self.partial_json,
+            DeltaKind::Other => None,
+        };
+        BlockDeltaBody { kind, content: content.map(|s| s.0) }
     }
 }
 

@@ -26,19 +26,25 @@ use crate::error::{ProviderErrorKind, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
 
+/// A string borrowed from the line (owned only when it had escapes). serde borrows a
+/// `Cow` only when the field is exactly that type: an `Option<Cow<str>>` is always copied.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
 /// One line of the stream. Only what omni uses is read; unknown fields are ignored.
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
+    model: Option<Str<'a>>,
     #[serde(borrow, default)]
-    created_at: Option<Cow<'a, str>>,
+    created_at: Option<Str<'a>>,
     #[serde(borrow, default)]
     message: Option<ChunkMessage<'a>>,
     #[serde(default)]
     done: bool,
     #[serde(borrow, default)]
-    done_reason: Option<Cow<'a, str>>,
+    done_reason: Option<Str<'a>>,
     #[serde(default)]
     prompt_eval_count: Option<u64>,
     #[serde(default)]
@@ -51,9 +57,9 @@ struct Chunk<'a> {
 #[derive(Deserialize)]
 struct ChunkMessage<'a> {
     #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
+    content: Option<Str<'a>>,
     #[serde(borrow, default)]
-    thinking: Option<Cow<'a, str>>,
+    thinking: Option<Str<'a>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<WireToolCall<'a>>>,
 }
@@ -62,7 +68,7 @@ struct ChunkMessage<'a> {
 struct WireToolCall<'a> {
     /// Sent by recent Ollama versions (`call_…`), absent from older ones.
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    id: Option<Str<'a>>,
     #[serde(borrow)]
     function: WireFunction<'a>,
 }
@@ -70,7 +76,7 @@ struct WireToolCall<'a> {
 #[derive(Deserialize)]
 struct WireFunction<'a> {
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Str<'a>>,
     /// A JSON object; kept raw so it is forwarded without re-encoding.
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
@@ -113,20 +119,20 @@ impl StreamState {
             return Ok(());
         }
         if !self.model_reported {
-            if let Some(model) = chunk.model.as_deref().filter(|m| !m.is_empty()) {
+            if let Some(Str(model)) = chunk.model.as_ref().filter(|m| !m.0.is_empty()) {
                 self.model_reported = true;
                 out.push(Delta::Message(MessageMeta { model: Some(model.to_string()), ..MessageMeta::default() }));
             }
         }
         if let Some(message) = chunk.message {
-            if let Some(thinking) = message.thinking.filter(|t| !t.is_empty()) {
+            if let Some(Str(thinking)) = message.thinking.filter(|t| !t.0.is_empty()) {
                 self.piece(Piece::Thinking, thinking, out);
             }
-            if let Some(content) = message.content.filter(|c| !c.is_empty()) {
+            if let Some(Str(content)) = message.content.filter(|c| !c.0.is_empty()) {
                 self.piece(Piece::Text, content, out);
             }
             for call in message.tool_calls.unwrap_or_default() {
-                self.tool_call(call, chunk.created_at.as_deref(), out)?;
+                self.tool_call(call, chunk.created_at.as_ref().map(|c| &*c.0), out)?;
             }
         }
         if chunk.done {
@@ -137,7 +143,7 @@ impl StreamState {
                 ..UsageUpdate::default()
             };
             out.push(Delta::Message(MessageMeta {
-                stop_reason: Some(stop_reason(chunk.done_reason.as_deref())),
+                stop_reason: Some(stop_reason(chunk.done_reason.as_ref().map(|r| &*r.0))),
                 usage: Some(usage),
                 ..MessageMeta::default()
             }));
@@ -194,12 +200,12 @@ impl StreamState {
         let index = self.allocate();
         let ordinal = self.tool_calls;
         self.tool_calls += 1;
-        let id = match call.id.filter(|id| !id.is_empty() && !self.tool_ids.contains(id.as_ref())) {
+        let id = match call.id.map(|id| id.0).filter(|id| !id.is_empty() && !self.tool_ids.contains(id.as_ref())) {
             Some(id) => id.into_owned(),
             None => self.generated_id(created_at, ordinal),
         };
         self.tool_ids.insert(id.clone());
-        let name = call.function.name.map(Cow::into_owned).unwrap_or_default();
+        let name = call.function.name.map(|n| n.0.into_owned()).unwrap_or_default();
         let arguments = arguments_json(call.function.arguments)?;
         out.push(Delta::BlockStart { index, kind: BlockKind::ToolUse { id, name } });
         out.push(Delta::BlockDelta { index, delta: BlockDelta::ToolInput(arguments) });

@@ -145,7 +145,7 @@ impl WireUsage {
 /// The choice with index 0 from the `choices` array (a missing index counts as 0);
 /// the other choices are parsed and dropped.
 #[derive(Default)]
-pub(super) struct FirstChoice<'a>(pub(super) Option<Box<Choice<'a>>>);
+pub(super) struct FirstChoice<'a>(pub(super) Option<Choice<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -163,7 +163,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut first = None;
-                while let Some(choice) = seq.next_element::<Box<Choice<'de>>>()? {
+                while let Some(choice) = seq.next_element::<Choice<'de>>()? {
                     if first.is_none() && choice.index.unwrap_or(0) == 0 {
                         first = Some(choice);
                     }

@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use super::wire::{EventPayload, ItemPayload, ResponsePayload, UsagePayload};
+use super::wire::{EventPayload, ItemPayload, ResponsePayload, TextDeltaPayload, UsagePayload, TEXT_DELTA_PREFIX};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
 use crate::error::{ProviderError, StreamError};
@@ -86,6 +86,12 @@ impl StreamState {
         let Frame::Event { event, data, .. } = *frame else {
             return Ok(()); // keep-alive comments; `[DONE]` from compatible servers
         };
+        if data.starts_with(TEXT_DELTA_PREFIX) {
+            let hot: TextDeltaPayload<'_> = common::parse_json(data)?;
+            let target = Target { output_index: hot.output_index.0, item_id: hot.item_id.0.as_deref().unwrap_or("") };
+            self.on_text(target, hot.content_index.0.unwrap_or(0), hot.delta.0, out);
+            return Ok(());
+        }
         if data.trim().is_empty() {
             return Ok(());
         }

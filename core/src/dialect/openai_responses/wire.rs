@@ -41,6 +41,23 @@ pub(super) struct EventPayload<'a> {
     pub refusal: LenientStr<'a>,
 }
 
+/// The hot event, `response.output_text.delta`, recognised by the prefix OpenAI always
+/// writes ([`TEXT_DELTA_PREFIX`]) and decoded into just the fields it uses: the whole
+/// [`EventPayload`] is hundreds of bytes, built and moved for every delta.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct TextDeltaPayload<'a> {
+    #[serde(borrow)]
+    pub delta: LenientStr<'a>,
+    #[serde(borrow)]
+    pub item_id: LenientStr<'a>,
+    pub output_index: LenientU64,
+    pub content_index: LenientU64,
+}
+
+/// How a `response.output_text.delta` payload starts.
+pub(super) const TEXT_DELTA_PREFIX: &str = r#"{"type":"response.output_text.delta""#;
+
 /// An output item (`output_item.added` / `.done`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
