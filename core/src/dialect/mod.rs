@@ -8,6 +8,7 @@
 mod anthropic;
 mod common;
 mod gemini;
+mod in_place;
 mod ollama;
 mod openai_completions;
 mod openai_responses;

@@ -20,9 +20,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::partial_args::PartialArgs;
-use super::wire::{Chunk, FunctionCall, Part, Str, UsageMetadata};
+use super::wire::{Chunk, Content, FunctionCall, Part, Str, UsageMetadata};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
+use crate::dialect::in_place;
 use crate::error::StreamError;
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -62,7 +63,8 @@ impl StreamState {
         if data.trim().is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = common::parse_json(data)?;
+        let mut chunk = Chunk::default();
+        in_place::parse_into(data, &mut chunk)?;
         if let Some(error) = chunk.error {
             let value: Value = common::parse_json(error.get())?;
             out.push(Delta::Error(common::stream_error(&value)));
@@ -70,11 +72,12 @@ impl StreamState {
         }
         self.metadata(&chunk, out);
         let mut stop_reason = None;
-        if let Some(candidate) = chunk.candidates.0 {
-            for part in candidate.content.into_iter().flat_map(|c| c.parts) {
+        // The chunk stays where it was decoded; its parts are taken out of it.
+        if let Some(candidate) = &mut chunk.candidate {
+            for part in candidate.content.iter_mut().flat_map(Content::parts_mut) {
                 self.part(part, out)?;
             }
-            if let Some(reason) = candidate.finish_reason {
+            if let Some(reason) = &candidate.finish_reason {
                 // The model is done with this turn: nothing can continue a streamed call.
                 self.flush_pending(out);
                 stop_reason = Some(finish_reason(&reason.0));
@@ -83,7 +86,7 @@ impl StreamState {
         if chunk.prompt_feedback.and_then(|f| f.block_reason).is_some() {
             stop_reason = Some(StopReason::Refusal);
         }
-        let usage = chunk.usage_metadata.and_then(usage_update);
+        let usage = chunk.usage_metadata.as_ref().and_then(usage_update);
         if stop_reason.is_some() || usage.is_some() {
             out.push(Delta::Message(MessageMeta { stop_reason, usage, ..MessageMeta::default() }));
         }
@@ -109,23 +112,23 @@ impl StreamState {
         }
     }
 
-    fn part(&mut self, part: Part<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+    fn part(&mut self, part: &mut Part<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
         let thought = part.thought;
         let unmodelled = part.unmodelled_kind;
         if let Some(raw) = part.function_call {
             // Parsed only when present: keeping the part type small keeps text chunks fast.
             let call: FunctionCall<'_> = common::parse_json(raw.get())?;
-            self.function_call(call, part.thought_signature.map(|s| s.0), out);
+            self.function_call(call, part.thought_signature.take().map(|s| s.0), out);
             return Ok(());
         }
-        match part.text {
+        match part.text.take() {
             Some(Str(text)) if !text.is_empty() => {
                 let signed = part.thought_signature.is_some();
                 let index = self.run_index(thought, signed, out);
                 let delta =
                     if thought { BlockDelta::Thinking(text.into_owned()) } else { BlockDelta::Text(text.into_owned()) };
                 out.push(Delta::BlockDelta { index, delta });
-                if let Some(Str(sig)) = part.thought_signature {
+                if let Some(Str(sig)) = part.thought_signature.take() {
                     self.sign_run(index, sig, out);
                 }
             }
@@ -133,7 +136,7 @@ impl StreamState {
             // a signature it carries is kept on a block of its own.
             _ if unmodelled => {
                 self.run = None;
-                if let Some(Str(sig)) = part.thought_signature {
+                if let Some(Str(sig)) = part.thought_signature.take() {
                     let index = self.start_run(thought, out);
                     self.sign_run(index, sig, out);
                 }
@@ -141,7 +144,7 @@ impl StreamState {
             // An empty text part (or a bare signature part) matters only for its signature,
             // which belongs to the run it ends.
             _ => {
-                if let Some(Str(sig)) = part.thought_signature {
+                if let Some(Str(sig)) = part.thought_signature.take() {
                     let index = match self.run {
                         Some(run) if run.thought == thought && !run.signed => run.index,
                         _ => self.start_run(thought, out),
@@ -287,7 +290,7 @@ fn finish_reason(reason: &str) -> StopReason {
 
 /// Normalises cumulative `usageMetadata`: `promptTokenCount` includes the cached part,
 /// `candidatesTokenCount` excludes thoughts, tool-use prompt tokens are input.
-fn usage_update(u: UsageMetadata) -> Option<UsageUpdate> {
+fn usage_update(u: &UsageMetadata) -> Option<UsageUpdate> {
     let counts = [
         u.prompt_token_count,
         u.cached_content_token_count,

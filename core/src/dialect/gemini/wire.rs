@@ -4,103 +4,196 @@
 //! - serde borrows a `Cow<'a, str>` field only when the field is exactly that type; an
 //!   `Option<Cow<'a, str>>` is always copied, hence [`Str`].
 //! - A `Vec` allocates for its first element, while a chunk nearly always holds one
-//!   candidate with one part, hence [`First`] and [`Items`].
-//! - [`Part`] is decoded by hand: a derived visitor with every rare field (function
-//!   calls, code execution, media) was twice as slow on text chunks. A function call is
-//!   kept raw and parsed only when present.
+//!   candidate with one part: the first candidate and the first part are kept inline
+//!   ([`Content`], [`Items`]).
+//! - The chunk is decoded in place ([`in_place`](crate::dialect::in_place)): with every
+//!   rare field of a part (function calls, code execution, media) it is a few hundred
+//!   bytes, which a derived decoder would copy several times per text chunk. A function
+//!   call is kept raw and parsed only when present.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::partial_args::PartialArg;
+use crate::dialect::in_place::{read, read_object, Fields, Fill, Seen};
 
-/// One streamed chunk.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// One streamed chunk, decoded in place ([`in_place`](crate::dialect::in_place)).
+#[derive(Default)]
 pub(super) struct Chunk<'a> {
-    #[serde(borrow, default)]
-    pub(super) candidates: First<Candidate<'a>>,
-    #[serde(borrow, default)]
+    /// The first candidate; later ones are skipped without being kept.
+    pub(super) candidate: Option<Candidate<'a>>,
     pub(super) prompt_feedback: Option<PromptFeedback<'a>>,
-    #[serde(default)]
     pub(super) usage_metadata: Option<UsageMetadata>,
-    #[serde(borrow, default)]
     pub(super) model_version: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub(super) response_id: Option<Str<'a>>,
     /// An in-stream error (`google.rpc.Status`).
-    #[serde(borrow, default)]
     pub(super) error: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+impl<'de> Fields<'de> for Chunk<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "candidates" => {
+                seen.once(0, "candidates")?;
+                map.next_value_seed(FirstInPlace(&mut self.candidate))?;
+            }
+            "promptFeedback" => read(map, seen, (1, "promptFeedback"), &mut self.prompt_feedback)?,
+            "usageMetadata" => read_object(map, seen, (2, "usageMetadata"), &mut self.usage_metadata)?,
+            "modelVersion" => read(map, seen, (3, "modelVersion"), &mut self.model_version)?,
+            "responseId" => read(map, seen, (4, "responseId"), &mut self.response_id)?,
+            "error" => read(map, seen, (5, "error"), &mut self.error)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
 pub(super) struct Candidate<'a> {
-    #[serde(borrow, default)]
     pub(super) content: Option<Content<'a>>,
-    #[serde(borrow, default)]
     pub(super) finish_reason: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
+impl<'de> Fields<'de> for Candidate<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "content" => read_object(map, seen, (0, "content"), &mut self.content)?,
+            "finishReason" => read(map, seen, (1, "finishReason"), &mut self.finish_reason)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
 pub(super) struct Content<'a> {
-    #[serde(borrow, default)]
-    pub(super) parts: Items<Part<'a>>,
+    /// The first part, decoded in place: a chunk nearly always holds one.
+    pub(super) first_part: Option<Part<'a>>,
+    pub(super) more_parts: Vec<Part<'a>>,
+}
+
+impl<'de> Fields<'de> for Content<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "parts" => {
+                seen.once(0, "parts")?;
+                map.next_value_seed(PartsInPlace(self))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl<'a> Content<'a> {
+    /// The parts in order, each to be taken from its place.
+    pub(super) fn parts_mut(&mut self) -> impl Iterator<Item = &mut Part<'a>> {
+        self.first_part.iter_mut().chain(&mut self.more_parts)
+    }
 }
 
 /// One part: text (a thought when `thought`), a function call, or a kind omni does not
 /// model; any of them may carry a `thoughtSignature`.
+#[derive(Default)]
 pub(super) struct Part<'a> {
     pub(super) text: Option<Str<'a>>,
     pub(super) thought: bool,
     pub(super) thought_signature: Option<Str<'a>>,
-    /// The raw `functionCall` object, parsed as [`FunctionCall`] when present.
+    /// The raw `functionCall` object, parsed as [`FunctionCall`] when present: keeping
+    /// the part small keeps text chunks fast.
     pub(super) function_call: Option<&'a RawValue>,
     /// Code execution or media (`executableCode`, `codeExecutionResult`, `inlineData`,
     /// `fileData`): no block in omni, but it separates the text around it.
     pub(super) unmodelled_kind: bool,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct PartVisitor<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for PartVisitor<'a> {
-            type Value = Part<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a content part object")
+impl<'de> Fields<'de> for Part<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, _seen: &mut Seen) -> Result<bool, A::Error> {
+        // Repeated keys are not refused here: the hand-written decoder this replaces
+        // took the last value, and so does this.
+        match key {
+            "text" => self.text = map.next_value()?,
+            "thought" => self.thought = map.next_value::<Option<bool>>()?.unwrap_or(false),
+            "thoughtSignature" => self.thought_signature = map.next_value()?,
+            "functionCall" => self.function_call = map.next_value()?,
+            "executableCode" | "codeExecutionResult" | "inlineData" | "fileData" => {
+                map.next_value::<IgnoredAny>()?;
+                self.unmodelled_kind = true;
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part<'a>, A::Error> {
-                let mut part = Part {
-                    text: None,
-                    thought: false,
-                    thought_signature: None,
-                    function_call: None,
-                    unmodelled_kind: false,
-                };
-                while let Some(Str(key)) = map.next_key::<Str<'a>>()? {
-                    match &*key {
-                        "text" => part.text = map.next_value()?,
-                        "thought" => part.thought = map.next_value::<Option<bool>>()?.unwrap_or(false),
-                        "thoughtSignature" => part.thought_signature = map.next_value()?,
-                        "functionCall" => part.function_call = map.next_value()?,
-                        "executableCode" | "codeExecutionResult" | "inlineData" | "fileData" => {
-                            map.next_value::<IgnoredAny>()?;
-                            part.unmodelled_kind = true;
-                        }
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(part)
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// The first element of an array decoded into `slot` in place; later elements are
+/// skipped without being kept. `null` leaves it empty.
+struct FirstInPlace<'o, T>(&'o mut Option<T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for FirstInPlace<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for FirstInPlace<'_, T> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if seq.next_element_seed(FillSlot(self.0))?.is_some() {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+        }
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// `parts`: the first decoded in place, the rest collected.
+struct PartsInPlace<'o, 'a>(&'o mut Content<'a>);
+
+impl<'de> DeserializeSeed<'de> for PartsInPlace<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PartsInPlace<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if seq.next_element_seed(FillSlot(&mut self.0.first_part))?.is_some() {
+            let mut part = None;
+            while seq.next_element_seed(FillSlot(&mut part))?.is_some() {
+                self.0.more_parts.extend(part.take());
             }
         }
-        deserializer.deserialize_map(PartVisitor(PhantomData))
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// One array element decoded into `slot`.
+struct FillSlot<'o, T>(&'o mut Option<T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for FillSlot<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        Fill(self.0.insert(T::default())).deserialize(deserializer)
     }
 }
 
@@ -129,8 +222,7 @@ pub(super) struct PromptFeedback<'a> {
 }
 
 /// Cumulative token counts.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default)]
 pub(super) struct UsageMetadata {
     pub(super) prompt_token_count: Option<u64>,
     pub(super) cached_content_token_count: Option<u64>,
@@ -139,41 +231,28 @@ pub(super) struct UsageMetadata {
     pub(super) thoughts_token_count: Option<u64>,
 }
 
+impl<'de> Fields<'de> for UsageMetadata {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "promptTokenCount" => read(map, seen, (0, "promptTokenCount"), &mut self.prompt_token_count)?,
+            "cachedContentTokenCount" => {
+                read(map, seen, (1, "cachedContentTokenCount"), &mut self.cached_content_token_count)?
+            }
+            "candidatesTokenCount" => read(map, seen, (2, "candidatesTokenCount"), &mut self.candidates_token_count)?,
+            "toolUsePromptTokenCount" => {
+                read(map, seen, (3, "toolUsePromptTokenCount"), &mut self.tool_use_prompt_token_count)?
+            }
+            "thoughtsTokenCount" => read(map, seen, (4, "thoughtsTokenCount"), &mut self.thoughts_token_count)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
 /// A string borrowed from the event data (owned only when it had escapes).
 #[derive(Debug, Deserialize)]
 #[serde(transparent)]
 pub(super) struct Str<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
-
-/// The first element of a JSON array; later elements are skipped without being kept.
-#[derive(Debug)]
-pub(super) struct First<T>(pub(super) Option<T>);
-
-impl<T> Default for First<T> {
-    fn default() -> Self {
-        First(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FirstVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
-            type Value = First<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element()?;
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(First(first))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(First(None))
-            }
-        }
-        deserializer.deserialize_any(FirstVisitor(PhantomData))
-    }
-}
 
 /// The elements of a JSON array, the first kept inline: no allocation for one element.
 #[derive(Debug)]

@@ -16,12 +16,14 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use serde::de::MapAccess;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
+use crate::dialect::in_place::{self, read, read_object, Fields, Seen};
 use crate::error::{ProviderErrorKind, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -33,35 +35,54 @@ use crate::response::StopReason;
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// One line of the stream. Only what omni uses is read; unknown fields are ignored.
-#[derive(Deserialize)]
+/// Decoded in place ([`in_place`](crate::dialect::in_place)): the line is parsed for every text piece.
+#[derive(Default)]
 struct Chunk<'a> {
-    #[serde(borrow, default)]
     model: Option<Str<'a>>,
-    #[serde(borrow, default)]
     created_at: Option<Str<'a>>,
-    #[serde(borrow, default)]
     message: Option<ChunkMessage<'a>>,
-    #[serde(default)]
     done: bool,
-    #[serde(borrow, default)]
     done_reason: Option<Str<'a>>,
-    #[serde(default)]
     prompt_eval_count: Option<u64>,
-    #[serde(default)]
     eval_count: Option<u64>,
     /// A string from Ollama; an object from servers that imitate it.
-    #[serde(borrow, default)]
     error: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
+impl<'de> Fields<'de> for Chunk<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "model" => read(map, seen, (0, "model"), &mut self.model)?,
+            "created_at" => read(map, seen, (1, "created_at"), &mut self.created_at)?,
+            "message" => read_object(map, seen, (2, "message"), &mut self.message)?,
+            "done" => read(map, seen, (3, "done"), &mut self.done)?,
+            "done_reason" => read(map, seen, (4, "done_reason"), &mut self.done_reason)?,
+            "prompt_eval_count" => read(map, seen, (5, "prompt_eval_count"), &mut self.prompt_eval_count)?,
+            "eval_count" => read(map, seen, (6, "eval_count"), &mut self.eval_count)?,
+            "error" => read(map, seen, (7, "error"), &mut self.error)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
 struct ChunkMessage<'a> {
-    #[serde(borrow, default)]
     content: Option<Str<'a>>,
-    #[serde(borrow, default)]
     thinking: Option<Str<'a>>,
-    #[serde(borrow, default)]
     tool_calls: Option<Vec<WireToolCall<'a>>>,
+}
+
+impl<'de> Fields<'de> for ChunkMessage<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "content" => read(map, seen, (0, "content"), &mut self.content)?,
+            "thinking" => read(map, seen, (1, "thinking"), &mut self.thinking)?,
+            "tool_calls" => read(map, seen, (2, "tool_calls"), &mut self.tool_calls)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 #[derive(Deserialize)]
@@ -113,7 +134,8 @@ impl StreamState {
         if line.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = common::parse_json(line)?;
+        let mut chunk = Chunk::default();
+        in_place::parse_into(line, &mut chunk)?;
         if chunk.error.is_some_and(|e| e.get() != "null") {
             out.push(Delta::Error(stream_error(line)?));
             return Ok(());

@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::wire::{Chunk, ChunkDelta};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta};
 use crate::dialect::common::{self, parse_json};
+use crate::dialect::in_place;
 use crate::error::{ProviderError, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -69,16 +70,18 @@ impl StreamState {
         if data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = parse_json(data)?;
+        let mut chunk = Chunk::default();
+        in_place::parse_into(data, &mut chunk)?;
         self.metadata(&chunk, out);
         let mut finish_error = false;
-        let mut usage = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
-        if let Some(choice) = chunk.choices.0 {
-            if let Some(delta) = choice.delta {
+        let mut usage = chunk.usage.take().or(chunk.x_groq.take().and_then(|x| x.usage));
+        // The chunk stays where it was decoded; its parts are taken out of it.
+        if let Some(choice) = &mut chunk.choice {
+            if let Some(delta) = &mut choice.delta {
                 self.delta(delta, out);
             }
-            usage = usage.or(choice.usage);
-            if let Some(reason) = choice.finish_reason.0 {
+            usage = usage.or(choice.usage.take());
+            if let Some(reason) = choice.finish_reason.0.take() {
                 finish_error |= reason == "error";
                 self.finish_reason(&reason, out);
             }
@@ -113,36 +116,36 @@ impl StreamState {
             self.model_seen = true;
             meta.model = Some(model.to_string());
         }
-        if meta != MessageMeta::default() {
+        if meta.id.is_some() || meta.model.is_some() {
             out.push(Delta::Message(meta));
         }
     }
 
-    fn delta(&mut self, delta: ChunkDelta<'_>, out: &mut Vec<Delta>) {
+    fn delta(&mut self, delta: &mut ChunkDelta<'_>, out: &mut Vec<Delta>) {
         // `reasoning_content`: DeepSeek, Moonshot, Z.ai, Qwen, llama.cpp; `reasoning`:
         // OpenRouter, Groq, vLLM. A server sending both sends the same text twice.
-        let reasoning = delta.reasoning_content.0.filter(|s| !s.is_empty()).or(delta.reasoning.0);
+        let reasoning = delta.reasoning_content.0.take().filter(|s| !s.is_empty()).or(delta.reasoning.0.take());
         if let Some(text) = reasoning.filter(|s| !s.is_empty()) {
             self.thinking_seen = true;
             out.push(Delta::BlockDelta { index: THINKING_KEY, delta: BlockDelta::Thinking(text.into_owned()) });
         }
-        if let Some(text) = delta.content.0.filter(|s| !s.is_empty()) {
+        if let Some(text) = delta.content.0.take().filter(|s| !s.is_empty()) {
             self.text_seen = true;
             out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into_owned()) });
         }
-        if let Some(text) = delta.refusal.0.filter(|s| !s.is_empty()) {
+        if let Some(text) = delta.refusal.0.take().filter(|s| !s.is_empty()) {
             self.text_seen = true;
             self.refused = true;
             out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into_owned()) });
         }
-        if let Some(calls) = delta.tool_calls {
+        if let Some(calls) = delta.tool_calls.take() {
             self.saw_tool_calls = true;
             for (position, call) in calls.into_iter().enumerate() {
                 let wire = call.index.unwrap_or(position as u64);
                 let (name, arguments) = call.function.map(|f| (f.name.0, f.arguments.0)).unwrap_or_default();
                 self.tool_delta(wire, call.id.0.as_deref(), name.as_deref(), arguments, out);
             }
-        } else if let (false, Some(f)) = (self.saw_tool_calls, delta.function_call) {
+        } else if let (false, Some(f)) = (self.saw_tool_calls, delta.function_call.take()) {
             // The deprecated `function_call` delta: one call, no id.
             self.tool_delta(0, None, f.name.0.as_deref(), f.arguments.0, out);
         }

@@ -5,30 +5,46 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::delta::UsageUpdate;
+use crate::dialect::in_place::{read, read_object, Fields, Fill, Seen};
 
-/// One `chat.completion.chunk`, or an error payload (`{"error":{…}}`).
-#[derive(Deserialize)]
+/// One `chat.completion.chunk`, or an error payload (`{"error":{…}}`), decoded in place
+/// ([`in_place`](crate::dialect::in_place)): with every optional field of a choice, a chunk is a few hundred bytes
+/// that a derived decoder would copy several times per text delta.
+#[derive(Default)]
 pub(super) struct Chunk<'a> {
-    #[serde(default, borrow)]
     pub(super) id: Text<'a>,
-    #[serde(default, borrow)]
     pub(super) model: Text<'a>,
-    /// Choice 0 only (`n > 1` streams interleave other choices), read without a `Vec`.
-    #[serde(default, borrow)]
-    pub(super) choices: FirstChoice<'a>,
-    // Rare and large fields are boxed: chunks are moved by value while decoding.
-    #[serde(default)]
+    /// Choice 0 only (`n > 1` streams interleave other choices): the first element of
+    /// `choices` whose `index` is 0 or missing; the others are decoded and dropped.
+    pub(super) choice: Option<Choice<'a>>,
+    // Rare and large fields are boxed.
     pub(super) usage: Option<Box<WireUsage>>,
     /// Groq puts usage here (and, lately, also at the top level).
-    #[serde(default)]
     pub(super) x_groq: Option<Box<XGroq>>,
-    #[serde(default)]
     pub(super) error: Option<Box<Value>>,
+}
+
+impl<'de> Fields<'de> for Chunk<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "id" => read(map, seen, (0, "id"), &mut self.id)?,
+            "model" => read(map, seen, (1, "model"), &mut self.model)?,
+            "choices" => {
+                seen.once(2, "choices")?;
+                map.next_value_seed(FirstChoice(&mut self.choice))?;
+            }
+            "usage" => read(map, seen, (3, "usage"), &mut self.usage)?,
+            "x_groq" => read(map, seen, (4, "x_groq"), &mut self.x_groq)?,
+            "error" => read(map, seen, (5, "error"), &mut self.error)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 #[derive(Deserialize)]
@@ -37,33 +53,51 @@ pub(super) struct XGroq {
     pub(super) usage: Option<Box<WireUsage>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 pub(super) struct Choice<'a> {
-    #[serde(default)]
     pub(super) index: Option<u64>,
-    #[serde(default, borrow)]
     pub(super) delta: Option<ChunkDelta<'a>>,
-    #[serde(default, borrow)]
     pub(super) finish_reason: Text<'a>,
     /// Moonshot sends the final usage inside the choice.
-    #[serde(default)]
     pub(super) usage: Option<Box<WireUsage>>,
 }
 
-#[derive(Deserialize)]
+impl<'de> Fields<'de> for Choice<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "index" => read(map, seen, (0, "index"), &mut self.index)?,
+            "delta" => read_object(map, seen, (1, "delta"), &mut self.delta)?,
+            "finish_reason" => read(map, seen, (2, "finish_reason"), &mut self.finish_reason)?,
+            "usage" => read(map, seen, (3, "usage"), &mut self.usage)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
 pub(super) struct ChunkDelta<'a> {
-    #[serde(default, borrow)]
     pub(super) content: Text<'a>,
-    #[serde(default, borrow)]
     pub(super) reasoning_content: Text<'a>,
-    #[serde(default, borrow)]
     pub(super) reasoning: Text<'a>,
-    #[serde(default, borrow)]
     pub(super) refusal: Text<'a>,
-    #[serde(default, borrow)]
     pub(super) tool_calls: Option<Vec<ToolCallDelta<'a>>>,
-    #[serde(default, borrow)]
     pub(super) function_call: Option<Box<FunctionDelta<'a>>>,
+}
+
+impl<'de> Fields<'de> for ChunkDelta<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+        match key {
+            "content" => read(map, seen, (0, "content"), &mut self.content)?,
+            "reasoning_content" => read(map, seen, (1, "reasoning_content"), &mut self.reasoning_content)?,
+            "reasoning" => read(map, seen, (2, "reasoning"), &mut self.reasoning)?,
+            "refusal" => read(map, seen, (3, "refusal"), &mut self.refusal)?,
+            "tool_calls" => read(map, seen, (4, "tool_calls"), &mut self.tool_calls)?,
+            "function_call" => read(map, seen, (5, "function_call"), &mut self.function_call)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 #[derive(Deserialize)]
@@ -142,36 +176,53 @@ impl WireUsage {
     }
 }
 
-/// The choice with index 0 from the `choices` array (a missing index counts as 0);
-/// the other choices are parsed and dropped.
-#[derive(Default)]
-pub(super) struct FirstChoice<'a>(pub(super) Option<Choice<'a>>);
+/// Fills the choice with index 0 (a missing index counts as 0) from the `choices` array,
+/// in place; the other choices are decoded and dropped. `null` means no choice.
+struct FirstChoice<'o, 'a>(&'o mut Option<Choice<'a>>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Choices<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for Choices<'a> {
-            type Value = FirstChoice<'a>;
+impl<'de> DeserializeSeed<'de> for FirstChoice<'_, 'de> {
+    type Value = ();
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of choices")
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstChoice<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of choices")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut other = None;
+        loop {
+            // Until choice 0 is found, each choice is decoded straight into its place.
+            let slot = if self.0.is_none() { &mut *self.0 } else { &mut other };
+            let present = seq.next_element_seed(FillChoice(slot))?;
+            if present.is_none() {
+                return Ok(());
             }
-
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(FirstChoice(None))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut first = None;
-                while let Some(choice) = seq.next_element::<Choice<'de>>()? {
-                    if first.is_none() && choice.index.unwrap_or(0) == 0 {
-                        first = Some(choice);
-                    }
-                }
-                Ok(FirstChoice(first))
+            if self.0.as_ref().is_some_and(|c| c.index.unwrap_or(0) != 0) {
+                *self.0 = None;
             }
         }
-        d.deserialize_any(Choices(std::marker::PhantomData))
+    }
+}
+
+/// One element of `choices`, decoded into `slot`.
+struct FillChoice<'o, 'a>(&'o mut Option<Choice<'a>>);
+
+impl<'de> DeserializeSeed<'de> for FillChoice<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        Fill(self.0.insert(Choice::default())).deserialize(d)
     }
 }
 
