@@ -7,8 +7,11 @@
 //!   typed, borrowed serde_json decode of each payload down to the text delta.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
 use omni_core::{Dialect, StreamDecoder};
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
 /// Body chunk size fed to the decoder, as a network read would deliver it.
@@ -29,7 +32,11 @@ pub fn pipeline(body: &[u8], dialect: Dialect) -> usize {
     count + events.len() + decoder.response().message.content.len()
 }
 
-// The floor: typed, borrowed payloads down to the text of each delta.
+// The floor: typed, borrowed payloads down to the text of each delta. Text fields are
+// `Cow<'a, str>` themselves, with `default` for events without them: serde borrows a
+// `Cow` only when the field is exactly that type (an `Option<Cow<str>>` is always
+// copied). Arrays are read through `First`, which keeps the first element and skips the
+// rest, so the floor allocates nothing, in every dialect alike.
 #[derive(Deserialize)]
 struct AnthropicEvent<'a> {
     #[serde(borrow)]
@@ -37,13 +44,13 @@ struct AnthropicEvent<'a> {
 }
 #[derive(Deserialize)]
 struct AnthropicDelta<'a> {
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Cow<'a, str>,
 }
 #[derive(Deserialize)]
 struct ChatChunk<'a> {
     #[serde(borrow)]
-    choices: Vec<ChatChoice<'a>>,
+    choices: First<ChatChoice<'a>>,
 }
 #[derive(Deserialize)]
 struct ChatChoice<'a> {
@@ -52,18 +59,18 @@ struct ChatChoice<'a> {
 }
 #[derive(Deserialize)]
 struct ChatDelta<'a> {
-    #[serde(borrow)]
-    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Cow<'a, str>,
 }
 #[derive(Deserialize)]
 struct ResponsesEvent<'a> {
-    #[serde(borrow)]
-    delta: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    delta: Cow<'a, str>,
 }
 #[derive(Deserialize)]
 struct GeminiChunk<'a> {
     #[serde(borrow)]
-    candidates: Vec<GeminiCandidate<'a>>,
+    candidates: First<GeminiCandidate<'a>>,
 }
 #[derive(Deserialize)]
 struct GeminiCandidate<'a> {
@@ -73,12 +80,12 @@ struct GeminiCandidate<'a> {
 #[derive(Deserialize)]
 struct GeminiContent<'a> {
     #[serde(borrow)]
-    parts: Vec<GeminiPart<'a>>,
+    parts: First<GeminiPart<'a>>,
 }
 #[derive(Deserialize)]
 struct GeminiPart<'a> {
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Cow<'a, str>,
 }
 #[derive(Deserialize)]
 struct OllamaLine<'a> {
@@ -91,21 +98,43 @@ struct OllamaMessage<'a> {
     content: Cow<'a, str>,
 }
 
+/// The first element of a JSON array, the rest skipped: a typed decode without the
+/// allocation of a `Vec`.
+struct First<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FirstVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+        }
+        deserializer.deserialize_seq(FirstVisitor(PhantomData))
+    }
+}
+
 fn text_len(dialect: Dialect, payload: &str) -> usize {
-    let len = |c: Option<Cow<'_, str>>| c.map_or(0, |c| c.len());
     match dialect {
         Dialect::AnthropicMessages => {
-            serde_json::from_str::<AnthropicEvent>(payload).ok().and_then(|e| e.delta).map_or(0, |d| len(d.text))
+            serde_json::from_str::<AnthropicEvent>(payload).ok().and_then(|e| e.delta).map_or(0, |d| d.text.len())
         }
         Dialect::OpenaiCompletions => serde_json::from_str::<ChatChunk>(payload)
             .ok()
-            .and_then(|c| c.choices.into_iter().next())
-            .map_or(0, |c| len(c.delta.content)),
-        Dialect::OpenaiResponses => serde_json::from_str::<ResponsesEvent>(payload).ok().map_or(0, |e| len(e.delta)),
+            .and_then(|c| c.choices.0)
+            .map_or(0, |c| c.delta.content.len()),
+        Dialect::OpenaiResponses => serde_json::from_str::<ResponsesEvent>(payload).ok().map_or(0, |e| e.delta.len()),
         Dialect::GoogleGemini => serde_json::from_str::<GeminiChunk>(payload)
             .ok()
-            .and_then(|c| c.candidates.into_iter().next())
-            .map_or(0, |c| c.content.parts.into_iter().map(|p| len(p.text)).sum()),
+            .and_then(|c| c.candidates.0)
+            .and_then(|c| c.content.parts.0)
+            .map_or(0, |p| p.text.len()),
         Dialect::OllamaChat => serde_json::from_str::<OllamaLine>(payload).ok().map_or(0, |l| l.message.content.len()),
     }
 }
@@ -125,11 +154,12 @@ pub fn baseline(body: &[u8], dialect: Dialect) -> usize {
         return total;
     }
     let sep: &[u8] = if dialect == Dialect::GoogleGemini { b"\r\n\r\n" } else { b"\n\n" };
+    let data = memchr::memmem::Finder::new("data: ");
     let mut start = 0;
     for end in memchr::memmem::find_iter(body, sep) {
-        let event = text.get(start..end).unwrap_or("");
-        if let Some(pos) = event.find("data: ") {
-            total += text_len(dialect, event.get(pos + 6..).unwrap_or(""));
+        let event = body.get(start..end).unwrap_or_default();
+        if let Some(pos) = data.find(event) {
+            total += text_len(dialect, text.get(start + pos + 6..end).unwrap_or(""));
         }
         start = end + sep.len();
     }
