@@ -6,7 +6,7 @@
 
 use crate::accumulator::Accumulator;
 use crate::delta::Delta;
-use crate::dialect::{Dialect, DialectState};
+use crate::dialect::{DeltaSink, Dialect, DialectState};
 use crate::error::StreamError;
 use crate::event::StreamEvent;
 use crate::framing::{Frame, FrameDecoder, StreamEnd, DEFAULT_MAX_EVENT_BYTES};
@@ -64,10 +64,10 @@ impl StreamDecoder {
         if self.acc.is_terminated() {
             return progress;
         }
-        let Self { frames, state, acc, deltas } = self;
+        let Self { frames, state, acc, .. } = self;
         let result = frames.feed(chunk, |frame| {
             progress.frames += 1;
-            Self::on_frame(state, acc, deltas, &frame, out, &mut progress);
+            Self::on_frame(state, acc, &frame, out, &mut progress);
         });
         if let Err(e) = result {
             self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
@@ -80,9 +80,9 @@ impl StreamDecoder {
         if self.acc.is_terminated() {
             return;
         }
-        let Self { frames, state, acc, deltas } = self;
+        let Self { frames, state, acc, .. } = self;
         let mut progress = Progress::default();
-        let end = frames.finish(|frame| Self::on_frame(state, acc, deltas, &frame, out, &mut progress));
+        let end = frames.finish(|frame| Self::on_frame(state, acc, &frame, out, &mut progress));
         if let Err(e) = end {
             self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
             return;
@@ -100,7 +100,6 @@ impl StreamDecoder {
     fn on_frame(
         state: &mut DialectState,
         acc: &mut Accumulator,
-        deltas: &mut Vec<Delta>,
         frame: &Frame<'_>,
         out: &mut Vec<StreamEvent>,
         progress: &mut Progress,
@@ -108,11 +107,10 @@ impl StreamDecoder {
         if acc.is_terminated() {
             return;
         }
-        let parsed = state.parse(frame, deltas);
-        progress.progressed |= !deltas.is_empty();
-        for d in deltas.drain(..) {
-            acc.push(d, out);
-        }
+        // Deltas go straight into the accumulator, in the order the dialect produces them.
+        let mut sink = AccumulatorSink { acc, out, pushed: false };
+        let parsed = state.parse_to(frame, &mut sink);
+        progress.progressed |= sink.pushed;
         if let Err(e) = parsed {
             acc.fail(e, out);
         }
@@ -131,6 +129,21 @@ impl StreamDecoder {
     /// True once `done` or `error` was emitted.
     pub fn is_terminated(&self) -> bool {
         self.acc.is_terminated()
+    }
+}
+
+/// Feeds deltas to the accumulator as the dialect produces them.
+struct AccumulatorSink<'a> {
+    acc: &'a mut Accumulator,
+    out: &'a mut Vec<StreamEvent>,
+    pushed: bool,
+}
+
+impl DeltaSink for AccumulatorSink<'_> {
+    #[inline]
+    fn push(&mut self, delta: Delta) {
+        self.pushed = true;
+        self.acc.push(delta, self.out);
     }
 }
 

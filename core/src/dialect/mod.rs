@@ -219,6 +219,21 @@ pub(crate) struct DialectRequest {
     pub body: serde_json::Value,
 }
 
+/// Where a dialect's parser puts the deltas of a frame: a `Vec` ([`DialectState::parse`]),
+/// or straight into the accumulator (the stream decoder), which saves moving every delta
+/// through a buffer.
+pub(crate) trait DeltaSink {
+    /// One delta, in stream order.
+    fn push(&mut self, delta: Delta);
+}
+
+impl DeltaSink for Vec<Delta> {
+    #[inline]
+    fn push(&mut self, delta: Delta) {
+        Vec::push(self, delta);
+    }
+}
+
 /// Per-stream parsing state of one dialect.
 #[derive(Debug)]
 pub enum DialectState {
@@ -238,12 +253,17 @@ impl DialectState {
     /// Parses one frame into deltas. Unknown event types yield nothing; a payload that
     /// is not what the dialect documents is a [`StreamError::Decode`].
     pub fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// [`parse`](Self::parse) into any sink.
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         match self {
-            DialectState::Anthropic(s) => s.parse(frame, out),
-            DialectState::OpenaiCompletions(s) => s.parse(frame, out),
-            DialectState::OpenaiResponses(s) => s.parse(frame, out),
-            DialectState::Gemini(s) => s.parse(frame, out),
-            DialectState::Ollama(s) => s.parse(frame, out),
+            DialectState::Anthropic(s) => s.parse_to(frame, out),
+            DialectState::OpenaiCompletions(s) => s.parse_to(frame, out),
+            DialectState::OpenaiResponses(s) => s.parse_to(frame, out),
+            DialectState::Gemini(s) => s.parse_to(frame, out),
+            DialectState::Ollama(s) => s.parse_to(frame, out),
         }
     }
 

@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::hot::{BlockDeltaBody, DeltaEvent, DeltaKind};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common::{parse_json, stream_error, BlockIndexer};
+use crate::dialect::DeltaSink;
 use crate::error::StreamError;
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -162,7 +163,13 @@ fn stop_reason(reason: &str) -> StopReason {
 }
 
 impl StreamState {
+    #[cfg(test)]
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// Parses one frame into `out` (a `Vec`, or the stream decoder's accumulator).
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let Frame::Event { event, data, .. } = *frame else {
             return Ok(()); // comments and `[DONE]` carry nothing here
         };
@@ -208,11 +215,11 @@ impl StreamState {
         Ok(())
     }
 
-    pub(crate) fn finish(&mut self, _out: &mut Vec<Delta>) {
+    pub(crate) fn finish(&mut self, _out: &mut impl DeltaSink) {
         // Nothing is held back: every event is forwarded as it arrives.
     }
 
-    fn message_start(&mut self, raw: RawEvent<'_>, out: &mut Vec<Delta>) {
+    fn message_start(&mut self, raw: RawEvent<'_>, out: &mut impl DeltaSink) {
         self.blocks.reset_keys();
         self.ignored.clear();
         self.stopped = false;
@@ -227,7 +234,7 @@ impl StreamState {
         }));
     }
 
-    fn block_start(&mut self, raw: RawEvent<'_>, out: &mut Vec<Delta>) {
+    fn block_start(&mut self, raw: RawEvent<'_>, out: &mut impl DeltaSink) {
         let key = raw.index.unwrap_or(0);
         let Some(block) = raw.content_block else { return };
         let kind = match block.kind.as_ref().map(Str::as_str) {
@@ -264,7 +271,7 @@ impl StreamState {
         }
     }
 
-    fn block_delta(&mut self, index: Option<u64>, delta: Option<BlockDeltaBody<'_>>, out: &mut Vec<Delta>) {
+    fn block_delta(&mut self, index: Option<u64>, delta: Option<BlockDeltaBody<'_>>, out: &mut impl DeltaSink) {
         let key = index.unwrap_or(0);
         let Some(d) = delta else { return };
         if self.ignored.contains(&key) {

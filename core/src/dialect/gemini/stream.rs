@@ -24,6 +24,7 @@ use super::wire::{Chunk, Content, FunctionCall, Part, Str, UsageMetadata};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
 use crate::dialect::in_place;
+use crate::dialect::DeltaSink;
 use crate::error::StreamError;
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -58,7 +59,8 @@ struct PendingCall {
 }
 
 impl StreamState {
-    pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+    /// Parses one frame into `out` (a `Vec`, or the stream decoder's accumulator).
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let Frame::Event { data, .. } = frame else { return Ok(()) };
         if data.trim().is_empty() {
             return Ok(());
@@ -93,11 +95,11 @@ impl StreamState {
         Ok(())
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<Delta>) {
+    pub(crate) fn finish(&mut self, out: &mut impl DeltaSink) {
         self.flush_pending(out);
     }
 
-    fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut Vec<Delta>) {
+    fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut impl DeltaSink) {
         let changed = |known: &mut Option<String>, new: &Option<Str<'_>>| match new {
             Some(Str(new)) if known.as_deref() != Some(new) => {
                 *known = Some(new.to_string());
@@ -112,7 +114,7 @@ impl StreamState {
         }
     }
 
-    fn part(&mut self, part: &mut Part<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+    fn part(&mut self, part: &mut Part<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let thought = part.thought;
         let unmodelled = part.unmodelled_kind;
         if let Some(raw) = part.function_call {
@@ -158,14 +160,14 @@ impl StreamState {
 
     /// The block a text or thought part goes to: the open run of the same kind, or a
     /// new one (also when both the run and this part are signed: signatures never merge).
-    fn run_index(&mut self, thought: bool, signed: bool, out: &mut Vec<Delta>) -> u32 {
+    fn run_index(&mut self, thought: bool, signed: bool, out: &mut impl DeltaSink) -> u32 {
         match self.run {
             Some(run) if run.thought == thought && !(signed && run.signed) => run.index,
             _ => self.start_run(thought, out),
         }
     }
 
-    fn start_run(&mut self, thought: bool, out: &mut Vec<Delta>) -> u32 {
+    fn start_run(&mut self, thought: bool, out: &mut impl DeltaSink) -> u32 {
         let index = self.new_index();
         let kind = if thought { BlockKind::Thinking { id: None } } else { BlockKind::Text };
         out.push(Delta::BlockStart { index, kind });
@@ -173,7 +175,7 @@ impl StreamState {
         index
     }
 
-    fn sign_run(&mut self, index: u32, sig: Cow<'_, str>, out: &mut Vec<Delta>) {
+    fn sign_run(&mut self, index: u32, sig: Cow<'_, str>, out: &mut impl DeltaSink) {
         out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(sig.into_owned()) });
         if let Some(run) = &mut self.run {
             run.signed = true;
@@ -186,7 +188,7 @@ impl StreamState {
         index
     }
 
-    fn function_call(&mut self, call: FunctionCall<'_>, sig: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
+    fn function_call(&mut self, call: FunctionCall<'_>, sig: Option<Cow<'_, str>>, out: &mut impl DeltaSink) {
         self.run = None;
         let streaming = call.will_continue == Some(true);
         match call.name.map(|n| n.0).filter(|n| !n.is_empty()) {
@@ -253,7 +255,7 @@ impl StreamState {
         }
     }
 
-    fn flush_pending(&mut self, out: &mut Vec<Delta>) {
+    fn flush_pending(&mut self, out: &mut impl DeltaSink) {
         if let Some(call) = self.pending.take() {
             out.push(Delta::BlockDelta { index: call.index, delta: BlockDelta::ToolInput(call.args.into_json()) });
             out.push(Delta::BlockStop { index: call.index });

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
 use crate::dialect::in_place::{self, read, read_object, Fields, Seen};
+use crate::dialect::DeltaSink;
 use crate::error::{ProviderErrorKind, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -126,7 +127,13 @@ pub struct StreamState {
 }
 
 impl StreamState {
+    #[cfg(test)]
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// Parses one frame into `out` (a `Vec`, or the stream decoder's accumulator).
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let Frame::Event { data, .. } = frame else {
             return Ok(()); // blank keep-alive lines; `[DONE]` never occurs in NDJSON
         };
@@ -174,7 +181,7 @@ impl StreamState {
     }
 
     /// Nothing is held back: every line is complete in itself.
-    pub(crate) fn finish(&mut self, _out: &mut Vec<Delta>) {}
+    pub(crate) fn finish(&mut self, _out: &mut impl DeltaSink) {}
 
     fn allocate(&mut self) -> u32 {
         let index = self.next_index;
@@ -182,13 +189,13 @@ impl StreamState {
         index
     }
 
-    fn close_open(&mut self, out: &mut Vec<Delta>) {
+    fn close_open(&mut self, out: &mut impl DeltaSink) {
         if let Some((index, _)) = self.open.take() {
             out.push(Delta::BlockStop { index });
         }
     }
 
-    fn piece(&mut self, kind: Piece, text: Cow<'_, str>, out: &mut Vec<Delta>) {
+    fn piece(&mut self, kind: Piece, text: Cow<'_, str>, out: &mut impl DeltaSink) {
         let index = match self.open {
             Some((index, open)) if open == kind => index,
             _ => {
@@ -216,7 +223,7 @@ impl StreamState {
         &mut self,
         call: WireToolCall<'_>,
         created_at: Option<&str>,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) -> Result<(), StreamError> {
         self.close_open(out);
         let index = self.allocate();

@@ -22,6 +22,7 @@ use super::wire::{Chunk, ChunkDelta};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta};
 use crate::dialect::common::{self, parse_json};
 use crate::dialect::in_place;
+use crate::dialect::DeltaSink;
 use crate::error::{ProviderError, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -62,7 +63,13 @@ struct ToolSlot {
 }
 
 impl StreamState {
+    #[cfg(test)]
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// Parses one frame into `out` (a `Vec`, or the stream decoder's accumulator).
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let (event, data) = match frame {
             Frame::Event { event, data, .. } => (*event, data.trim()),
             Frame::Comment(_) | Frame::Done => return Ok(()),
@@ -101,12 +108,12 @@ impl StreamState {
         Ok(())
     }
 
-    pub(crate) fn finish(&mut self, out: &mut Vec<Delta>) {
+    pub(crate) fn finish(&mut self, out: &mut impl DeltaSink) {
         // Arguments of a call whose name never came are still worth keeping.
         self.start_nameless_tools(out);
     }
 
-    fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut Vec<Delta>) {
+    fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut impl DeltaSink) {
         let mut meta = MessageMeta::default();
         if let (None, Some(id)) = (&self.response_id, chunk.id.0.as_deref().filter(|s| !s.is_empty())) {
             self.response_id = Some(id.to_string());
@@ -121,7 +128,7 @@ impl StreamState {
         }
     }
 
-    fn delta(&mut self, delta: &mut ChunkDelta<'_>, out: &mut Vec<Delta>) {
+    fn delta(&mut self, delta: &mut ChunkDelta<'_>, out: &mut impl DeltaSink) {
         // `reasoning_content`: DeepSeek, Moonshot, Z.ai, Qwen, llama.cpp; `reasoning`:
         // OpenRouter, Groq, vLLM. A server sending both sends the same text twice.
         let reasoning = delta.reasoning_content.0.take().filter(|s| !s.is_empty()).or(delta.reasoning.0.take());
@@ -157,7 +164,7 @@ impl StreamState {
         id: Option<&str>,
         name: Option<&str>,
         arguments: Option<Cow<'_, str>>,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) {
         let id = id.filter(|s| !s.is_empty());
         let existing = self.tools.iter().rposition(|t| t.wire == wire);
@@ -200,14 +207,14 @@ impl StreamState {
         }
     }
 
-    fn start_nameless_tools(&mut self, out: &mut Vec<Delta>) {
+    fn start_nameless_tools(&mut self, out: &mut impl DeltaSink) {
         let response_id = self.response_id.as_deref();
         for slot in self.tools.iter_mut().filter(|t| !t.started) {
             slot.start(response_id, out);
         }
     }
 
-    fn finish_reason(&mut self, reason: &str, out: &mut Vec<Delta>) {
+    fn finish_reason(&mut self, reason: &str, out: &mut impl DeltaSink) {
         self.start_nameless_tools(out);
         let keys = [(self.thinking_seen, THINKING_KEY), (self.text_seen, TEXT_KEY)];
         for (_, index) in keys.into_iter().filter(|(seen, _)| *seen) {
@@ -230,7 +237,7 @@ impl StreamState {
 }
 
 impl ToolSlot {
-    fn start(&mut self, response_id: Option<&str>, out: &mut Vec<Delta>) {
+    fn start(&mut self, response_id: Option<&str>, out: &mut impl DeltaSink) {
         self.started = true;
         if self.id.is_empty() {
             let n = self.key - FIRST_TOOL_KEY;

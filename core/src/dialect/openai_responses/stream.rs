@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use super::wire::{EventPayload, ItemPayload, ResponsePayload, TextDeltaPayload, UsagePayload, TEXT_DELTA_PREFIX};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
+use crate::dialect::DeltaSink;
 use crate::error::{ProviderError, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -82,7 +83,13 @@ impl Target<'_> {
 }
 
 impl StreamState {
+    #[cfg(test)]
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// Parses one frame into `out` (a `Vec`, or the stream decoder's accumulator).
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         let Frame::Event { event, data, .. } = *frame else {
             return Ok(()); // keep-alive comments; `[DONE]` from compatible servers
         };
@@ -170,7 +177,7 @@ impl StreamState {
     }
 
     /// Nothing is held back: every event is complete in itself.
-    pub(crate) fn finish(&mut self, _out: &mut Vec<Delta>) {}
+    pub(crate) fn finish(&mut self, _out: &mut impl DeltaSink) {}
 
     fn position(&self, target: Target<'_>) -> Option<usize> {
         if let Some(index) = target.output_index {
@@ -210,7 +217,7 @@ impl StreamState {
 
     /// The text block of a message content part, started on first use. The message item
     /// id travels as the block's signature, to be sent back with the text.
-    fn text_block(&mut self, pos: usize, content_index: u64, out: &mut Vec<Delta>) -> Option<u32> {
+    fn text_block(&mut self, pos: usize, content_index: u64, out: &mut impl DeltaSink) -> Option<u32> {
         let next = self.next_block;
         let item = self.items.get_mut(pos)?;
         let ItemKind::Message { parts } = &mut item.kind else { return None };
@@ -226,7 +233,13 @@ impl StreamState {
         Some(next)
     }
 
-    fn on_text(&mut self, target: Target<'_>, content_index: u64, delta: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
+    fn on_text(
+        &mut self,
+        target: Target<'_>,
+        content_index: u64,
+        delta: Option<Cow<'_, str>>,
+        out: &mut impl DeltaSink,
+    ) {
         let Some(delta) = delta.filter(|d| !d.is_empty()) else { return };
         let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
         if let Some(index) = self.text_block(pos, content_index, out) {
@@ -240,7 +253,7 @@ impl StreamState {
         target: Target<'_>,
         content_index: u64,
         text: Option<Cow<'_, str>>,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) {
         if text.as_deref().is_some_and(|t| !t.is_empty()) {
             let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
@@ -248,7 +261,7 @@ impl StreamState {
         }
     }
 
-    fn text_done_at(&mut self, pos: usize, content_index: u64, text: Option<Cow<'_, str>>, out: &mut Vec<Delta>) {
+    fn text_done_at(&mut self, pos: usize, content_index: u64, text: Option<Cow<'_, str>>, out: &mut impl DeltaSink) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
         let streamed = match self.items.get(pos).map(|i| &i.kind) {
             Some(ItemKind::Message { parts }) => parts.iter().any(|(ci, _)| *ci == content_index),
@@ -267,7 +280,7 @@ impl StreamState {
         part: ReasoningPart,
         text: Option<Cow<'_, str>>,
         whole: bool,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) {
         if text.as_deref().is_some_and(|t| !t.is_empty()) {
             let pos = self.item_for(target, || ItemKind::Reasoning(ReasoningItem::default()));
@@ -284,7 +297,7 @@ impl StreamState {
         part: ReasoningPart,
         text: Option<Cow<'_, str>>,
         whole: bool,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
         let Some(reasoning) = self.reasoning_at(pos) else { return };
@@ -312,7 +325,7 @@ impl StreamState {
     }
 
     /// The thinking block of a reasoning item, started on first use with the item id.
-    fn thinking_block(&mut self, pos: usize, out: &mut Vec<Delta>) -> Option<u32> {
+    fn thinking_block(&mut self, pos: usize, out: &mut impl DeltaSink) -> Option<u32> {
         let next = self.next_block;
         let item = self.items.get_mut(pos)?;
         let ItemKind::Reasoning(reasoning) = &mut item.kind else { return None };
@@ -328,7 +341,13 @@ impl StreamState {
 
     /// Argument fragments, or with `whole` set the complete arguments (`.done`), used only
     /// when no fragment came (LM Studio sends only `.done`).
-    fn on_arguments(&mut self, target: Target<'_>, arguments: Option<Cow<'_, str>>, whole: bool, out: &mut Vec<Delta>) {
+    fn on_arguments(
+        &mut self,
+        target: Target<'_>,
+        arguments: Option<Cow<'_, str>>,
+        whole: bool,
+        out: &mut impl DeltaSink,
+    ) {
         let Some(arguments) = arguments.filter(|a| !a.is_empty()) else { return };
         // Arguments for a call that was never announced have no id or name to go with.
         let Some(pos) = self.position(target) else { return };
@@ -343,7 +362,7 @@ impl StreamState {
         out.push(Delta::BlockDelta { index: *block, delta: BlockDelta::ToolInput(arguments.into_owned()) });
     }
 
-    fn on_item_added(&mut self, output_index: Option<u64>, item: &ItemPayload<'_>, out: &mut Vec<Delta>) -> usize {
+    fn on_item_added(&mut self, output_index: Option<u64>, item: &ItemPayload<'_>, out: &mut impl DeltaSink) -> usize {
         let id = item.id.0.as_deref().unwrap_or("");
         let target = Target { output_index, item_id: id };
         if let Some(pos) = self.position(target).filter(|_| target.is_named()) {
@@ -391,7 +410,7 @@ impl StreamState {
         &mut self,
         output_index: Option<u64>,
         item: ItemPayload<'_>,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) -> Result<(), StreamError> {
         // An item finished without being announced is announced now.
         let pos = self.on_item_added(output_index, &item, out);
@@ -405,7 +424,9 @@ impl StreamState {
                     self.text_done_at(pos, content_index, part.text.0.or(part.refusal.0), out);
                 }
                 if let Some(ItemKind::Message { parts }) = self.items.get(pos).map(|i| &i.kind) {
-                    out.extend(parts.iter().map(|&(_, index)| Delta::BlockStop { index }));
+                    for &(_, index) in parts {
+                        out.push(Delta::BlockStop { index });
+                    }
                 }
             }
             Some(ItemKind::Reasoning(_)) => {
@@ -450,7 +471,7 @@ impl StreamState {
         &mut self,
         kind: &str,
         response: Option<ResponsePayload<'_>>,
-        out: &mut Vec<Delta>,
+        out: &mut impl DeltaSink,
     ) -> Result<(), StreamError> {
         let response = response.unwrap_or_default();
         let status = match kind {
