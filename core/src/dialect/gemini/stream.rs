@@ -20,10 +20,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::partial_args::PartialArgs;
-use super::wire::{Chunk, Content, FunctionCall, Part, Str, UsageMetadata};
+use super::wire::{Chunk, Content, FunctionCall, Part, UsageMetadata};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
-use crate::dialect::in_place;
+use crate::dialect::in_place::{self, OptStr};
 use crate::dialect::DeltaSink;
 use crate::error::StreamError;
 use crate::framing::Frame;
@@ -79,10 +79,10 @@ impl StreamState {
             for part in candidate.content.iter_mut().flat_map(Content::parts_mut) {
                 self.part(part, out)?;
             }
-            if let Some(reason) = &candidate.finish_reason {
+            if let Some(reason) = candidate.finish_reason.as_deref() {
                 // The model is done with this turn: nothing can continue a streamed call.
                 self.flush_pending(out);
-                stop_reason = Some(finish_reason(&reason.0));
+                stop_reason = Some(finish_reason(reason));
             }
         }
         if chunk.prompt_feedback.and_then(|f| f.block_reason).is_some() {
@@ -100,8 +100,8 @@ impl StreamState {
     }
 
     fn metadata(&mut self, chunk: &Chunk<'_>, out: &mut impl DeltaSink) {
-        let changed = |known: &mut Option<String>, new: &Option<Str<'_>>| match new {
-            Some(Str(new)) if known.as_deref() != Some(new) => {
+        let changed = |known: &mut Option<String>, new: &OptStr<'_>| match new.as_deref() {
+            Some(new) if known.as_deref() != Some(new) => {
                 *known = Some(new.to_string());
                 Some(new.to_string())
             }
@@ -120,17 +120,17 @@ impl StreamState {
         if let Some(raw) = part.function_call {
             // Parsed only when present: keeping the part type small keeps text chunks fast.
             let call: FunctionCall<'_> = common::parse_json(raw.get())?;
-            self.function_call(call, part.thought_signature.take().map(|s| s.0), out);
+            self.function_call(call, part.thought_signature.0.take(), out);
             return Ok(());
         }
-        match part.text.take() {
-            Some(Str(text)) if !text.is_empty() => {
-                let signed = part.thought_signature.is_some();
+        match part.text.0.take() {
+            Some(text) if !text.is_empty() => {
+                let signed = part.thought_signature.0.is_some();
                 let index = self.run_index(thought, signed, out);
                 let delta =
                     if thought { BlockDelta::Thinking(text.into_owned()) } else { BlockDelta::Text(text.into_owned()) };
                 out.push(Delta::BlockDelta { index, delta });
-                if let Some(Str(sig)) = part.thought_signature.take() {
+                if let Some(sig) = part.thought_signature.0.take() {
                     self.sign_run(index, sig, out);
                 }
             }
@@ -138,7 +138,7 @@ impl StreamState {
             // a signature it carries is kept on a block of its own.
             _ if unmodelled => {
                 self.run = None;
-                if let Some(Str(sig)) = part.thought_signature.take() {
+                if let Some(sig) = part.thought_signature.0.take() {
                     let index = self.start_run(thought, out);
                     self.sign_run(index, sig, out);
                 }
@@ -146,7 +146,7 @@ impl StreamState {
             // An empty text part (or a bare signature part) matters only for its signature,
             // which belongs to the run it ends.
             _ => {
-                if let Some(Str(sig)) = part.thought_signature.take() {
+                if let Some(sig) = part.thought_signature.0.take() {
                     let index = match self.run {
                         Some(run) if run.thought == thought && !run.signed => run.index,
                         _ => self.start_run(thought, out),

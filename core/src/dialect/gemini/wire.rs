@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::partial_args::PartialArg;
-use crate::dialect::in_place::{read, read_object, Fields, Fill, Seen};
+use crate::dialect::in_place::{read, read_object, Fields, Fill, OptStr, OptU64};
 
 /// One streamed chunk, decoded in place ([`in_place`](crate::dialect::in_place)).
 #[derive(Default)]
@@ -29,44 +29,62 @@ pub(super) struct Chunk<'a> {
     pub(super) candidate: Option<Candidate<'a>>,
     pub(super) prompt_feedback: Option<PromptFeedback<'a>>,
     pub(super) usage_metadata: Option<UsageMetadata>,
-    pub(super) model_version: Option<Str<'a>>,
-    pub(super) response_id: Option<Str<'a>>,
+    pub(super) model_version: OptStr<'a>,
+    pub(super) response_id: OptStr<'a>,
     /// An in-stream error (`google.rpc.Status`).
     pub(super) error: Option<&'a RawValue>,
 }
 
 impl<'de> Fields<'de> for Chunk<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] =
+        &["candidates", "promptFeedback", "usageMetadata", "modelVersion", "responseId", "error"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "candidates" => 0,
+            "promptFeedback" => 1,
+            "usageMetadata" => 2,
+            "modelVersion" => 3,
+            "responseId" => 4,
+            "error" => 5,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "candidates" => {
-                seen.once(0, "candidates")?;
-                map.next_value_seed(FirstInPlace(&mut self.candidate))?;
-            }
-            "promptFeedback" => read(map, seen, (1, "promptFeedback"), &mut self.prompt_feedback)?,
-            "usageMetadata" => read_object(map, seen, (2, "usageMetadata"), &mut self.usage_metadata)?,
-            "modelVersion" => read(map, seen, (3, "modelVersion"), &mut self.model_version)?,
-            "responseId" => read(map, seen, (4, "responseId"), &mut self.response_id)?,
-            "error" => read(map, seen, (5, "error"), &mut self.error)?,
-            _ => return Ok(false),
+            0 => map.next_value_seed(FirstInPlace(&mut self.candidate)),
+            1 => read(map, &mut self.prompt_feedback),
+            2 => read_object(map, &mut self.usage_metadata),
+            3 => read(map, &mut self.model_version),
+            4 => read(map, &mut self.response_id),
+            _ => read(map, &mut self.error),
         }
-        Ok(true)
     }
 }
 
 #[derive(Default)]
 pub(super) struct Candidate<'a> {
     pub(super) content: Option<Content<'a>>,
-    pub(super) finish_reason: Option<Str<'a>>,
+    pub(super) finish_reason: OptStr<'a>,
 }
 
 impl<'de> Fields<'de> for Candidate<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] = &["content", "finishReason"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "content" => 0,
+            "finishReason" => 1,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "content" => read_object(map, seen, (0, "content"), &mut self.content)?,
-            "finishReason" => read(map, seen, (1, "finishReason"), &mut self.finish_reason)?,
-            _ => return Ok(false),
+            0 => read_object(map, &mut self.content),
+            _ => read(map, &mut self.finish_reason),
         }
-        Ok(true)
     }
 }
 
@@ -78,15 +96,14 @@ pub(super) struct Content<'a> {
 }
 
 impl<'de> Fields<'de> for Content<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
-        match key {
-            "parts" => {
-                seen.once(0, "parts")?;
-                map.next_value_seed(PartsInPlace(self))?;
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
+    const NAMES: &'static [&'static str] = &["parts"];
+
+    fn key(name: &str) -> Option<u8> {
+        (name == "parts").then_some(0)
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, _key: u8, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(PartsInPlace(self))
     }
 }
 
@@ -101,9 +118,9 @@ impl<'a> Content<'a> {
 /// model; any of them may carry a `thoughtSignature`.
 #[derive(Default)]
 pub(super) struct Part<'a> {
-    pub(super) text: Option<Str<'a>>,
+    pub(super) text: OptStr<'a>,
     pub(super) thought: bool,
-    pub(super) thought_signature: Option<Str<'a>>,
+    pub(super) thought_signature: OptStr<'a>,
     /// The raw `functionCall` object, parsed as [`FunctionCall`] when present: keeping
     /// the part small keeps text chunks fast.
     pub(super) function_call: Option<&'a RawValue>,
@@ -113,21 +130,36 @@ pub(super) struct Part<'a> {
 }
 
 impl<'de> Fields<'de> for Part<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, _seen: &mut Seen) -> Result<bool, A::Error> {
-        // Repeated keys are not refused here: the hand-written decoder this replaces
-        // took the last value, and so does this.
+    const NAMES: &'static [&'static str] = &["text", "thought", "thoughtSignature", "functionCall", "(unmodelled)"];
+    /// The hand-written decoder this replaces took the last of repeated keys.
+    const REFUSE_REPEATS: bool = false;
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "text" => 0,
+            "thought" => 1,
+            "thoughtSignature" => 2,
+            "functionCall" => 3,
+            "executableCode" | "codeExecutionResult" | "inlineData" | "fileData" => 4,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "text" => self.text = map.next_value()?,
-            "thought" => self.thought = map.next_value::<Option<bool>>()?.unwrap_or(false),
-            "thoughtSignature" => self.thought_signature = map.next_value()?,
-            "functionCall" => self.function_call = map.next_value()?,
-            "executableCode" | "codeExecutionResult" | "inlineData" | "fileData" => {
+            0 => read(map, &mut self.text),
+            1 => {
+                self.thought = map.next_value::<Option<bool>>()?.unwrap_or(false);
+                Ok(())
+            }
+            2 => read(map, &mut self.thought_signature),
+            3 => read(map, &mut self.function_call),
+            _ => {
                 map.next_value::<IgnoredAny>()?;
                 self.unmodelled_kind = true;
+                Ok(())
             }
-            _ => return Ok(false),
         }
-        Ok(true)
     }
 }
 
@@ -232,20 +264,35 @@ pub(super) struct UsageMetadata {
 }
 
 impl<'de> Fields<'de> for UsageMetadata {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
-        match key {
-            "promptTokenCount" => read(map, seen, (0, "promptTokenCount"), &mut self.prompt_token_count)?,
-            "cachedContentTokenCount" => {
-                read(map, seen, (1, "cachedContentTokenCount"), &mut self.cached_content_token_count)?
-            }
-            "candidatesTokenCount" => read(map, seen, (2, "candidatesTokenCount"), &mut self.candidates_token_count)?,
-            "toolUsePromptTokenCount" => {
-                read(map, seen, (3, "toolUsePromptTokenCount"), &mut self.tool_use_prompt_token_count)?
-            }
-            "thoughtsTokenCount" => read(map, seen, (4, "thoughtsTokenCount"), &mut self.thoughts_token_count)?,
-            _ => return Ok(false),
-        }
-        Ok(true)
+    const NAMES: &'static [&'static str] = &[
+        "promptTokenCount",
+        "cachedContentTokenCount",
+        "candidatesTokenCount",
+        "toolUsePromptTokenCount",
+        "thoughtsTokenCount",
+    ];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "promptTokenCount" => 0,
+            "cachedContentTokenCount" => 1,
+            "candidatesTokenCount" => 2,
+            "toolUsePromptTokenCount" => 3,
+            "thoughtsTokenCount" => 4,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            0 => &mut self.prompt_token_count,
+            1 => &mut self.cached_content_token_count,
+            2 => &mut self.candidates_token_count,
+            3 => &mut self.tool_use_prompt_token_count,
+            _ => &mut self.thoughts_token_count,
+        };
+        *slot = map.next_value::<OptU64>()?.0;
+        Ok(())
     }
 }
 
@@ -307,5 +354,22 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
             }
         }
         deserializer.deserialize_any(ItemsVisitor(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::in_place::assert_keys_match_names;
+
+    #[test]
+    fn chunk_keys_are_numbered_by_name() {
+        assert_keys_match_names::<Chunk<'_>>();
+        assert_keys_match_names::<Candidate<'_>>();
+        assert_keys_match_names::<Content<'_>>();
+        assert_keys_match_names::<UsageMetadata>();
+        for name in ["text", "thought", "thoughtSignature", "functionCall"] {
+            assert_eq!(Part::key(name).map(usize::from), Part::NAMES.iter().position(|n| *n == name));
+        }
     }
 }

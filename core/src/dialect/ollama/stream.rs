@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
 use crate::dialect::common;
-use crate::dialect::in_place::{self, read, read_object, Fields, Seen};
+use crate::dialect::in_place::{self, read, read_object, Fields, OptStr, OptU64};
 use crate::dialect::DeltaSink;
 use crate::error::{ProviderErrorKind, StreamError};
 use crate::framing::Frame;
@@ -39,50 +39,74 @@ struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 /// Decoded in place ([`in_place`](crate::dialect::in_place)): the line is parsed for every text piece.
 #[derive(Default)]
 struct Chunk<'a> {
-    model: Option<Str<'a>>,
-    created_at: Option<Str<'a>>,
+    model: OptStr<'a>,
+    created_at: OptStr<'a>,
     message: Option<ChunkMessage<'a>>,
     done: bool,
-    done_reason: Option<Str<'a>>,
-    prompt_eval_count: Option<u64>,
-    eval_count: Option<u64>,
+    done_reason: OptStr<'a>,
+    prompt_eval_count: OptU64,
+    eval_count: OptU64,
     /// A string from Ollama; an object from servers that imitate it.
     error: Option<&'a RawValue>,
 }
 
 impl<'de> Fields<'de> for Chunk<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] =
+        &["model", "created_at", "message", "done", "done_reason", "prompt_eval_count", "eval_count", "error"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "model" => 0,
+            "created_at" => 1,
+            "message" => 2,
+            "done" => 3,
+            "done_reason" => 4,
+            "prompt_eval_count" => 5,
+            "eval_count" => 6,
+            "error" => 7,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "model" => read(map, seen, (0, "model"), &mut self.model)?,
-            "created_at" => read(map, seen, (1, "created_at"), &mut self.created_at)?,
-            "message" => read_object(map, seen, (2, "message"), &mut self.message)?,
-            "done" => read(map, seen, (3, "done"), &mut self.done)?,
-            "done_reason" => read(map, seen, (4, "done_reason"), &mut self.done_reason)?,
-            "prompt_eval_count" => read(map, seen, (5, "prompt_eval_count"), &mut self.prompt_eval_count)?,
-            "eval_count" => read(map, seen, (6, "eval_count"), &mut self.eval_count)?,
-            "error" => read(map, seen, (7, "error"), &mut self.error)?,
-            _ => return Ok(false),
+            0 => read(map, &mut self.model),
+            1 => read(map, &mut self.created_at),
+            2 => read_object(map, &mut self.message),
+            3 => read(map, &mut self.done),
+            4 => read(map, &mut self.done_reason),
+            5 => read(map, &mut self.prompt_eval_count),
+            6 => read(map, &mut self.eval_count),
+            _ => read(map, &mut self.error),
         }
-        Ok(true)
     }
 }
 
 #[derive(Default)]
 struct ChunkMessage<'a> {
-    content: Option<Str<'a>>,
-    thinking: Option<Str<'a>>,
+    content: OptStr<'a>,
+    thinking: OptStr<'a>,
     tool_calls: Option<Vec<WireToolCall<'a>>>,
 }
 
 impl<'de> Fields<'de> for ChunkMessage<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] = &["content", "thinking", "tool_calls"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "content" => 0,
+            "thinking" => 1,
+            "tool_calls" => 2,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "content" => read(map, seen, (0, "content"), &mut self.content)?,
-            "thinking" => read(map, seen, (1, "thinking"), &mut self.thinking)?,
-            "tool_calls" => read(map, seen, (2, "tool_calls"), &mut self.tool_calls)?,
-            _ => return Ok(false),
+            0 => read(map, &mut self.content),
+            1 => read(map, &mut self.thinking),
+            _ => read(map, &mut self.tool_calls),
         }
-        Ok(true)
     }
 }
 
@@ -148,31 +172,32 @@ impl StreamState {
             return Ok(());
         }
         if !self.model_reported {
-            if let Some(Str(model)) = chunk.model.as_ref().filter(|m| !m.0.is_empty()) {
+            if let Some(model) = chunk.model.as_deref().filter(|m| !m.is_empty()) {
                 self.model_reported = true;
                 out.push(Delta::Message(MessageMeta { model: Some(model.to_string()), ..MessageMeta::default() }));
             }
         }
-        if let Some(message) = chunk.message {
-            if let Some(Str(thinking)) = message.thinking.filter(|t| !t.0.is_empty()) {
+        // The line stays where it was decoded; its parts are taken out of it.
+        if let Some(message) = &mut chunk.message {
+            if let Some(thinking) = message.thinking.0.take().filter(|t| !t.is_empty()) {
                 self.piece(Piece::Thinking, thinking, out);
             }
-            if let Some(Str(content)) = message.content.filter(|c| !c.0.is_empty()) {
+            if let Some(content) = message.content.0.take().filter(|c| !c.is_empty()) {
                 self.piece(Piece::Text, content, out);
             }
-            for call in message.tool_calls.unwrap_or_default() {
-                self.tool_call(call, chunk.created_at.as_ref().map(|c| &*c.0), out)?;
+            for call in message.tool_calls.take().unwrap_or_default() {
+                self.tool_call(call, chunk.created_at.as_deref(), out)?;
             }
         }
         if chunk.done {
             self.close_open(out);
             let usage = UsageUpdate {
-                input_tokens: chunk.prompt_eval_count,
-                output_tokens: chunk.eval_count,
+                input_tokens: chunk.prompt_eval_count.0,
+                output_tokens: chunk.eval_count.0,
                 ..UsageUpdate::default()
             };
             out.push(Delta::Message(MessageMeta {
-                stop_reason: Some(stop_reason(chunk.done_reason.as_ref().map(|r| &*r.0))),
+                stop_reason: Some(stop_reason(chunk.done_reason.as_deref())),
                 usage: Some(usage),
                 ..MessageMeta::default()
             }));
@@ -421,6 +446,12 @@ mod tests {
         assert_eq!(arguments_json(Some(&raw("null"))).unwrap(), "");
         assert_eq!(arguments_json(Some(&raw(r#""{\"a\":1}""#))).unwrap(), r#"{"a":1}"#);
         assert_eq!(arguments_json(Some(&raw(r#"{"b":"é"}"#))).unwrap(), r#"{"b":"é"}"#);
+    }
+
+    #[test]
+    fn line_keys_are_numbered_by_name() {
+        in_place::assert_keys_match_names::<Chunk<'_>>();
+        in_place::assert_keys_match_names::<ChunkMessage<'_>>();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::delta::UsageUpdate;
-use crate::dialect::in_place::{read, read_object, Fields, Fill, Seen};
+use crate::dialect::in_place::{read, read_object, Fields, Fill, OptU64};
 
 /// One `chat.completion.chunk`, or an error payload (`{"error":{…}}`), decoded in place
 /// ([`in_place`](crate::dialect::in_place)): with every optional field of a choice, a chunk is a few hundred bytes
@@ -30,20 +30,29 @@ pub(super) struct Chunk<'a> {
 }
 
 impl<'de> Fields<'de> for Chunk<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] = &["id", "model", "choices", "usage", "x_groq", "error"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "id" => 0,
+            "model" => 1,
+            "choices" => 2,
+            "usage" => 3,
+            "x_groq" => 4,
+            "error" => 5,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "id" => read(map, seen, (0, "id"), &mut self.id)?,
-            "model" => read(map, seen, (1, "model"), &mut self.model)?,
-            "choices" => {
-                seen.once(2, "choices")?;
-                map.next_value_seed(FirstChoice(&mut self.choice))?;
-            }
-            "usage" => read(map, seen, (3, "usage"), &mut self.usage)?,
-            "x_groq" => read(map, seen, (4, "x_groq"), &mut self.x_groq)?,
-            "error" => read(map, seen, (5, "error"), &mut self.error)?,
-            _ => return Ok(false),
+            0 => read(map, &mut self.id),
+            1 => read(map, &mut self.model),
+            2 => map.next_value_seed(FirstChoice(&mut self.choice)),
+            3 => read(map, &mut self.usage),
+            4 => read(map, &mut self.x_groq),
+            _ => read(map, &mut self.error),
         }
-        Ok(true)
     }
 }
 
@@ -55,7 +64,7 @@ pub(super) struct XGroq {
 
 #[derive(Default)]
 pub(super) struct Choice<'a> {
-    pub(super) index: Option<u64>,
+    pub(super) index: OptU64,
     pub(super) delta: Option<ChunkDelta<'a>>,
     pub(super) finish_reason: Text<'a>,
     /// Moonshot sends the final usage inside the choice.
@@ -63,15 +72,25 @@ pub(super) struct Choice<'a> {
 }
 
 impl<'de> Fields<'de> for Choice<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] = &["index", "delta", "finish_reason", "usage"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "index" => 0,
+            "delta" => 1,
+            "finish_reason" => 2,
+            "usage" => 3,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "index" => read(map, seen, (0, "index"), &mut self.index)?,
-            "delta" => read_object(map, seen, (1, "delta"), &mut self.delta)?,
-            "finish_reason" => read(map, seen, (2, "finish_reason"), &mut self.finish_reason)?,
-            "usage" => read(map, seen, (3, "usage"), &mut self.usage)?,
-            _ => return Ok(false),
+            0 => read(map, &mut self.index),
+            1 => read_object(map, &mut self.delta),
+            2 => read(map, &mut self.finish_reason),
+            _ => read(map, &mut self.usage),
         }
-        Ok(true)
     }
 }
 
@@ -86,17 +105,30 @@ pub(super) struct ChunkDelta<'a> {
 }
 
 impl<'de> Fields<'de> for ChunkDelta<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A, seen: &mut Seen) -> Result<bool, A::Error> {
+    const NAMES: &'static [&'static str] =
+        &["content", "reasoning_content", "reasoning", "refusal", "tool_calls", "function_call"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "content" => 0,
+            "reasoning_content" => 1,
+            "reasoning" => 2,
+            "refusal" => 3,
+            "tool_calls" => 4,
+            "function_call" => 5,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "content" => read(map, seen, (0, "content"), &mut self.content)?,
-            "reasoning_content" => read(map, seen, (1, "reasoning_content"), &mut self.reasoning_content)?,
-            "reasoning" => read(map, seen, (2, "reasoning"), &mut self.reasoning)?,
-            "refusal" => read(map, seen, (3, "refusal"), &mut self.refusal)?,
-            "tool_calls" => read(map, seen, (4, "tool_calls"), &mut self.tool_calls)?,
-            "function_call" => read(map, seen, (5, "function_call"), &mut self.function_call)?,
-            _ => return Ok(false),
+            0 => read(map, &mut self.content),
+            1 => read(map, &mut self.reasoning_content),
+            2 => read(map, &mut self.reasoning),
+            3 => read(map, &mut self.refusal),
+            4 => read(map, &mut self.tool_calls),
+            _ => read(map, &mut self.function_call),
         }
-        Ok(true)
     }
 }
 
@@ -208,7 +240,7 @@ impl<'de> Visitor<'de> for FirstChoice<'_, 'de> {
             if present.is_none() {
                 return Ok(());
             }
-            if self.0.as_ref().is_some_and(|c| c.index.unwrap_or(0) != 0) {
+            if self.0.as_ref().is_some_and(|c| c.index.0.unwrap_or(0) != 0) {
                 *self.0 = None;
             }
         }
@@ -314,5 +346,18 @@ impl<'de> Visitor<'de> for LenientString {
             return Ok(Some(Cow::Owned(value.to_string())));
         }
         IgnoredAny.visit_map(map).map(|_| None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::in_place::assert_keys_match_names;
+
+    #[test]
+    fn chunk_keys_are_numbered_by_name() {
+        assert_keys_match_names::<Chunk<'_>>();
+        assert_keys_match_names::<Choice<'_>>();
+        assert_keys_match_names::<ChunkDelta<'_>>();
     }
 }
