@@ -291,6 +291,25 @@ impl<'c, F: FnMut(Frame<'_>)> LineSink<'c> for Interpreter<'_, 'c, F> {
                 (self.on_frame)(Frame::Comment(line.get(1..).unwrap_or_default()));
                 Ok(())
             }
+            // The first data line of an event, nearly every event's only one: kept as it
+            // is, without splitting the line or matching its name.
+            Some((b'd', _)) if !self.state.has_data && line.starts_with("data:") => {
+                let value = line.get(5..).unwrap_or_default();
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                if value.len() > self.state.max {
+                    return Err(FramingError::EventTooLarge { limit: self.state.max });
+                }
+                self.state.in_event = true;
+                self.state.has_data = true;
+                self.data = Some(value);
+                Ok(())
+            }
+            Some((b'e', _)) if line.starts_with("event:") => {
+                let value = line.get(6..).unwrap_or_default();
+                self.state.in_event = true;
+                self.event_type = Some(value.strip_prefix(' ').unwrap_or(value));
+                Ok(())
+            }
             Some(_) => match split_field(line.as_bytes()) {
                 // The colon and the space are ASCII: `skip` is a character boundary.
                 Some((name, skip)) => self.field(name, Value::Chunk(line.get(skip..).unwrap_or_default())),

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 
 use super::wire::{EventPayload, ItemPayload, ResponsePayload, TextDeltaPayload, UsagePayload, TEXT_DELTA_PREFIX};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
-use crate::dialect::common;
 use crate::dialect::DeltaSink;
+use crate::dialect::{common, in_place};
 use crate::error::{ProviderError, StreamError};
 use crate::framing::Frame;
 use crate::response::StopReason;
@@ -94,7 +94,8 @@ impl StreamState {
             return Ok(()); // keep-alive comments; `[DONE]` from compatible servers
         };
         if data.starts_with(TEXT_DELTA_PREFIX) {
-            let hot: TextDeltaPayload<'_> = common::parse_json(data)?;
+            let mut hot = TextDeltaPayload::default();
+            in_place::parse_into(data, &mut hot)?;
             let target = Target { output_index: hot.output_index.0, item_id: hot.item_id.0.as_deref().unwrap_or("") };
             self.on_text(target, hot.content_index.0.unwrap_or(0), hot.delta.0, out);
             return Ok(());

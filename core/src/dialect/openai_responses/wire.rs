@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::dialect::common;
+use crate::dialect::in_place::{read, Fields};
 use crate::error::StreamError;
 
 /// One stream event: the fields of every event this dialect reads.
@@ -42,17 +43,38 @@ pub(super) struct EventPayload<'a> {
 }
 
 /// The hot event, `response.output_text.delta`, recognised by the prefix OpenAI always
-/// writes ([`TEXT_DELTA_PREFIX`]) and decoded into just the fields it uses: the whole
-/// [`EventPayload`] is hundreds of bytes, built and moved for every delta.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+/// writes ([`TEXT_DELTA_PREFIX`]) and decoded in place
+/// ([`in_place`](crate::dialect::in_place)) into just the fields it uses: the whole
+/// [`EventPayload`] is hundreds of bytes, built and copied for every delta.
+#[derive(Debug, Default)]
 pub(super) struct TextDeltaPayload<'a> {
-    #[serde(borrow)]
     pub delta: LenientStr<'a>,
-    #[serde(borrow)]
     pub item_id: LenientStr<'a>,
     pub output_index: LenientU64,
     pub content_index: LenientU64,
+}
+
+impl<'de> Fields<'de> for TextDeltaPayload<'de> {
+    const NAMES: &'static [&'static str] = &["delta", "item_id", "output_index", "content_index"];
+
+    fn key(name: &str) -> Option<u8> {
+        Some(match name {
+            "delta" => 0,
+            "item_id" => 1,
+            "output_index" => 2,
+            "content_index" => 3,
+            _ => return None,
+        })
+    }
+
+    fn field<A: MapAccess<'de>>(&mut self, key: u8, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            0 => read(map, &mut self.delta),
+            1 => read(map, &mut self.item_id),
+            2 => read(map, &mut self.output_index),
+            _ => read(map, &mut self.content_index),
+        }
+    }
 }
 
 /// How a `response.output_text.delta` payload starts.
@@ -245,5 +267,15 @@ impl<'de> Deserialize<'de> for LenientU64 {
             forward_to_absent!();
         }
         deserializer.deserialize_any(U64Visitor).map(LenientU64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_delta_keys_are_numbered_by_name() {
+        crate::dialect::in_place::assert_keys_match_names::<TextDeltaPayload<'_>>();
     }
 }
