@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod accumulator;
+pub mod agent;
 pub mod catalogue;
 pub mod client;
 pub mod decoder;

@@ -26,6 +26,8 @@ pub use io::{
     Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
 };
 pub use retry::RetryPolicy;
+/// Input checking shared with the agent's tool phase.
+pub(crate) use tools::check_input;
 pub use tools::ToolDecl;
 
 use std::collections::VecDeque;

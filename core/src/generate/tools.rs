@@ -31,7 +31,7 @@ impl ToolDecl {
     }
 
     /// Compiles the validator from the input schema if none was given.
-    pub(super) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
+    pub(crate) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
         if self.validator.is_none() && self.executable {
             let compiled = JsonSchemaValidator::new(self.spec.input_schema.clone())
                 .map_err(|e| SchemaError(format!("tool {:?}: {}", self.spec.name, e.0)))?;
@@ -65,7 +65,7 @@ pub(super) fn all_runnable(decls: &[ToolDecl], context_tools: &[ToolSpec], calls
 
 /// The input a handler may see: a JSON object that passes the tool's validator (which
 /// may cast it). Otherwise the message the model gets back.
-fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
+pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
     if !call.input.is_object() {
         let got = match &call.input {
             serde_json::Value::String(_) => "text that is not valid JSON",
