@@ -366,6 +366,10 @@ impl AgentCallbacks for ScriptedCallbacks {
         result
     }
 
+    fn terminate(&mut self) {
+        self.log.push("terminate".into());
+    }
+
     fn handle_error(&mut self, error: &GenerateError, attempt: u32) -> ErrorDecision {
         self.log.push(format!("handle_error {} attempt {attempt}", error_kind(error)));
         if attempt <= self.retries {

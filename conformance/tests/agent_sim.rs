@@ -577,3 +577,84 @@ fn bad_initial_messages_are_refused() {
     config.messages = vec![Message::user("Hi"), Message::assistant("Hello.")];
     assert!(Agent::new(config, NoCallbacks).is_ok());
 }
+
+#[test]
+fn handle_tool_result_changes_what_the_model_sees() {
+    let callbacks = ScriptedCallbacks { result_prefix: Some("checked: ".into()), ..ScriptedCallbacks::default() };
+    let (r, _) = run(
+        "tool_result_callback",
+        callbacks,
+        scenario(
+            vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
+            vec![at(0, prompt("What is the weather in Paris?"))],
+        ),
+    );
+    assert_eq!(
+        skeleton(&r)[4..6],
+        [r#"tool_result toolu_1 "checked: sunny""#, r#"message user[toolu_1 "checked: sunny"]"#]
+    );
+    assert!(String::from_utf8_lossy(&r.requests[1].body).contains("checked: sunny"));
+}
+
+#[test]
+fn unknown_tools_and_invalid_input_get_error_results() {
+    let reply = paced(
+        &tool_events(&[
+            ("toolu_1", "teleport", r#"{"city":"Paris"}"#),
+            ("toolu_2", "get_weather", r#"{"town":"Paris"}"#),
+        ]),
+        GAP,
+    );
+    let (r, _) = run(
+        "invalid_calls",
+        ScriptedCallbacks::default(),
+        scenario(vec![reply, text(&["Sorry."])], vec![at(0, prompt("What is the weather in Paris?"))]),
+    );
+    let sk = skeleton(&r);
+    assert_eq!(sk[4], r#"tool_result toolu_1 error "unknown tool \"teleport\"""#);
+    assert!(sk[5].starts_with(r#"tool_result toolu_2 error "invalid input for tool \"get_weather\""#), "{}", sk[5]);
+    assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));
+}
+
+#[test]
+fn request_retries_of_the_inner_machine_are_forwarded() {
+    let mut config = agent_sim::config();
+    config.retry = omni_core::generate::RetryPolicy { seed: 7, ..Default::default() };
+    let (r, agent) = run_with(
+        "request_retry",
+        config,
+        ScriptedCallbacks::default(),
+        scenario(vec![Reply::error(500, &[], SERVER_ERROR), text(&["Hello."])], vec![at(0, prompt("Hi"))]),
+    );
+    assert_eq!(skeleton(&r)[2], "retry request 1 after provider Server 500");
+    assert!(!agent.callbacks().log.iter().any(|l| l.starts_with("handle_error")), "handled inside the step");
+    assert_eq!(r.effects[..2], ["send #0", "send #1"]);
+}
+
+#[test]
+fn stale_ids_are_ignored_and_terminate_cancels_work() {
+    use omni_core::agent::AgentInput;
+    use omni_core::generate::{Effect, RequestId, ToolRunId};
+    let now = std::time::Instant::now();
+    let mut agent = Agent::new(agent_sim::config(), ScriptedCallbacks::default()).expect("agent");
+    agent.handle_input(AgentInput::Prompt("Hi".into()), now).expect("prompt");
+    assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { id: RequestId(0), .. })));
+    while agent.poll_event().is_some() {}
+    agent.handle_input(AgentInput::BodyEnd { id: RequestId(7) }, now).expect("ignored");
+    let done = AgentInput::ToolFinished { id: ToolRunId(0), outcome: ToolOutcome::Err("late".into()) };
+    agent.handle_input(done, now).expect("ignored");
+    assert_eq!(agent.poll_event(), None);
+    assert_eq!(agent.status(), Status::Busy);
+    agent.terminate(now);
+    assert_eq!(agent.poll_effect(), Some(Effect::CancelRequest { id: RequestId(0) }));
+    assert_eq!(agent.callbacks().log, ["terminate"]);
+    assert_eq!(agent.handle_input(AgentInput::Prompt("again".into()), now), Err(AgentError::Terminated));
+    assert_eq!(agent.poll_timeout(), None);
+}
+
+#[test]
+fn structured_output_is_refused_by_the_agent() {
+    let mut config = agent_sim::config();
+    config.options.output = Some(omni_core::OutputSchema { name: "x".into(), schema: serde_json::json!({}) });
+    assert!(matches!(Agent::new(config, NoCallbacks), Err(AgentError::InvalidOptions(_))));
+}

@@ -292,6 +292,13 @@ pub(super) fn validate_history(messages: &[Message]) -> Result<(), AgentError> {
 /// Checks options and compiles tool validators.
 pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Result<(), AgentError> {
     options.validate().map_err(AgentError::InvalidOptions)?;
+    if options.output.is_some() {
+        // The inner machine's correction requests would bypass the turn's history.
+        return Err(AgentError::InvalidOptions(OptionsError::Invalid {
+            option: "output",
+            reason: "structured output is not supported by the agent".into(),
+        }));
+    }
     for tool in tools {
         tool.ensure_validator().map_err(|e| AgentError::InvalidTool(e.to_string()))?;
     }

@@ -25,6 +25,22 @@
 //! parallel, results in call order). The turn's messages join the committed history only
 //! when the turn ends; a cancel or a final error leaves the history as it was.
 //!
+//! Rules at the edges, so that every driver agrees:
+//! - Steering: a prompt while busy or paused is staged (the last one wins); at the next
+//!   turn end it overrides the decision (`handle_turn` still runs, to observe the turn).
+//!   A cancel or a final error drops it with the turn.
+//! - `handle_tool_result` sees every result (executed, timed out, rejected, provided).
+//! - `Execute` for a declared tool without a handler, or tool calls when `max_steps`
+//!   requests were made, end the turn with stop reason `tool_use`: the turn (with the
+//!   unanswered calls) is committed, results already decided for the step are dropped,
+//!   and answering the calls is the application's business (e.g. through `set_state`).
+//!   `Execute` for an undeclared tool, or with input that fails validation, gives the model
+//!   an error result instead.
+//! - A step retried by `handle_error` may already have streamed deltas: the `retry` event
+//!   tells subscribers to drop that partial message (as the snapshot does).
+//! - The `output` option (structured output) is refused: the inner machine's correction
+//!   requests would not reach the turn's history.
+//!
 //! Driving contract (the generate machine's): after every `handle_*`, drain
 //! [`Agent::poll_effect`] and [`Agent::poll_event`], then wait for the next input or until
 //! [`Agent::poll_timeout`] and call [`Agent::handle_timeout`]. Time is always passed in;
@@ -32,8 +48,10 @@
 //! agent's own (unique across steps), not the inner machine's.
 
 mod callbacks;
+mod decide;
 mod io;
 mod partial;
+mod step;
 mod tools;
 
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
@@ -46,13 +64,8 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use crate::generate::{
-    check_input, Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, RequestId, ToolRunId,
-    DEFAULT_MAX_STEPS,
-};
-use crate::message::{Context, Message, ToolResult, ToolUse};
-use crate::response::{Response, StopReason};
-use crate::tool::{ToolError, ToolOutput};
+use crate::generate::{Effect, Generate, Input, RequestId};
+use crate::message::{Message, ToolUse};
 use crate::usage::Usage;
 use partial::Partial;
 use tools::ToolRound;
@@ -275,288 +288,11 @@ impl<C: AgentCallbacks> Agent<C> {
         self.callbacks.terminate();
     }
 
-    fn set_status(&mut self, status: Status) {
+    pub(super) fn set_status(&mut self, status: Status) {
         if self.status != status {
             self.status = status;
             self.events.push_back(AgentEvent::Status(status));
         }
-    }
-
-    fn start_turn(&mut self, text: String, now: Instant) {
-        let user = Message::user(text);
-        self.turn = Some(Turn {
-            messages: vec![user.clone()],
-            usage: Usage::default(),
-            steps: 0,
-            step_user: user.clone(),
-            failures: 0,
-        });
-        self.set_status(Status::Busy);
-        self.events.push_back(AgentEvent::Message(user));
-        self.begin_step(now);
-    }
-
-    /// A new step: counts against `max_steps`.
-    fn begin_step(&mut self, now: Instant) {
-        if let Some(turn) = &mut self.turn {
-            turn.steps += 1;
-            turn.failures = 0;
-        }
-        self.send_step(now);
-    }
-
-    /// Sends the current step (again, after a failure): a fresh inner machine on the
-    /// committed history plus the turn so far.
-    fn send_step(&mut self, now: Instant) {
-        self.partial.clear();
-        let Some(turn) = &self.turn else { return };
-        let mut messages = Vec::with_capacity(self.config.messages.len() + turn.messages.len());
-        messages.extend_from_slice(&self.config.messages);
-        messages.extend_from_slice(&turn.messages);
-        let context = Context {
-            system: self.config.system.clone(),
-            messages,
-            tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
-        };
-        let mut options = self.config.options.clone();
-        options.max_steps = Some(1);
-        let mut config = GenerateConfig::new(self.config.model.clone(), self.config.provider.clone(), context, options);
-        config.api_key = self.config.api_key.clone();
-        config.retry = self.config.retry;
-        config.stall_timeout = self.config.stall_timeout;
-        match Generate::new(config, now) {
-            Ok(generate) => {
-                self.state = State::Streaming(Box::new(StepRun { generate, ids: Vec::new() }));
-                self.drain_step(now);
-            }
-            Err(error) => self.step_failed(error, now),
-        }
-    }
-
-    /// Routes a driver input to the inner machine when the id is one of this step's.
-    fn route_to_step<'a>(&mut self, id: RequestId, now: Instant, input: impl FnOnce(RequestId) -> Input<'a>) {
-        let State::Streaming(run) = &mut self.state else { return };
-        let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
-        run.generate.handle_input(input(inner), now);
-        self.drain_step(now);
-    }
-
-    /// Forwards the inner machine's effects (with our ids) and events; acts on its end.
-    fn drain_step(&mut self, now: Instant) {
-        let State::Streaming(run) = &mut self.state else { return };
-        while let Some(effect) = run.generate.poll_effect() {
-            match effect {
-                Effect::SendRequest { id: inner, request } => {
-                    let ours = RequestId(self.next_id);
-                    self.next_id += 1;
-                    run.ids.push((ours, inner));
-                    self.effects.push_back(Effect::SendRequest { id: ours, request });
-                }
-                Effect::CancelRequest { id: inner } => {
-                    if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
-                        self.effects.push_back(Effect::CancelRequest { id: ours });
-                    }
-                }
-                // No tool is executable in the inner machine.
-                Effect::RunTool { .. } | Effect::CancelTool { .. } => {}
-            }
-        }
-        let mut end = None;
-        while let Some(event) = run.generate.poll_event() {
-            match event {
-                GenerateEvent::Stream { event: crate::StreamEvent::Done { .. }, .. } => {}
-                GenerateEvent::Stream { event, .. } => {
-                    self.partial.apply(&event);
-                    self.events.push_back(AgentEvent::Stream(event));
-                }
-                GenerateEvent::Retry { attempt, delay, error, .. } => {
-                    self.partial.clear();
-                    self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
-                }
-                GenerateEvent::Finished(response) => end = Some(Ok(response)),
-                GenerateEvent::Failed { error, .. } => end = Some(Err(error)),
-                _ => {}
-            }
-        }
-        match end {
-            Some(Ok(response)) => self.step_done(*response, now),
-            Some(Err(error)) => self.step_failed(error, now),
-            None => {}
-        }
-    }
-
-    fn step_done(&mut self, response: Response, now: Instant) {
-        self.state = State::Idle;
-        self.partial.clear();
-        let Some(turn) = &mut self.turn else { return };
-        let stop = response.stop_reason.unwrap_or(StopReason::Stop);
-        let assistant = response.message.clone();
-        turn.usage += response.usage;
-        if !assistant.content.is_empty() {
-            turn.messages.push(assistant.clone());
-            self.events.push_back(AgentEvent::Message(assistant.clone()));
-        }
-        let user = Box::new(turn.step_user.clone());
-        self.events.push_back(AgentEvent::Step {
-            user,
-            assistant: Box::new(assistant.clone()),
-            stop_reason: stop,
-            usage: response.usage,
-        });
-        let calls: Vec<ToolUse> = assistant.tool_uses().cloned().collect();
-        if stop == StopReason::ToolUse && !calls.is_empty() {
-            let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
-            if turn.steps >= max_steps {
-                self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now);
-                return;
-            }
-            self.decide(ToolRound::new(calls), now);
-            return;
-        }
-        let turn_response = Response { messages: turn.messages.clone(), usage: turn.usage, ..response };
-        let decision = self.callbacks.handle_turn(&turn_response);
-        self.end_turn(stop, decision, now);
-    }
-
-    /// Commits the turn; a staged prompt overrides the decision.
-    fn end_turn(&mut self, stop: StopReason, decision: TurnDecision, now: Instant) {
-        self.state = State::Idle;
-        let decision = match self.staged.take() {
-            Some(text) => TurnDecision::Continue(text),
-            None => decision,
-        };
-        let Some(turn) = self.turn.take() else { return };
-        self.config.messages.extend(turn.messages.iter().cloned());
-        let end = match decision {
-            TurnDecision::Stop => TurnEnd::Stop,
-            TurnDecision::Continue(_) => TurnEnd::Continue,
-        };
-        if end == TurnEnd::Stop {
-            self.set_status(Status::Idle);
-        }
-        self.events.push_back(AgentEvent::Turn { end, stop_reason: stop, messages: turn.messages, usage: turn.usage });
-        if let TurnDecision::Continue(text) = decision {
-            self.start_turn(text, now);
-        }
-    }
-
-    fn step_failed(&mut self, error: GenerateError, now: Instant) {
-        self.state = State::Idle;
-        self.partial.clear();
-        let Some(turn) = &mut self.turn else { return };
-        turn.failures += 1;
-        let attempt = turn.failures;
-        if self.callbacks.handle_error(&error, attempt) == ErrorDecision::Retry {
-            if let Some(delay) = self.config.error_backoff.delay(attempt, None) {
-                self.events.push_back(AgentEvent::Retry { kind: RetryKind::Step, attempt, delay, error });
-                self.state = State::Backoff { until: now + delay };
-                return;
-            }
-        }
-        self.turn = None;
-        self.staged = None;
-        self.set_status(Status::Idle);
-        self.events.push_back(AgentEvent::Error(error));
-    }
-
-    /// Takes decisions in order until one pauses or every call is decided, then runs
-    /// the approved calls.
-    fn decide(&mut self, mut round: ToolRound, now: Instant) {
-        while let Some((index, call)) = round.next_undecided() {
-            let call = call.clone();
-            let decision = self.callbacks.handle_tool_use(&call);
-            match self.apply(&mut round, index, call, decision) {
-                Flow::Next => {}
-                Flow::Pause(call, reason) => return self.pause(round, call, reason),
-                Flow::EndTurn => return self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now),
-            }
-        }
-        let runs = round.start_runs(&mut self.next_id, now);
-        self.effects.extend(runs);
-        self.after_result(round, now);
-    }
-
-    fn pause(&mut self, round: ToolRound, call: ToolUse, reason: String) {
-        self.state = State::Paused(round);
-        self.set_status(Status::Paused);
-        self.events.push_back(AgentEvent::Pause { tool_use: call, reason });
-    }
-
-    fn resume(&mut self, decision: ToolDecision, now: Instant) -> Result<(), AgentError> {
-        let State::Paused(_) = &self.state else { return Err(AgentError::NotPaused) };
-        let State::Paused(mut round) = std::mem::replace(&mut self.state, State::Idle) else {
-            return Err(AgentError::NotPaused);
-        };
-        let Some((index, call)) = round.next_undecided() else {
-            self.after_result(round, now);
-            return Ok(());
-        };
-        let call = call.clone();
-        if !matches!(decision, ToolDecision::Pause(_)) {
-            self.set_status(Status::Busy);
-        }
-        match self.apply(&mut round, index, call, decision) {
-            Flow::Next => self.decide(round, now),
-            Flow::Pause(call, reason) => self.pause(round, call, reason),
-            Flow::EndTurn => self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now),
-        }
-        Ok(())
-    }
-
-    /// Applies one decision to call `index`.
-    fn apply(&mut self, round: &mut ToolRound, index: usize, call: ToolUse, decision: ToolDecision) -> Flow {
-        let result = match decision {
-            ToolDecision::Pause(reason) => return Flow::Pause(call, reason),
-            ToolDecision::Reject(reason) => ToolResult::error(&call.id, &call.name, reason),
-            ToolDecision::Result(Ok(ToolOutput(content))) => {
-                ToolResult { tool_use_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
-            }
-            ToolDecision::Result(Err(ToolError(message))) => ToolResult::error(&call.id, &call.name, message),
-            ToolDecision::Execute => match self.config.tools.iter().find(|t| t.spec.name == call.name) {
-                None => ToolResult::error(&call.id, &call.name, format!("unknown tool {:?}", call.name)),
-                Some(decl) if !decl.executable => return Flow::EndTurn,
-                Some(decl) => match check_input(decl, &call) {
-                    Err(message) => ToolResult::error(&call.id, &call.name, message),
-                    Ok(input) => {
-                        let limit =
-                            decl.timeout.or(self.config.options.tool_timeout).unwrap_or(self.config.tool_timeout);
-                        round.approve(index, ToolUse { input, ..call }, limit);
-                        return Flow::Next;
-                    }
-                },
-            },
-        };
-        self.record(round, index, result);
-        Flow::Next
-    }
-
-    /// A result is known: the callbacks see it, then the application, then it is kept.
-    fn record(&mut self, round: &mut ToolRound, index: usize, result: ToolResult) {
-        let result = self.callbacks.handle_tool_result(result);
-        self.events.push_back(AgentEvent::ToolResult(result.clone()));
-        round.set_result(index, result);
-    }
-
-    fn tool_finished(&mut self, id: ToolRunId, outcome: crate::generate::ToolOutcome, now: Instant) {
-        let State::Tools(round) = &self.state else { return };
-        let Some((index, result)) = round.finish(id, outcome) else { return };
-        let State::Tools(mut round) = std::mem::replace(&mut self.state, State::Idle) else { return };
-        self.record(&mut round, index, result);
-        self.after_result(round, now);
-    }
-
-    /// Waits for the remaining runs, or sends the results to the model.
-    fn after_result(&mut self, round: ToolRound, now: Instant) {
-        if !round.is_complete() {
-            self.state = State::Tools(round);
-            return;
-        }
-        let message = round.into_message();
-        let Some(turn) = &mut self.turn else { return };
-        turn.messages.push(message.clone());
-        turn.step_user = message.clone();
-        self.events.push_back(AgentEvent::Message(message));
-        self.begin_step(now);
     }
 
     fn cancel(&mut self, now: Instant) -> Result<(), AgentError> {
