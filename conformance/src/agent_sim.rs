@@ -339,7 +339,8 @@ pub struct ScriptedCallbacks {
 
 impl AgentCallbacks for ScriptedCallbacks {
     fn handle_turn(&mut self, response: &Response) -> TurnDecision {
-        self.log.push(format!("handle_turn {:?} messages={}", response.text(), response.messages.len()));
+        let stop = response.stop_reason.map(|s| json_str(&s)).unwrap_or_default();
+        self.log.push(format!("handle_turn {stop} {:?} messages={}", response.text(), response.messages.len()));
         match &self.continue_until {
             Some((_, text)) if !self.completed => TurnDecision::Continue(text.clone()),
             _ => TurnDecision::Stop,

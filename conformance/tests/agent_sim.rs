@@ -271,6 +271,10 @@ fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
     );
     assert_eq!(r.requests.len(), 1);
     assert!(agent.messages().last().is_some_and(|m| m.tool_uses().count() == 1), "the call is the application's");
+    assert_eq!(
+        agent.callbacks().log,
+        ["handle_tool_use toolu_1 ask_user", r#"handle_turn tool_use "Let me check." messages=2"#]
+    );
 }
 
 #[test]
@@ -303,6 +307,10 @@ fn a_prompt_staged_during_a_tool_run_overrides_the_stop() {
         ]
     );
     assert_eq!(agent.messages().len(), 6, "both turns committed; the first staged prompt was replaced");
+    assert!(
+        agent.callbacks().log.contains(&r#"handle_turn stop "Sunny." messages=4"#.to_string()),
+        "observed, overridden"
+    );
     // The new turn's request carries the whole committed history.
     let body = String::from_utf8_lossy(&r.requests[2].body).into_owned();
     assert!(body.contains("sunny") && body.contains("And in Rome?") && !body.contains("first thought"), "{body}");
@@ -485,7 +493,7 @@ fn an_error_with_retry_then_success() {
     );
     assert_eq!(
         agent.callbacks().log,
-        ["handle_error provider Server 500 attempt 1", r#"handle_turn "Hello." messages=2"#]
+        ["handle_error provider Server 500 attempt 1", r#"handle_turn stop "Hello." messages=2"#]
     );
     assert!(r.elapsed >= Duration::from_millis(250), "backed off: {:?}", r.elapsed);
 }

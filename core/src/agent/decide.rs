@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Agent, AgentCallbacks, AgentError, AgentEvent, Flow, State, Status, ToolDecision, TurnDecision};
+use super::{Agent, AgentCallbacks, AgentError, AgentEvent, Flow, State, Status, ToolDecision};
 use crate::generate::{check_input, ToolOutcome, ToolRunId};
 use crate::message::{ToolResult, ToolUse};
 use crate::response::StopReason;
@@ -22,7 +22,7 @@ impl<C: AgentCallbacks> Agent<C> {
             match self.apply(&mut round, index, call, decision) {
                 Flow::Next => {}
                 Flow::Pause(call, reason) => return self.pause(round, call, reason),
-                Flow::EndTurn => return self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now),
+                Flow::EndTurn => return self.end_turn(StopReason::ToolUse, now),
             }
         }
         let runs = round.start_runs(&mut self.next_id, now);
@@ -52,7 +52,7 @@ impl<C: AgentCallbacks> Agent<C> {
         match self.apply(&mut round, index, call, decision) {
             Flow::Next => self.decide(round, now),
             Flow::Pause(call, reason) => self.pause(round, call, reason),
-            Flow::EndTurn => self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now),
+            Flow::EndTurn => self.end_turn(StopReason::ToolUse, now),
         }
         Ok(())
     }

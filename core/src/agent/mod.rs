@@ -26,6 +26,8 @@
 //! when the turn ends; a cancel or a final error leaves the history as it was.
 //!
 //! Rules at the edges, so that every driver agrees:
+//! - `handle_turn` runs at every turn end but a cancel or a final error; its response's
+//!   stop reason says why the turn ended (`tool_use` for calls left to the application).
 //! - Steering: a prompt while busy or paused is staged (the last one wins); at the next
 //!   turn end it overrides the decision (`handle_turn` still runs, to observe the turn).
 //!   A cancel or a final error drops it with the turn.
@@ -66,6 +68,7 @@ use std::time::Instant;
 
 use crate::generate::{Effect, Generate, Input, RequestId};
 use crate::message::{Message, ToolUse};
+use crate::response::Response;
 use crate::usage::Usage;
 use partial::Partial;
 use tools::ToolRound;
@@ -99,6 +102,8 @@ struct Turn {
     step_user: Message,
     /// Failures of the current step, for `handle_error`'s attempt count.
     failures: u32,
+    /// The last step's response, for `handle_turn`.
+    last: Option<Response>,
 }
 
 /// What a tool decision leads to.
@@ -215,8 +220,14 @@ impl<C: AgentCallbacks> Agent<C> {
     /// driver inputs for unknown ids are ignored.
     pub fn handle_input(&mut self, input: AgentInput<'_>, now: Instant) -> Result<(), AgentError> {
         let terminated = matches!(self.state, State::Terminated);
+        let from_application = matches!(
+            input,
+            AgentInput::Prompt(_) | AgentInput::Resume(_) | AgentInput::Cancel | AgentInput::SetState(_)
+        );
         match input {
-            _ if terminated => Err(AgentError::Terminated),
+            _ if terminated && from_application => Err(AgentError::Terminated),
+            // Late answers for work that was cancelled at termination.
+            _ if terminated => Ok(()),
             AgentInput::Prompt(text) => {
                 if matches!(self.state, State::Idle) {
                     self.start_turn(text, now);

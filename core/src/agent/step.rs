@@ -25,6 +25,7 @@ impl<C: AgentCallbacks> Agent<C> {
             steps: 0,
             step_user: user.clone(),
             failures: 0,
+            last: None,
         });
         self.set_status(Status::Busy);
         self.events.push_back(AgentEvent::Message(user));
@@ -146,26 +147,32 @@ impl<C: AgentCallbacks> Agent<C> {
         let calls: Vec<ToolUse> = assistant.tool_uses().cloned().collect();
         if stop == StopReason::ToolUse && !calls.is_empty() {
             let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
-            if turn.steps >= max_steps {
-                self.end_turn(StopReason::ToolUse, TurnDecision::Stop, now);
-                return;
+            let cap_reached = turn.steps >= max_steps;
+            turn.last = Some(response);
+            if cap_reached {
+                self.end_turn(StopReason::ToolUse, now);
+            } else {
+                self.decide(ToolRound::new(calls), now);
             }
-            self.decide(ToolRound::new(calls), now);
             return;
         }
-        let turn_response = Response { messages: turn.messages.clone(), usage: turn.usage, ..response };
-        let decision = self.callbacks.handle_turn(&turn_response);
-        self.end_turn(stop, decision, now);
+        turn.last = Some(response);
+        self.end_turn(stop, now);
     }
 
-    /// Commits the turn; a staged prompt overrides the decision.
-    pub(super) fn end_turn(&mut self, stop: StopReason, decision: TurnDecision, now: Instant) {
+    /// Commits the turn after asking `handle_turn`; a staged prompt overrides its decision.
+    pub(super) fn end_turn(&mut self, stop: StopReason, now: Instant) {
         self.state = State::Idle;
+        let Some(turn) = self.turn.take() else { return };
+        let mut response = turn.last.clone().unwrap_or_else(|| Response::empty(self.config.model.id.clone()));
+        response.messages = turn.messages.clone();
+        response.usage = turn.usage;
+        response.stop_reason = Some(stop);
+        let decision = self.callbacks.handle_turn(&response);
         let decision = match self.staged.take() {
             Some(text) => TurnDecision::Continue(text),
             None => decision,
         };
-        let Some(turn) = self.turn.take() else { return };
         self.config.messages.extend(turn.messages.iter().cloned());
         let end = match decision {
             TurnDecision::Stop => TurnEnd::Stop,
