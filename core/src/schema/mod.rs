@@ -1,4 +1,5 @@
-//! JSON Schemas: builders for the common shapes, and validation behind a trait.
+//! JSON Schemas: builders for the common shapes, validation behind a trait, and
+//! [`adapt`]ation to what each provider accepts.
 //!
 //! ```
 //! use omni_core::schema::{self, Validator};
@@ -13,6 +14,7 @@
 //! assert_eq!(err.path, "/days");
 //! ```
 
+pub mod adapt;
 mod builder;
 mod validate;
 
