@@ -666,3 +666,40 @@ fn structured_output_is_refused_by_the_agent() {
     config.options.output = Some(omni_core::OutputSchema { name: "x".into(), schema: serde_json::json!({}) });
     assert!(matches!(Agent::new(config, NoCallbacks), Err(AgentError::InvalidOptions(_))));
 }
+
+#[test]
+fn a_prompt_while_paused_is_staged_for_the_turn_end() {
+    let (r, agent) = run(
+        "staged_while_paused",
+        decide("get_weather", ToolDecision::Pause("needs approval".into())),
+        scenario(
+            vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny."]), text(&["Rainy."])],
+            vec![
+                at(0, prompt("What is the weather in Paris?")),
+                at(500, prompt("And in Rome?")),
+                at(1000, Action::Resume(ToolDecision::Execute)),
+            ],
+        ),
+    );
+    let sk = skeleton(&r);
+    assert_eq!(sk[4..7], ["status paused", "pause toolu_1 get_weather: needs approval", "status busy"]);
+    assert!(sk.contains(&"turn continue stop messages=4 usage=40/31"), "{sk:?}");
+    assert_eq!(sk[sk.len() - 1], "turn stop stop messages=2 usage=20/1");
+    assert_eq!(agent.messages().len(), 6);
+}
+
+#[test]
+fn cancel_during_a_step_retry_wait_discards_the_turn() {
+    let callbacks = ScriptedCallbacks { retries: 5, ..ScriptedCallbacks::default() };
+    let (r, agent) = run(
+        "cancel_backoff",
+        callbacks,
+        scenario(vec![Reply::error(500, &[], SERVER_ERROR)], vec![at(0, prompt("Hi")), at(100, Action::Cancel)]),
+    );
+    assert_eq!(
+        skeleton(&r),
+        ["status busy", r#"message user["Hi"]"#, "retry step 1 after provider Server 500", "status idle", "cancelled"]
+    );
+    assert_eq!(r.requests.len(), 1, "the retry was never sent");
+    assert!(agent.messages().is_empty());
+}
