@@ -2,19 +2,22 @@
 //! events, as a sans-IO state machine.
 //!
 //! ```text
-//!                 prompt (staged while busy or paused: last one wins)
-//!   Idle ───────────────────────────────┐
-//!    ▲                                  ▼
-//!    │ stop          ┌──────────── Streaming (inner Generate, max_steps 1) ◄──────┐
-//!    │               │ answer without     │ tool calls      │ failure             │
-//!    │               ▼ tools to run       ▼                 ▼                     │
-//!    ├──── turn end (handle_turn │   Deciding (one call   handle_error ─ retry ─► Backoff
-//!    │     or staged prompt)     │   at a time) ──pause──► Paused                 │
-//!    │          │ continue ──► next turn │    ◄──resume──────┘                    │
-//!    │          │                        ▼                                        │
-//!    │          │              Tools (parallel runs, deadlines) ── results ── next step
-//!    │   no handler / max_steps: turn end with stop reason tool_use
-//!   cancel or final error (from any busy or paused state): the turn is discarded
+//!          prompt                    failure ─► handle_error ─ retry ─► Backoff ─┐
+//!   Idle ──────────► Streaming ──────┘                  │ stop                  │
+//!    ▲  (a prompt     (inner Generate, ◄────────────────┼───────────────────────┘
+//!    │   while busy    max_steps = 1)                   ▼
+//!    │   or paused     │ answer       │ tool calls     Idle (error; turn discarded)
+//!    │   is staged)    │ without      ▼
+//!    │                 │ calls      Deciding (handle_tool_use, one call at a time)
+//!    │                 │              │ pause ─► Paused ─ resume ─┐   │ no handler,
+//!    │                 │              ◄───────────────────────────┘   │ max_steps
+//!    │                 │              ▼                               │
+//!    │                 │            Tools (parallel runs, deadlines)  │
+//!    │                 │              │ results in call order         │
+//!    │                 │              └──────► next step (Streaming)  │
+//!    │                 ▼                                              ▼
+//!    └── stop ──── turn end: handle_turn, overridden by a staged prompt ── continue ─► next turn
+//!   cancel (busy or paused) ─► Idle, turn discarded
 //! ```
 //!
 //! A *step* is one model request and its answer; a *turn* starts with a prompt and ends
