@@ -7,5 +7,6 @@ pub mod fixtures;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;
+pub mod structured;
 pub mod synth;
 pub mod upstream;

@@ -22,8 +22,7 @@ fn schema() -> OutputSchema {
 
 fn run(replies: Vec<omni_conformance::sim::Reply>) -> SimResult {
     let model = scenarios::model();
-    let mut options = omni_core::Options::default();
-    options.output = Some(schema());
+    let options = omni_core::Options { output: Some(schema()), ..Default::default() };
     let mut config = GenerateConfig::new(
         model,
         scenarios::provider("http://replay.invalid/v1"),

@@ -1,4 +1,5 @@
-//! JSON Schemas: builders for the common shapes, and validation behind a trait.
+//! JSON Schemas: builders for the common shapes, schemas from Rust types (feature
+//! `schemars`: `for_type`), and validation behind a trait.
 //!
 //! ```
 //! use omni_core::schema::{self, Validator};
@@ -14,7 +15,11 @@
 //! ```
 
 mod builder;
+mod typed;
 mod validate;
 
 pub use builder::{any_of, array, boolean, enumeration, integer, number, object, string, Schema};
+pub use typed::decode_output;
+#[cfg(feature = "schemars")]
+pub use typed::{for_type, name_for, output_for};
 pub use validate::{JsonSchemaValidator, SchemaError, ValidationError, Validator};
