@@ -21,6 +21,9 @@ use crate::response::Response;
 /// - the root `title` (the type's name) and descriptions from doc comments are kept: the
 ///   model reads them.
 ///
+/// Tool inputs, and structured output at most providers, must be JSON objects: use a
+/// struct (or a map) for `T`.
+///
 /// ```
 /// # #[cfg(feature = "schemars")] {
 /// use omni_core::schema::{self, Validator};
