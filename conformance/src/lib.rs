@@ -10,3 +10,9 @@ pub mod sim;
 pub mod structured;
 pub mod synth;
 pub mod upstream;
+
+/// The README's examples, compiled (and run where they need no network) as doc tests of
+/// this crate, which can see every driver.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

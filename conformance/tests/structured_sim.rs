@@ -22,7 +22,7 @@ fn schema() -> OutputSchema {
 
 fn run(replies: Vec<omni_conformance::sim::Reply>) -> SimResult {
     let model = scenarios::model();
-    let options = omni_core::Options { output: Some(schema()), ..Default::default() };
+    let options = omni_core::Options { output: Some(schema()), ..omni_core::Options::default() };
     let mut config = GenerateConfig::new(
         model,
         scenarios::provider("http://replay.invalid/v1"),

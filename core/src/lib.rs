@@ -54,8 +54,3 @@ pub use options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, R
 pub use provider::{ApiKey, Auth, Provider, Quirks};
 pub use response::{Response, StopReason, Warning};
 pub use usage::{Cost, Usage};
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::io::{Effect, ToolOutcome, ToolRunId};
 use super::DEFAULT_TOOL_TIMEOUT;
 use crate::message::{Block, ToolResult, ToolSpec, ToolUse};
+use crate::schema::adapt::validate_adapted;
 use crate::schema::{JsonSchemaValidator, SchemaError, Validator};
 
 /// A tool as the generate machine sees it.
@@ -75,7 +76,9 @@ fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, Str
         return Err(format!("invalid input for tool {:?}: expected a JSON object, got {got}", call.name));
     }
     match &decl.validator {
-        Some(v) => v.validate(&call.input).map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
+        // Strict mode sends optional properties as nullable: a `null` there means absent.
+        Some(v) => validate_adapted(v.as_ref(), &call.input)
+            .map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
         None => Ok(call.input.clone()),
     }
 }

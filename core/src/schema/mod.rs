@@ -1,5 +1,6 @@
 //! JSON Schemas: builders for the common shapes, schemas from Rust types (feature
-//! `schemars`: `for_type`), and validation behind a trait.
+//! `schemars`: `for_type`), validation behind a trait, and [`adapt`]ation to what each
+//! provider accepts.
 //!
 //! ```
 //! use omni_core::schema::{self, Validator};
@@ -14,6 +15,7 @@
 //! assert_eq!(err.path, "/days");
 //! ```
 
+pub mod adapt;
 mod builder;
 mod typed;
 mod validate;
