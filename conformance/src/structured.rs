@@ -354,7 +354,9 @@ pub fn check_output_case(case: &OutputCase, outcome: Result<City, OutputFailure>
     let first = body(&requests[0]);
     let format = &first["output_config"]["format"];
     assert_eq!(format["type"], "json_schema", "{name}: {first}");
-    assert_eq!(format["schema"], schema::for_type::<City>(), "{name}: the schema comes from the type");
+    // The type's schema, as fitted to Anthropic's structured outputs.
+    let sent = schema::adapt::anthropic_output(&schema::for_type::<City>()).0;
+    assert_eq!(format["schema"], sent, "{name}: the schema comes from the type");
     if let Some(fragment) = case.correction {
         let second = body(&requests[1]);
         let asked = last_user_text(&second);

@@ -101,6 +101,7 @@ fn a_validator_alone_asks_for_json_with_its_schema() {
         &Scenario { replies: vec![answer(r#"{"name": "Paris", "population": 1}"#)], ..Scenario::default() },
     );
     let body: serde_json::Value = serde_json::from_slice(&r.requests[0].body).unwrap();
-    assert_eq!(body["output_config"]["format"]["schema"], schema().schema);
+    let sent = omni_core::schema::adapt::anthropic_output(&schema().schema).0;
+    assert_eq!(body["output_config"]["format"]["schema"], sent);
     assert_eq!(r.response.unwrap().output, Some(json!({"name": "Paris", "population": 1})));
 }
