@@ -8,6 +8,7 @@ pub mod fixtures;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;
+pub mod structured;
 pub mod synth;
 pub mod upstream;
 

@@ -34,6 +34,10 @@ pub mod schema;
 pub mod tool;
 pub mod usage;
 
+/// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).
+#[cfg(feature = "schemars")]
+pub use schemars;
+
 pub use accumulator::Accumulator;
 pub use catalogue::{Catalogue, CatalogueError, LookupError};
 pub use decoder::{decode_body, Progress, StreamDecoder};

@@ -1,5 +1,6 @@
-//! JSON Schemas: builders for the common shapes, validation behind a trait, and
-//! [`adapt`]ation to what each provider accepts.
+//! JSON Schemas: builders for the common shapes, schemas from Rust types (feature
+//! `schemars`: `for_type`), validation behind a trait, and [`adapt`]ation to what each
+//! provider accepts.
 //!
 //! ```
 //! use omni_core::schema::{self, Validator};
@@ -16,7 +17,11 @@
 
 pub mod adapt;
 mod builder;
+mod typed;
 mod validate;
 
 pub use builder::{any_of, array, boolean, enumeration, integer, number, object, string, Schema};
+pub use typed::decode_output;
+#[cfg(feature = "schemars")]
+pub use typed::{for_type, name_for, output_for};
 pub use validate::{JsonSchemaValidator, SchemaError, ValidationError, Validator};
