@@ -19,6 +19,13 @@
 //!   layout (a loop thread and a request thread per call, a channel hop per read and one
 //!   to the application), to attribute the difference.
 //!
+//! - `tls_*`: the same over HTTPS (the server's own authority trusted through
+//!   `root_certificate`, the Mozilla roots plus one), with `tls_baseline_fresh_agent`
+//!   making a fresh agent per request as the driver does: ureq builds the rustls
+//!   configuration per agent, so each request parses the roots again and starts with an
+//!   empty session cache (no resumption), the price of cancelling through
+//!   `Agent::shutdown`.
+//!
 //! The ratio `omni / baseline` (medians) is what omni adds over the bare client. One
 //! iteration per sample: the previous stream is dropped (divan drops a sample's outputs
 //! after timing it), its leftovers given 2 ms to finish and the server's reply queued,
@@ -52,13 +59,21 @@ const READ_BUFFER: usize = 16 * 1024;
 fn main() {
     divan::main();
     let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--test" || a == "--list") {
+    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
         let f = fixture();
         paired(
             "blocking",
             || f.prepare(),
             || drop(omni_first_delta(&f.client)),
             || drop(bare_first_delta(&f.agent, &f.request)),
+        );
+        let t = tls_fixture();
+        paired(
+            "blocking https",
+            || t.prepare(),
+            || drop(omni_first_delta(&t.client)),
+            || drop(bare_first_delta(&t.agent, &t.request)),
         );
     }
 }
@@ -132,38 +147,66 @@ impl Fixture {
 
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let reply = paced(&text_events(&["Hello", " there", ", how", " are", " you?"]), Duration::ZERO);
-        let server = ReplayServer::start(vec![reply.clone()]).expect("replay server");
-        let client = Client::builder()
-            .base_url("anthropic", format!("{}/v1", server.base_url()))
-            .api_key("anthropic", "sk-replay")
-            .build()
-            .expect("omni client");
-        // Warm-up call: checks the setup and captures the request omni sends.
-        let response = client.generate_text(MODEL, PROMPT, Options::default()).expect("warm-up call");
-        assert_eq!(response.text(), "Hello there, how are you?");
-        let recorded = server.requests().pop().expect("the warm-up request");
-        let skip = ["host", "content-length", "connection", "transfer-encoding"];
-        let request = Captured {
-            url: format!("{}{}", server.base_url(), recorded.path),
-            headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
-            body: recorded.body,
-        };
-        Fixture { server, reply, client, agent: bare_agent(), request }
-    })
+    FIXTURE.get_or_init(|| build_fixture(false))
+}
+
+fn tls_fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| build_fixture(true))
+}
+
+/// A replay server (HTTPS with its own certificate authority when `tls`), an omni
+/// client and a bare agent that trust it, and the request omni sends.
+fn build_fixture(tls: bool) -> Fixture {
+    let reply = paced(&text_events(&["Hello", " there", ", how", " are", " you?"]), Duration::ZERO);
+    let (server, ca) = if tls {
+        let (server, ca) = ReplayServer::start_tls(vec![reply.clone()]).expect("replay server");
+        (server, Some(ca))
+    } else {
+        (ReplayServer::start(vec![reply.clone()]).expect("replay server"), None)
+    };
+    let mut builder =
+        Client::builder().base_url("anthropic", format!("{}/v1", server.base_url())).api_key("anthropic", "sk-replay");
+    if let Some(ca) = &ca {
+        builder = builder.root_certificate(ca.as_bytes());
+    }
+    let client = builder.build().expect("omni client");
+    // Warm-up call: checks the setup and captures the request omni sends.
+    let response = client.generate_text(MODEL, PROMPT, Options::default()).expect("warm-up call");
+    assert_eq!(response.text(), "Hello there, how are you?");
+    let recorded = server.requests().pop().expect("the warm-up request");
+    let skip = ["host", "content-length", "connection", "transfer-encoding"];
+    let request = Captured {
+        url: format!("{}{}", server.base_url(), recorded.path),
+        headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
+        body: recorded.body,
+    };
+    Fixture { server, reply, client, agent: bare_agent(ca.as_deref()), request }
 }
 
 /// ureq configured as omni-blocking configures it: statuses are responses, no
-/// redirects, rustls, no timeouts beyond resolve and connect.
-fn bare_agent() -> ureq::Agent {
-    let tls = ureq::tls::TlsConfig::builder().provider(ureq::tls::TlsProvider::Rustls).build();
+/// redirects, rustls, no timeouts beyond resolve and connect; with `ca`, the Mozilla
+/// roots plus that certificate, as `root_certificate` sets them.
+fn bare_agent(ca: Option<&str>) -> ureq::Agent {
+    let mut tls = ureq::tls::TlsConfig::builder().provider(ureq::tls::TlsProvider::Rustls);
+    if let Some(ca) = ca {
+        let mut certs: Vec<ureq::tls::Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+            .collect();
+        for item in ureq::tls::parse_pem(ca.as_bytes()) {
+            if let Ok(ureq::tls::PemItem::Certificate(cert)) = item {
+                certs.push(cert);
+            }
+        }
+        tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+    }
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_resolve(Some(omni_blocking::CONNECT_TIMEOUT))
         .timeout_connect(Some(omni_blocking::CONNECT_TIMEOUT))
-        .tls_config(tls)
+        .tls_config(tls.build())
         .build()
         .new_agent()
 }
@@ -265,4 +308,32 @@ fn bare_in_driver_threads() -> mpsc::Receiver<Vec<u8>> {
     });
     events_rx.recv().expect("a read holding the delta");
     events_rx
+}
+
+/// HTTPS (the server's own authority trusted through `root_certificate`): omni.
+#[divan::bench(sample_size = 1, sample_count = SAMPLES)]
+fn tls_omni(bencher: Bencher) {
+    let f = tls_fixture();
+    bencher.with_inputs(|| f.prepare()).bench_local_values(|()| omni_first_delta(&f.client));
+}
+
+/// HTTPS: the bare agent, kept across requests (its rustls configuration, and with it
+/// the TLS session cache, is built once).
+#[divan::bench(sample_size = 1, sample_count = SAMPLES)]
+fn tls_baseline(bencher: Bencher) {
+    let f = tls_fixture();
+    bencher.with_inputs(|| f.prepare()).bench_local_values(|()| bare_first_delta(&f.agent, &f.request));
+}
+
+/// HTTPS: a fresh agent from the same configuration per request, as the driver makes
+/// one per request (so that a cancel can shut its sockets down). ureq builds the
+/// rustls configuration per agent, so each request parses the roots again and starts
+/// with an empty TLS session cache.
+#[divan::bench(sample_size = 1, sample_count = SAMPLES)]
+fn tls_baseline_fresh_agent(bencher: Bencher) {
+    let f = tls_fixture();
+    bencher.with_inputs(|| f.prepare()).bench_local_values(|()| {
+        let agent = ureq::Agent::new_with_config(f.agent.config().clone());
+        bare_first_delta(&agent, &f.request)
+    });
 }

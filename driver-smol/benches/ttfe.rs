@@ -19,6 +19,9 @@
 //!   the driver adds), the head parsed by ureq-proto, then the chunked body decoded until
 //!   a decoded piece contains the first `text_delta`: no SSE or JSON parsing.
 //!
+//! - `omni_one_thread`: `omni` with the client's tasks on an executor the bench thread
+//!   drives (`ClientBuilder::executor`), so no hop crosses threads: omni's own work.
+//!
 //! The ratio `omni / baseline` (medians) is what omni adds over the bare stack. One
 //! iteration per sample: the previous stream is dropped (divan drops a sample's outputs
 //! after timing it), its leftovers given 2 ms to finish and the server's reply queued,
@@ -31,7 +34,7 @@
 //! Run: `cargo bench -p omni-smol --bench ttfe`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, missing_docs)]
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use divan::Bencher;
@@ -42,6 +45,7 @@ use omni_conformance::scenarios::{paced, text_events};
 use omni_conformance::sim::Reply;
 use omni_smol::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 use smol::net::TcpStream;
+use smol::{Executor, Timer};
 use ureq_proto::client::{Call, RecvResponseResult, SendRequestResult};
 use ureq_proto::http;
 
@@ -55,12 +59,19 @@ const READ_SIZE: usize = 16 * 1024;
 fn main() {
     divan::main();
     let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--test" || a == "--list") {
+    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
         let f = fixture();
         paired(
             "smol",
             || f.prepare(),
             || drop(smol::block_on(omni_first_delta(&f.client))),
+            || drop(smol::block_on(bare_first_delta(&f.request))),
+        );
+        paired(
+            "smol, omni on the bench thread's executor",
+            || f.prepare(),
+            || drop(smol::block_on(f.executor.run(omni_first_delta(&f.local_client)))),
             || drop(smol::block_on(bare_first_delta(&f.request))),
         );
     }
@@ -119,6 +130,9 @@ struct Fixture {
     server: ReplayServer,
     reply: Reply,
     client: Client,
+    /// The same client with its tasks on `executor`, which the bench thread drives.
+    local_client: Client,
+    executor: Arc<Executor<'static>>,
     request: Captured,
 }
 
@@ -127,7 +141,8 @@ impl Fixture {
     /// leftovers (the cancelled call's tasks, the closing connection) finish, then
     /// queues the reply of the next request.
     fn prepare(&self) {
-        std::thread::sleep(SETTLE);
+        // Driving the bench thread's executor meanwhile, for the `omni_one_thread` tasks.
+        smol::block_on(self.executor.run(Timer::after(SETTLE)));
         self.server.push_replies([self.reply.clone()]);
     }
 }
@@ -152,7 +167,14 @@ fn fixture() -> &'static Fixture {
             headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
             body: recorded.body,
         };
-        Fixture { server, reply, client, request }
+        let executor = Arc::new(Executor::new());
+        let local_client = Client::builder()
+            .base_url("anthropic", format!("{}/v1", server.base_url()))
+            .api_key("anthropic", "sk-replay")
+            .executor(executor.clone())
+            .build()
+            .expect("omni client");
+        Fixture { server, reply, client, local_client, executor, request }
     })
 }
 
@@ -264,4 +286,14 @@ fn omni(bencher: Bencher) {
 fn baseline(bencher: Bencher) {
     let f = fixture();
     bencher.with_inputs(|| f.prepare()).bench_local_values(|()| smol::block_on(bare_first_delta(&f.request)));
+}
+
+/// omni with its tasks on an executor the bench thread drives (`ClientBuilder::executor`),
+/// so every hop stays on one thread like the baseline's: what omni's own work costs.
+#[divan::bench(sample_size = 1, sample_count = SAMPLES)]
+fn omni_one_thread(bencher: Bencher) {
+    let f = fixture();
+    bencher
+        .with_inputs(|| f.prepare())
+        .bench_local_values(|()| smol::block_on(f.executor.run(omni_first_delta(&f.local_client))));
 }

@@ -13,7 +13,6 @@
 //!   once) sending the very bytes omni sent (method, URL, headers, body captured by the
 //!   server in a warm-up call) and reading `Response::chunk` until a chunk contains the
 //!   first `text_delta`: no parsing at all, the least any reqwest-based client must do.
-//!
 //! - `omni_setup_only`: the pure, synchronous part of `stream_text` (resolving the call,
 //!   building the machine and its request), to attribute the difference.
 //!
@@ -26,8 +25,7 @@
 //!
 //! After divan's table, the same two measurements run interleaved in pairs (alternating
 //! which goes first), which cancels the load drifting between benchmarks on a shared
-//! machine; that prints the medians, quartiles and the ratio, and for the current-thread
-//! runtime the CPU time per call of the bench thread, where all the client's work runs.
+//! machine; that prints the medians, quartiles and the ratio.
 //!
 //! Run: `cargo bench -p omni-tokio --bench ttfe`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, missing_docs)]
@@ -56,13 +54,13 @@ const RUNTIMES: [&str; 2] = ["current_thread", "multi_thread"];
 fn main() {
     divan::main();
     let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--test" || a == "--list") {
+    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
+    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
         let f = fixture();
         for flavour in RUNTIMES {
             let rt = f.runtime(flavour);
             paired(
                 &format!("tokio {flavour}"),
-                flavour == "current_thread",
                 || f.prepare(rt),
                 || drop(rt.block_on(omni_first_delta(&f.client))),
                 || drop(rt.block_on(bare_first_delta(&f.http, &f.request))),
@@ -75,31 +73,21 @@ fn main() {
 /// first), so that the machine's load drifting between two divan benchmarks cannot
 /// bias the ratio. Prints the medians, quartiles and `omni / baseline` of the medians.
 /// Here the drop of the stream is timed too (it is cheap: a channel close).
-///
-/// With `cpu`, also the CPU time the bench thread spent per call (Linux only), which
-/// the load of the machine barely changes: on a current-thread runtime every task of
-/// either client runs on this thread, so this is the client-side work alone (the
-/// replay server runs on threads of its own).
-fn paired(name: &str, cpu: bool, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
+fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
     let (mut omni_times, mut baseline_times) = (Vec::new(), Vec::new());
-    let (mut omni_cpu, mut baseline_cpu) = (Vec::new(), Vec::new());
     for i in 0..PAIRS {
-        let timed = |f: &dyn Fn(), times: &mut Vec<Duration>, cpu: &mut Vec<Duration>| {
+        let timed = |f: &dyn Fn(), into: &mut Vec<Duration>| {
             prepare();
-            let cpu_before = thread_cpu();
             let started = Instant::now();
             f();
-            times.push(started.elapsed());
-            if let (Some(before), Some(after)) = (cpu_before, thread_cpu()) {
-                cpu.push(after.saturating_sub(before));
-            }
+            into.push(started.elapsed());
         };
         if i % 2 == 0 {
-            timed(&omni, &mut omni_times, &mut omni_cpu);
-            timed(&baseline, &mut baseline_times, &mut baseline_cpu);
+            timed(&omni, &mut omni_times);
+            timed(&baseline, &mut baseline_times);
         } else {
-            timed(&baseline, &mut baseline_times, &mut baseline_cpu);
-            timed(&omni, &mut omni_times, &mut omni_cpu);
+            timed(&baseline, &mut baseline_times);
+            timed(&omni, &mut omni_times);
         }
     }
     let (o, b) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
@@ -110,15 +98,6 @@ fn paired(name: &str, cpu: bool, prepare: impl Fn(), omni: impl Fn(), baseline: 
         o[2] / b[2],
         o[0] / b[0]
     );
-    if cpu && !omni_cpu.is_empty() && !baseline_cpu.is_empty() {
-        let (o, b) = (quantiles(&mut omni_cpu), quantiles(&mut baseline_cpu));
-        println!(
-            "  CPU of the bench thread per call: omni {}, baseline {}; omni/baseline: median {:.2}",
-            show(o),
-            show(b),
-            o[2] / b[2]
-        );
-    }
 }
 
 /// Fastest, p25, median, p75, in µs.
@@ -130,13 +109,6 @@ fn quantiles(times: &mut [Duration]) -> [f64; 4] {
 
 fn show(q: [f64; 4]) -> String {
     format!("median {:.0} µs (fastest {:.0}, p25 {:.0}, p75 {:.0})", q[2], q[0], q[1], q[3])
-}
-
-/// CPU time of the calling thread so far (Linux's scheduler statistics).
-fn thread_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = stat.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
 }
 
 /// A request exactly as omni sent it, replayed by the baseline.
