@@ -2,11 +2,19 @@
 //! provider streams, and helpers to replay both through the core.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+pub mod agent_sim;
 pub mod demo;
 pub mod fixtures;
 pub mod floor;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;
+pub mod structured;
 pub mod synth;
 pub mod upstream;
+
+/// The README's examples, compiled (and run where they need no network) as doc tests of
+/// this crate, which can see every driver.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -159,3 +159,35 @@ fn cancel_during_a_tool_call_cancels_the_tool() {
     assert_eq!(response.stop_reason, Some(StopReason::Cancelled));
     assert_eq!(r.requests.len(), 1);
 }
+
+#[test]
+fn a_tool_without_handler_ends_the_loop_and_returns_the_calls() {
+    use omni_conformance::scenarios::{paced, tool_events};
+    use omni_conformance::sim::Scenario;
+    let named = scenarios::all().into_iter().find(|s| s.name == "text_stream").expect("scenario");
+    let mut config = scenarios::config(&named, "http://replay.invalid/v1");
+    for tool in &mut config.tools {
+        tool.executable = false; // schema-only: the caller handles the calls
+    }
+    let reply = paced(&tool_events(&[("toolu_1", "get_weather", r#"{"city":"Paris"}"#)]), Duration::ZERO);
+    let r = simulate(config, &Scenario { replies: vec![reply], ..Scenario::default() });
+    assert_eq!(r.requests.len(), 1);
+    assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));
+    let response = r.response.expect("a response");
+    assert_eq!(response.stop_reason, Some(StopReason::ToolUse));
+    let calls: Vec<_> = response.message.tool_uses().map(|t| (t.name.clone(), t.input.clone())).collect();
+    assert_eq!(calls, [("get_weather".to_string(), serde_json::json!({"city": "Paris"}))]);
+}
+
+#[test]
+fn max_steps_stops_the_loop_with_the_pending_calls() {
+    use omni_conformance::scenarios::{paced, tool_events};
+    use omni_conformance::sim::Scenario;
+    let named = scenarios::all().into_iter().find(|s| s.name == "two_step_tool_loop").expect("scenario");
+    let mut config = scenarios::config(&named, "http://replay.invalid/v1");
+    config.options.max_steps = Some(1);
+    let reply = paced(&tool_events(&[("toolu_1", "get_weather", r#"{"city":"Paris"}"#)]), Duration::ZERO);
+    let r = simulate(config, &Scenario { replies: vec![reply], tools: named.scenario.tools.clone(), cancel_at: None });
+    assert_eq!(r.requests.len(), 1, "one step allowed");
+    assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::ToolUse));
+}

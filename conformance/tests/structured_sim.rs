@@ -22,8 +22,7 @@ fn schema() -> OutputSchema {
 
 fn run(replies: Vec<omni_conformance::sim::Reply>) -> SimResult {
     let model = scenarios::model();
-    let mut options = omni_core::Options::default();
-    options.output = Some(schema());
+    let options = omni_core::Options { output: Some(schema()), ..omni_core::Options::default() };
     let mut config = GenerateConfig::new(
         model,
         scenarios::provider("http://replay.invalid/v1"),
@@ -84,4 +83,25 @@ fn a_reply_cut_by_the_token_limit_is_not_retried() {
     let response = r.response.unwrap();
     assert_eq!(response.stop_reason, Some(StopReason::Length));
     assert!(response.output_error.unwrap().contains("cut by the output token limit"));
+}
+
+#[test]
+fn a_validator_alone_asks_for_json_with_its_schema() {
+    let validator = omni_core::schema::JsonSchemaValidator::new(schema().schema).unwrap();
+    let mut config = GenerateConfig::new(
+        scenarios::model(),
+        scenarios::provider("http://replay.invalid/v1"),
+        Context::from_prompt("The largest city of France, as JSON."),
+        omni_core::Options::default(),
+    );
+    config.api_key = Some("k".into());
+    config.output_validator = Some(std::sync::Arc::new(validator));
+    let r = simulate(
+        config,
+        &Scenario { replies: vec![answer(r#"{"name": "Paris", "population": 1}"#)], ..Scenario::default() },
+    );
+    let body: serde_json::Value = serde_json::from_slice(&r.requests[0].body).unwrap();
+    let sent = omni_core::schema::adapt::anthropic_output(&schema().schema).0;
+    assert_eq!(body["output_config"]["format"]["schema"], sent);
+    assert_eq!(r.response.unwrap().output, Some(json!({"name": "Paris", "population": 1})));
 }

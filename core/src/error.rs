@@ -104,6 +104,10 @@ impl ProviderError {
         if CONTEXT_TOO_LONG_MARKERS.iter().any(|m| mentions(m)) {
             return ProviderErrorKind::ContextTooLong;
         }
+        // Gemini answers a bad key with 400 INVALID_ARGUMENT and reason API_KEY_INVALID.
+        if mentions("api_key_invalid") || mentions("api key not valid") || mentions("invalid api key") {
+            return ProviderErrorKind::Authentication;
+        }
         if mentions("overloaded") || code_l == "unavailable" {
             return ProviderErrorKind::Overloaded;
         }
@@ -316,6 +320,14 @@ mod tests {
             ContextTooLong
         );
         assert_eq!(ProviderError::classify(Some(400), None, "bad"), InvalidRequest);
+        assert_eq!(
+            ProviderError::classify(
+                Some(400),
+                Some("INVALID_ARGUMENT"),
+                "API key not valid. Please pass a valid API key."
+            ),
+            Authentication
+        );
         assert_eq!(ProviderError::classify(Some(502), None, "bad gateway"), Server);
         assert!(ProviderError::new(Some(500), None, "x").is_retryable());
         assert!(!ProviderError::new(Some(401), None, "x").is_retryable());

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod accumulator;
+pub mod agent;
 pub mod catalogue;
 pub mod client;
 pub mod decoder;
@@ -33,6 +34,10 @@ pub mod schema;
 pub mod tool;
 pub mod usage;
 
+/// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).
+#[cfg(feature = "schemars")]
+pub use schemars;
+
 pub use accumulator::Accumulator;
 pub use catalogue::{Catalogue, CatalogueError, LookupError};
 pub use decoder::{decode_body, Progress, StreamDecoder};
@@ -50,8 +55,3 @@ pub use options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, R
 pub use provider::{ApiKey, Auth, Provider, Quirks};
 pub use response::{Response, StopReason, Warning};
 pub use usage::{Cost, Usage};
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

@@ -82,6 +82,20 @@ impl Client {
     ) -> Result<Response, Error> {
         self.call(model, context).options(options).generate()
     }
+
+    /// Generates a `T` as structured output; see [`Call::generate_object`].
+    #[cfg(feature = "schemars")]
+    pub fn generate_object<T>(
+        &self,
+        model: impl Into<ModelRef>,
+        context: impl Into<Context>,
+        options: Options,
+    ) -> Result<T, Error>
+    where
+        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+    {
+        self.call(model, context).options(options).generate_object()
+    }
 }
 
 /// Builds a [`Client`].

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use omni_core::client::{CallSpec, ModelRef};
 use omni_core::generate::{Generate, GenerateConfig};
+use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
 
 use crate::blocking_client::Client;
@@ -25,11 +26,20 @@ pub struct Call {
     options: Options,
     tools: Vec<Tool>,
     api_key: Option<ApiKey>,
+    output_validator: Option<Arc<dyn Validator>>,
 }
 
 impl Call {
     pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Call {
-        Call { client, model, context, options: Options::default(), tools: Vec::new(), api_key: None }
+        Call {
+            client,
+            model,
+            context,
+            options: Options::default(),
+            tools: Vec::new(),
+            api_key: None,
+            output_validator: None,
+        }
     }
 
     /// Options for this call, merged over the client's defaults.
@@ -58,6 +68,14 @@ impl Call {
         self
     }
 
+    /// Checks structured output with `validator` instead of the schema of the `output`
+    /// option (without one, the validator's schema is sent as the output schema). An
+    /// invalid reply is sent back to the model for a correction, as usual.
+    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Call {
+        self.output_validator = Some(validator);
+        self
+    }
+
     /// The generate machine's configuration this call resolves to (model, provider,
     /// key, merged options, tools), as [`Call::stream`] would start it.
     pub fn config(&self) -> Result<GenerateConfig, Error> {
@@ -69,6 +87,7 @@ impl Call {
             api_key: self.api_key.clone(),
         };
         let mut config = self.client.inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
+        config.output_validator.clone_from(&self.output_validator);
         if self.client.inner.random_retry_seed {
             // Jitter must differ between calls so that clients failing together do not
             // retry together; a policy set on the client keeps its seed.
@@ -92,5 +111,32 @@ impl Call {
     /// Runs the call to the end and returns the final response.
     pub fn generate(self) -> Result<Response, Error> {
         self.stream()?.response()
+    }
+
+    /// Runs the call asking for a `T` (structured output with `T`'s schema, named after
+    /// the type) and decodes it. Invalid replies are sent back for a correction (up to 3);
+    /// when none is usable the error is [`Error::Output`] with the last problem.
+    ///
+    /// ```no_run
+    /// # fn demo(client: omni_blocking::Client) -> Result<(), omni_blocking::Error> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     population: u64,
+    /// }
+    ///
+    /// let city: City = client.call("anthropic:claude-sonnet-4-5", "The largest city of France").generate_object()?;
+    /// println!("{} has {} people", city.name, city.population);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn generate_object<T>(mut self) -> Result<T, Error>
+    where
+        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+    {
+        self.options.output = Some(omni_core::schema::output_for::<T>());
+        let response = self.generate()?;
+        omni_core::schema::decode_output(&response)
+            .map_err(|error| Error::Output { error, response: Box::new(response) })
     }
 }

@@ -22,6 +22,14 @@ pub enum Error {
     /// The driver could not start: the HTTP client could not be built, a bad
     /// certificate, a thread that could not be spawned.
     Setup(String),
+    /// The call ended without the structured output asked for: every correction failed,
+    /// the reply was cut by the token limit, or the value does not decode as the type.
+    Output {
+        /// Why (for invalid replies, the last validation error).
+        error: String,
+        /// The final response, replies and corrections included.
+        response: Box<Response>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -30,6 +38,7 @@ impl fmt::Display for Error {
             Error::Client(e) => write!(f, "{e}"),
             Error::Generate { error, .. } => write!(f, "{error}"),
             Error::Setup(m) => write!(f, "{m}"),
+            Error::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
 }
@@ -39,7 +48,7 @@ impl std::error::Error for Error {
         match self {
             Error::Client(e) => Some(e),
             Error::Generate { error, .. } => Some(error),
-            Error::Setup(_) => None,
+            Error::Setup(_) | Error::Output { .. } => None,
         }
     }
 }

@@ -39,6 +39,10 @@
 //! println!("{}", answer.text());
 //! # Ok::<(), omni_blocking::Error>(())
 //! ```
+//!
+//! With the `schemars` feature, types give the schemas: `Tool::from_type` (the handler
+//! gets the decoded input) and `Call::generate_object` (structured output decoded into
+//! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod blocking_client;

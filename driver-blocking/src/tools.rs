@@ -16,6 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use omni_core::generate::{ToolDecl, ToolOutcome};
+use omni_core::schema::Validator;
 use omni_core::tool::{outcome, panic_message, typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
 use serde::de::DeserializeOwned;
@@ -42,6 +43,7 @@ pub struct Tool {
     spec: ToolSpec,
     handler: Option<Handler>,
     timeout: Option<Duration>,
+    validator: Option<Arc<dyn Validator>>,
 }
 
 impl fmt::Debug for Tool {
@@ -50,6 +52,7 @@ impl fmt::Debug for Tool {
             .field("name", &self.spec.name)
             .field("has_handler", &self.handler.is_some())
             .field("timeout", &self.timeout)
+            .field("validator", &self.validator)
             .finish()
     }
 }
@@ -64,7 +67,7 @@ impl Tool {
         handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Tool {
         let handler: Handler = Arc::new(move |input| handler(input).map(Into::into));
-        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None }
+        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
     }
 
     /// A tool whose handler gets the input decoded as `T`; input that does not decode
@@ -78,10 +81,94 @@ impl Tool {
         Tool::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
     }
 
+    /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
+    /// handler gets a `T`. The model's input is checked against the schema before the
+    /// handler runs; what fails goes back to the model as an error result.
+    ///
+    /// ```
+    /// use omni_blocking::{Tool, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Weather {
+    ///     /// City name.
+    ///     city: String,
+    /// }
+    ///
+    /// let tool = Tool::from_type("get_weather", "The weather in a city", |w: Weather| {
+    ///     Ok::<_, ToolError>(format!("sunny in {}", w.city))
+    /// });
+    /// assert_eq!(tool.spec().input_schema["required"], serde_json::json!(["city"]));
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn from_type<T: DeserializeOwned + omni_core::schemars::JsonSchema + 'static, O: Into<ToolOutput>>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
+    ) -> Tool {
+        Tool::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+    }
+
+    /// [`Tool::from_type`] for a handler that needs state (a store, a client): the tool
+    /// keeps `state` and lends it to every call. Build the description from the state
+    /// first when it should tell the model what the state holds.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use std::sync::Arc;
+    /// use omni_blocking::{Tool, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Lookup {
+    ///     city: String,
+    /// }
+    ///
+    /// let populations = Arc::new(BTreeMap::from([("Paris".to_string(), 2_102_650u64)]));
+    /// let known: Vec<&str> = populations.keys().map(String::as_str).collect();
+    /// let description = format!("The population of a city. Known cities: {}.", known.join(", "));
+    /// let tool = Tool::from_type_with_state(
+    ///     populations.clone(),
+    ///     "city_population",
+    ///     description,
+    ///     |populations: &Arc<BTreeMap<String, u64>>, query: Lookup| {
+    ///         populations.get(&query.city).map(u64::to_string).ok_or(ToolError::from("unknown city"))
+    ///     },
+    /// );
+    /// assert!(tool.spec().description.ends_with("Known cities: Paris."));
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn from_type_with_state<S, T, O>(
+        state: S,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: impl Fn(&S, T) -> Result<O, ToolError> + Send + Sync + 'static,
+    ) -> Tool
+    where
+        S: Send + Sync + 'static,
+        T: DeserializeOwned + omni_core::schemars::JsonSchema + 'static,
+        O: Into<ToolOutput>,
+    {
+        Tool::from_type(name, description, move |input: T| handler(&state, input))
+    }
+
+    /// A tool checked by `validator` instead of a schema: its
+    /// [`schema`](Validator::schema) is what the model is told, and its
+    /// [`validate`](Validator::validate) decides (and may normalise) the input before
+    /// the handler gets it, decoded as `T` (`serde_json::Value` for the raw input). A
+    /// rejection goes back to the model as an error result naming the problem.
+    pub fn with_validator<T: DeserializeOwned + 'static, O: Into<ToolOutput>>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        validator: Arc<dyn Validator>,
+        handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
+    ) -> Tool {
+        let schema = validator.schema().clone();
+        Tool { validator: Some(validator), ..Tool::typed(name, description, schema, handler) }
+    }
+
     /// A tool without a handler: when the model calls it, the loop stops and the calls
     /// are returned to the caller in the response.
     pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Tool {
-        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None }
+        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
     }
 
     /// Time limit for one call of this tool, overriding the `tool_timeout` option.
@@ -102,7 +189,11 @@ impl Tool {
 
     /// How the generate machine sees this tool.
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl { timeout: self.timeout, ..ToolDecl::new(self.spec.clone(), self.handler.is_some()) }
+        ToolDecl {
+            timeout: self.timeout,
+            validator: self.validator.clone(),
+            ..ToolDecl::new(self.spec.clone(), self.handler.is_some())
+        }
     }
 
     /// Runs the handler on a new thread; `done` gets the outcome (a panic becomes

@@ -88,7 +88,6 @@ impl Http {
             .max_redirects(0)
             .timeout_resolve(Some(CONNECT_TIMEOUT))
             .timeout_connect(Some(CONNECT_TIMEOUT))
-            .user_agent(concat!("omni-blocking/", env!("CARGO_PKG_VERSION")))
             .tls_config(tls.build())
             .build();
         Ok(Http { config })

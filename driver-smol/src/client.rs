@@ -69,6 +69,20 @@ impl Client {
         self.call(model, context).options(options).generate().await
     }
 
+    /// Generates a `T` as structured output; see [`Call::generate_object`].
+    #[cfg(feature = "schemars")]
+    pub async fn generate_object<T>(
+        &self,
+        model: impl Into<ModelRef>,
+        context: impl Into<Context>,
+        options: Options,
+    ) -> Result<T, Error>
+    where
+        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+    {
+        self.call(model, context).options(options).generate_object().await
+    }
+
     /// The client's configuration (catalogue, defaults).
     pub fn config(&self) -> &ClientConfig {
         &self.inner.config

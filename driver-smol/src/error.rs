@@ -21,6 +21,14 @@ pub enum Error {
     },
     /// The driver could not start (bad certificate, TLS setup).
     Setup(String),
+    /// The call ended without the structured output asked for: every correction failed,
+    /// the reply was cut by the token limit, or the value does not decode as the type.
+    Output {
+        /// Why (for invalid replies, the last validation error).
+        error: String,
+        /// The final response, replies and corrections included.
+        response: Box<Response>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -29,6 +37,7 @@ impl fmt::Display for Error {
             Error::Client(e) => write!(f, "{e}"),
             Error::Generate { error, .. } => write!(f, "{error}"),
             Error::Setup(m) => write!(f, "{m}"),
+            Error::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
 }

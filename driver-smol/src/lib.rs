@@ -14,6 +14,10 @@
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
+//!
+//! With the `schemars` feature, types give the schemas: `Tool::from_type` (the handler
+//! gets the decoded input) and `Call::generate_object` (structured output decoded into
+//! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod call;

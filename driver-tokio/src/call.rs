@@ -2,11 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
 use omni_core::client::{CallSpec, ModelRef};
 use omni_core::generate::{Effect, Generate, GenerateEvent, Input, RequestId, ToolRunId};
+use omni_core::schema::Validator;
 use omni_core::tool::{outcome, panic_message};
 use omni_core::{ApiKey, Context, Options, Response};
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
@@ -26,11 +28,20 @@ pub struct Call {
     options: Options,
     tools: Vec<Tool>,
     api_key: Option<ApiKey>,
+    output_validator: Option<Arc<dyn Validator>>,
 }
 
 impl Call {
     pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Self {
-        Call { client, model, context, options: Options::default(), tools: Vec::new(), api_key: None }
+        Call {
+            client,
+            model,
+            context,
+            options: Options::default(),
+            tools: Vec::new(),
+            api_key: None,
+            output_validator: None,
+        }
     }
 
     /// Options for this call, over the client's defaults.
@@ -57,6 +68,14 @@ impl Call {
         self
     }
 
+    /// Checks structured output with `validator` instead of the schema of the `output`
+    /// option (without one, the validator's schema is sent as the output schema). An
+    /// invalid reply is sent back to the model for a correction, as usual.
+    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Self {
+        self.output_validator = Some(validator);
+        self
+    }
+
     /// Starts the call and returns its events. Must be called inside a tokio runtime;
     /// dropping the stream cancels the call.
     pub fn stream(self) -> Result<TextStream, Error> {
@@ -72,7 +91,8 @@ impl Call {
             api_key: self.api_key,
         };
         let inner = &self.client.inner;
-        let config = inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
+        let mut config = inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
+        config.output_validator = self.output_validator;
         let machine = Generate::new(config, Instant::now())
             .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -83,6 +103,33 @@ impl Call {
     /// Runs the call to the end and returns the final response.
     pub async fn generate(self) -> Result<Response, Error> {
         self.stream()?.response().await
+    }
+
+    /// Runs the call asking for a `T` (structured output with `T`'s schema, named after
+    /// the type) and decodes it. Invalid replies are sent back for a correction (up to 3);
+    /// when none is usable the error is [`Error::Output`] with the last problem.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: omni_tokio::Client) -> Result<(), omni_tokio::Error> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     population: u64,
+    /// }
+    ///
+    /// let city: City = client.call("anthropic:claude-sonnet-4-5", "The largest city of France").generate_object().await?;
+    /// println!("{} has {} people", city.name, city.population);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub async fn generate_object<T>(mut self) -> Result<T, Error>
+    where
+        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+    {
+        self.options.output = Some(omni_core::schema::output_for::<T>());
+        let response = self.generate().await?;
+        omni_core::schema::decode_output(&response)
+            .map_err(|error| Error::Output { error, response: Box::new(response) })
     }
 }
 

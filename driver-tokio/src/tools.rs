@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use omni_core::generate::ToolDecl;
+use omni_core::schema::Validator;
 use omni_core::tool::{typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
 use serde::de::DeserializeOwned;
@@ -21,6 +22,7 @@ pub struct Tool {
     pub(crate) spec: ToolSpec,
     pub(crate) handler: Option<Handler>,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) validator: Option<Arc<dyn Validator>>,
 }
 
 impl fmt::Debug for Tool {
@@ -29,6 +31,7 @@ impl fmt::Debug for Tool {
             .field("name", &self.spec.name)
             .field("has_handler", &self.handler.is_some())
             .field("timeout", &self.timeout)
+            .field("validator", &self.validator)
             .finish()
     }
 }
@@ -50,7 +53,7 @@ impl Tool {
             let fut = handler(input);
             Box::pin(async move { fut.await.map(Into::into) })
         });
-        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None }
+        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
     }
 
     /// A tool whose handler takes a typed argument decoded from the input; a decoding
@@ -67,18 +70,117 @@ impl Tool {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        let handler = Arc::new(handler);
-        let erased: Handler = Arc::new(move |input| {
-            let handler = handler.clone();
-            Box::pin(async move { handler(typed_input::<T>(input)?).await.map(Into::into) })
-        });
-        Tool { spec: spec(name, description, input_schema), handler: Some(erased), timeout: None }
+        Tool {
+            spec: spec(name, description, input_schema),
+            handler: Some(erase(handler)),
+            timeout: None,
+            validator: None,
+        }
+    }
+
+    /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
+    /// handler gets a `T`. The model's input is checked against the schema before the
+    /// handler runs; what fails goes back to the model as an error result.
+    ///
+    /// ```
+    /// use omni_tokio::{Tool, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Weather {
+    ///     /// City name.
+    ///     city: String,
+    /// }
+    ///
+    /// let tool = Tool::from_type("get_weather", "The weather in a city", |w: Weather| async move {
+    ///     Ok::<_, ToolError>(format!("sunny in {}", w.city))
+    /// });
+    /// assert_eq!(tool.name(), "get_weather");
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn from_type<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Tool
+    where
+        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolOutput>,
+    {
+        Tool::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+    }
+
+    /// [`Tool::from_type`] for a handler that needs state (a store, a client): each call
+    /// gets its own clone of `state` (share it through an `Arc`, or use a type that is
+    /// cheap to clone). Build the description from the state first when it should tell
+    /// the model what the state holds.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use std::sync::Arc;
+    /// use omni_tokio::{Tool, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Lookup {
+    ///     city: String,
+    /// }
+    ///
+    /// let populations = Arc::new(BTreeMap::from([("Paris".to_string(), 2_102_650u64)]));
+    /// let known: Vec<&str> = populations.keys().map(String::as_str).collect();
+    /// let description = format!("The population of a city. Known cities: {}.", known.join(", "));
+    /// let tool = Tool::from_type_with_state(
+    ///     populations.clone(),
+    ///     "city_population",
+    ///     description,
+    ///     |populations: Arc<BTreeMap<String, u64>>, query: Lookup| async move {
+    ///         populations.get(&query.city).map(u64::to_string).ok_or(ToolError::from("unknown city"))
+    ///     },
+    /// );
+    /// assert_eq!(tool.name(), "city_population");
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn from_type_with_state<S, T, F, Fut, O>(
+        state: S,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Tool
+    where
+        S: Clone + Send + Sync + 'static,
+        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
+        F: Fn(S, T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolOutput>,
+    {
+        Tool::from_type(name, description, move |input: T| handler(state.clone(), input))
+    }
+
+    /// A tool checked by `validator` instead of a schema: its
+    /// [`schema`](Validator::schema) is what the model is told, and its
+    /// [`validate`](Validator::validate) decides (and may normalise) the input before
+    /// the handler gets it, decoded as `T` (`serde_json::Value` for the raw input). A
+    /// rejection goes back to the model as an error result naming the problem.
+    pub fn with_validator<T, F, Fut, O>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        validator: Arc<dyn Validator>,
+        handler: F,
+    ) -> Tool
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolOutput>,
+    {
+        Tool {
+            spec: spec(name, description, validator.schema().clone()),
+            handler: Some(erase(handler)),
+            timeout: None,
+            validator: Some(validator),
+        }
     }
 
     /// A tool without a handler: when the model calls it, the loop stops and the call
     /// is returned to the caller.
     pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Tool {
-        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None }
+        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
     }
 
     /// Overrides the time limit of one call of this tool.
@@ -93,8 +195,28 @@ impl Tool {
     }
 
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl { timeout: self.timeout, ..ToolDecl::new(self.spec.clone(), self.handler.is_some()) }
+        ToolDecl {
+            timeout: self.timeout,
+            validator: self.validator.clone(),
+            ..ToolDecl::new(self.spec.clone(), self.handler.is_some())
+        }
     }
+}
+
+/// A typed handler as the driver runs it: JSON in, decoded as `T` (a decoding failure is
+/// an error result for the model).
+fn erase<T, F, Fut, O>(handler: F) -> Handler
+where
+    T: DeserializeOwned + Send + 'static,
+    F: Fn(T) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    let handler = Arc::new(handler);
+    Arc::new(move |input| {
+        let handler = handler.clone();
+        Box::pin(async move { handler(typed_input::<T>(input)?).await.map(Into::into) })
+    })
 }
 
 fn spec(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> ToolSpec {

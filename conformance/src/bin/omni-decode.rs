@@ -86,43 +86,71 @@ fn decode(args: &Args, body: &[u8]) -> Result<ExitCode, String> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut events = Vec::new();
+    let mut terminal = None;
     let chunk = args.chunk_size.unwrap_or(body.len().max(1));
     for piece in body.chunks(chunk) {
         decoder.feed(piece, &mut events);
-        write_events(&mut out, &mut events)?;
+        write_events(&mut out, &mut events, &mut terminal)?;
     }
     decoder.finish(&mut events);
-    let last = events.pop();
-    write_events(&mut out, &mut events)?;
+    write_events(&mut out, &mut events, &mut terminal)?;
     let response = serde_json::to_string(&decoder.into_response()).map_err(|e| e.to_string())?;
     // `type` first, as in the event lines (serde_json's map would sort it last).
-    let (line, code) = match last {
+    let (line, code) = match terminal {
         Some(StreamEvent::Error { error }) => {
             let error = serde_json::to_string(&error).map_err(|e| e.to_string())?;
             (format!(r#"{{"type":"error","error":{error},"response":{response}}}"#), 1)
         }
-        Some(StreamEvent::Done { .. }) => (format!(r#"{{"type":"done","response":{response}}}"#), 0),
-        other => {
-            // The decoder always ends with done or error; print what came and fail loudly.
-            if let Some(e) = other {
-                write_events(&mut out, &mut vec![e])?;
-            }
-            (format!(r#"{{"type":"error","error":{{"type":"incomplete"}},"response":{response}}}"#), 1)
-        }
+        Some(_) => (format!(r#"{{"type":"done","response":{response}}}"#), 0),
+        // The decoder always ends with done or error; fail loudly if it did not.
+        None => (format!(r#"{{"type":"error","error":{{"type":"incomplete"}},"response":{response}}}"#), 1),
     };
     writeln!(out, "{line}").map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())?;
     Ok(ExitCode::from(code))
 }
 
-fn write_events(out: &mut impl Write, events: &mut Vec<StreamEvent>) -> Result<(), String> {
+/// Prints every event but the terminal one (`done` or `error`), which is kept for the
+/// last line.
+fn write_events(
+    out: &mut impl Write,
+    events: &mut Vec<StreamEvent>,
+    terminal: &mut Option<StreamEvent>,
+) -> Result<(), String> {
     for e in events.drain(..) {
+        if matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. }) {
+            *terminal = Some(e);
+            continue;
+        }
         let line = serde_json::to_string(&e).map_err(|e| e.to_string())?;
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-fn print_request(_args: &Args, _input: &[u8]) -> Result<ExitCode, String> {
-    Err("--request needs the model catalogue, which is not built yet".into())
+fn print_request(args: &Args, input: &[u8]) -> Result<ExitCode, String> {
+    use omni_core::client::{ClientConfig, ModelRef};
+    use omni_core::{ApiKey, Context, Options, RequestSpec};
+
+    let name = args.model.as_deref().ok_or("--request needs --model <provider>:<id>")?;
+    let context: Context =
+        serde_json::from_slice(input).map_err(|e| format!("the context on stdin is not valid: {e}"))?;
+    let options: Options = match &args.options {
+        Some(json) => serde_json::from_str(json).map_err(|e| format!("--options is not valid: {e}"))?,
+        None => Options::default(),
+    };
+    let config = ClientConfig::new().map_err(|e| e.to_string())?;
+    let env = |k: &str| std::env::var(k).ok();
+    let model = config.model(&ModelRef::from(name)).map_err(|e| e.to_string())?;
+    let provider = config.provider(&model, &env).map_err(|e| e.to_string())?;
+    // The key is only ever printed redacted; a stand-in lets the request build without one.
+    let key = provider.resolve_key(None, None, env).unwrap_or_else(|| ApiKey::new("unset"));
+    let spec =
+        RequestSpec { model: &model, provider: &provider, context: &context, options: &options, api_key: Some(&key) };
+    let built = model.dialect.build_request(&spec).map_err(|e| e.to_string())?;
+    print!("{}", omni_conformance::fixtures::request_to_json(&built.request));
+    for warning in &built.warnings {
+        eprintln!("warning: {}", warning.message);
+    }
+    Ok(ExitCode::SUCCESS)
 }

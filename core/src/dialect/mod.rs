@@ -110,6 +110,7 @@ impl Dialect {
             body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
         };
         request.set_header(Header::new("accept", accept_header(self.framing())));
+        request.set_header(Header::new("user-agent", USER_AGENT));
         match (&spec.provider.auth, key) {
             (Auth::Bearer, Some(key)) => {
                 request.set_header(Header::secret("authorization", format!("Bearer {}", key.expose())))
@@ -150,6 +151,9 @@ impl Dialect {
         ProviderError::new(Some(status), code, message).with_body(body).with_retry_after_from(headers)
     }
 }
+
+/// Sent with every request, the same from every driver.
+pub const USER_AGENT: &str = concat!("omni/", env!("CARGO_PKG_VERSION"));
 
 fn accept_header(framing: Framing) -> &'static str {
     match framing {

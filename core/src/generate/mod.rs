@@ -26,6 +26,8 @@ pub use io::{
     Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
 };
 pub use retry::RetryPolicy;
+/// Input checking shared with the agent's tool phase.
+pub(crate) use tools::check_input;
 pub use tools::ToolDecl;
 
 use std::collections::VecDeque;
@@ -76,6 +78,7 @@ pub struct GenerateConfig {
     /// No-progress limit.
     pub stall_timeout: Duration,
     /// Checks structured output; `None` with an `output` option: compiled from its schema.
+    /// Given without an `output` option, its schema is sent as one (named `output`).
     pub output_validator: Option<Arc<dyn Validator>>,
     /// Corrections asked for when the reply is not valid structured output.
     pub output_retries: u32,
@@ -157,6 +160,11 @@ impl Generate {
                 GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })
             })?;
             config.output_validator = Some(Arc::new(compiled));
+        }
+        // A validator alone still asks the provider for JSON: its schema goes on the wire.
+        if let (Some(validator), None) = (&config.output_validator, &config.options.output) {
+            config.options.output =
+                Some(crate::options::OutputSchema { name: "output".into(), schema: validator.schema().clone() });
         }
         for decl in &config.tools {
             if !config.context.tools.iter().any(|t| t.name == decl.spec.name) {

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::schema::adapt::validate_adapted;
 use crate::schema::Validator;
 
 /// The reply's JSON value if it parses and passes the validator, else a short reason.
@@ -11,7 +12,8 @@ pub(super) fn check(validator: &dyn Validator, text: &str) -> Result<Value, Stri
         return Err("the reply is empty, expected a JSON value".into());
     }
     let value: Value = serde_json::from_str(json).map_err(|e| format!("the reply is not valid JSON: {e}"))?;
-    validator.validate(&value).map_err(|e| format!("the reply does not match the schema: {e}"))
+    // Strict mode sends optional properties as nullable: a `null` there means absent.
+    validate_adapted(validator, &value).map_err(|e| format!("the reply does not match the schema: {e}"))
 }
 
 /// The user message asking for a corrected reply.
@@ -50,5 +52,9 @@ mod tests {
         let err = check(&v, r#"{"n": "three"}"#).unwrap_err();
         assert!(err.starts_with("the reply does not match the schema: at /n:"), "{err}");
         assert!(check(&v, "  ").is_err());
+        // Strict mode's stand-in for an absent optional property.
+        let optional =
+            JsonSchemaValidator::new(json!({"type":"object","properties":{"n":{"type":"integer"}}})).unwrap();
+        assert_eq!(check(&optional, r#"{"n": null}"#), Ok(json!({})));
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::io::{Effect, ToolOutcome, ToolRunId};
 use super::DEFAULT_TOOL_TIMEOUT;
 use crate::message::{Block, ToolResult, ToolSpec, ToolUse};
+use crate::schema::adapt::validate_adapted;
 use crate::schema::{JsonSchemaValidator, SchemaError, Validator};
 
 /// A tool as the generate machine sees it.
@@ -31,7 +32,7 @@ impl ToolDecl {
     }
 
     /// Compiles the validator from the input schema if none was given.
-    pub(super) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
+    pub(crate) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
         if self.validator.is_none() && self.executable {
             let compiled = JsonSchemaValidator::new(self.spec.input_schema.clone())
                 .map_err(|e| SchemaError(format!("tool {:?}: {}", self.spec.name, e.0)))?;
@@ -65,7 +66,7 @@ pub(super) fn all_runnable(decls: &[ToolDecl], context_tools: &[ToolSpec], calls
 
 /// The input a handler may see: a JSON object that passes the tool's validator (which
 /// may cast it). Otherwise the message the model gets back.
-fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
+pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
     if !call.input.is_object() {
         let got = match &call.input {
             serde_json::Value::String(_) => "text that is not valid JSON",
@@ -75,7 +76,9 @@ fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, Str
         return Err(format!("invalid input for tool {:?}: expected a JSON object, got {got}", call.name));
     }
     match &decl.validator {
-        Some(v) => v.validate(&call.input).map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
+        // Strict mode sends optional properties as nullable: a `null` there means absent.
+        Some(v) => validate_adapted(v.as_ref(), &call.input)
+            .map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
         None => Ok(call.input.clone()),
     }
 }

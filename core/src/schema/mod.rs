@@ -1,4 +1,6 @@
-//! JSON Schemas: builders for the common shapes, and validation behind a trait.
+//! JSON Schemas: builders for the common shapes, schemas from Rust types (feature
+//! `schemars`: `for_type`), validation behind a trait, and [`adapt`]ation to what each
+//! provider accepts.
 //!
 //! ```
 //! use omni_core::schema::{self, Validator};
@@ -13,8 +15,13 @@
 //! assert_eq!(err.path, "/days");
 //! ```
 
+pub mod adapt;
 mod builder;
+mod typed;
 mod validate;
 
 pub use builder::{any_of, array, boolean, enumeration, integer, number, object, string, Schema};
+pub use typed::decode_output;
+#[cfg(feature = "schemars")]
+pub use typed::{for_type, name_for, output_for};
 pub use validate::{JsonSchemaValidator, SchemaError, ValidationError, Validator};

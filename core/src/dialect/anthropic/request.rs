@@ -16,6 +16,7 @@ use crate::error::RequestError;
 use crate::http::Header;
 use crate::options::{Effort, Reasoning, ToolChoice};
 use crate::response::Warning;
+use crate::schema::adapt;
 
 /// The only API version; new features arrive as body fields or beta headers.
 const API_VERSION: &str = "2023-06-01";
@@ -101,7 +102,9 @@ pub(crate) fn build_request(
         }
     }
     if let Some(output) = &options.output {
-        output_config.insert("format".into(), json!({"type": "json_schema", "schema": output.schema}));
+        let (schema, adapted) = adapt::anthropic_output(&output.schema);
+        warnings.extend(adapt::label(adapted, &format!("output schema `{}`", output.name)));
+        output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
     }
     if !output_config.is_empty() {
         body.insert("output_config".into(), Value::Object(output_config));

@@ -11,6 +11,7 @@ use crate::error::RequestError;
 use crate::message::{Attachment, Block, Message, Role, Source, ToolResult, ToolResultContent};
 use crate::options::{Effort, Reasoning, ToolChoice};
 use crate::response::Warning;
+use crate::schema::adapt;
 
 /// Google's documented placeholder for a function call that has no real thought
 /// signature (history from another model), accepted by Gemini 3's validator.
@@ -49,7 +50,9 @@ pub(crate) fn build_request(
                 // `parametersJsonSchema` takes JSON Schema as is; `parameters` would need
                 // the OpenAPI subset with upper-case types.
                 if !tool.input_schema.is_null() {
-                    decl.insert("parametersJsonSchema".into(), json_schema(&tool.input_schema));
+                    let (schema, adapted) = adapt::gemini(&tool.input_schema);
+                    warnings.extend(adapt::label(adapted, &format!("tool `{}`", tool.name)));
+                    decl.insert("parametersJsonSchema".into(), schema);
                 }
                 Value::Object(decl)
             })
@@ -91,17 +94,6 @@ pub(crate) fn build_request(
         headers: Vec::new(),
         body: Value::Object(body),
     })
-}
-
-/// A JSON Schema for `parametersJsonSchema` / `responseJsonSchema`: sent as is, except
-/// the root `$schema` meta keyword, which says nothing about the value and which Google's
-/// schema fields have been seen to reject.
-fn json_schema(schema: &Value) -> Value {
-    let mut schema = schema.clone();
-    if let Some(obj) = schema.as_object_mut() {
-        obj.remove("$schema");
-    }
-    schema
 }
 
 /// What the model id says about the generation, which decides thinking knobs and
@@ -308,7 +300,9 @@ fn generation_config(
     }
     if let Some(output) = &options.output {
         config.insert("responseMimeType".into(), json!("application/json"));
-        config.insert("responseJsonSchema".into(), json_schema(&output.schema));
+        let (schema, adapted) = adapt::gemini(&output.schema);
+        warnings.extend(adapt::label(adapted, &format!("output schema `{}`", output.name)));
+        config.insert("responseJsonSchema".into(), schema);
     }
     if let Some(reasoning) = options.thinking {
         if spec.model.reasoning {

@@ -21,6 +21,7 @@ use crate::message::{Attachment, Block, Context, Message, Role, Source, ToolResu
 use crate::model::Model;
 use crate::options::{Effort, Options, Reasoning, ToolChoice};
 use crate::response::Warning;
+use crate::schema::adapt;
 
 pub(crate) fn build_request(
     spec: &RequestSpec<'_>,
@@ -45,7 +46,9 @@ pub(crate) fn build_request(
                 body.insert("format".into(), "json".into());
             }
             schema => {
-                body.insert("format".into(), schema.clone());
+                let (schema, adapted) = adapt::ollama(schema);
+                adapted.into_iter().for_each(|warning| w.push(warning));
+                body.insert("format".into(), schema);
             }
         }
     }

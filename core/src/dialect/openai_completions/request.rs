@@ -8,6 +8,7 @@ use crate::error::RequestError;
 use crate::message::{Attachment, Block, Message, Role, Source, ToolResult, ToolResultContent, ToolSpec};
 use crate::options::{CacheRetention, Effort, Reasoning, ToolChoice};
 use crate::response::Warning;
+use crate::schema::adapt;
 
 /// Prefix of a failed tool's output: the API has no `is_error` flag.
 const TOOL_ERROR_PREFIX: &str = "Error: ";
@@ -28,7 +29,8 @@ pub(crate) fn build_request(
     }
 
     if !spec.context.tools.is_empty() {
-        body.insert("tools".into(), spec.context.tools.iter().map(tool).collect());
+        let tools = spec.context.tools.iter().map(|t| tool(t, warnings)).collect();
+        body.insert("tools".into(), tools);
     }
     match (&options.tool_choice, spec.context.tools.is_empty()) {
         (None, _) | (Some(ToolChoice::None | ToolChoice::Auto), true) => {}
@@ -62,12 +64,14 @@ pub(crate) fn build_request(
         }
     }
     if let Some(output) = &options.output {
+        let (schema, adapted) = adapt::openai_strict(&output.schema);
+        warnings.extend(adapt::label(adapted, &format!("output schema `{}`", output.name)));
         body.insert(
             "response_format".into(),
             json!({"type": "json_schema", "json_schema": {
                 "name": output.name,
-                "schema": output.schema,
-                "strict": is_strict_compatible(&output.schema),
+                "strict": adapt::is_openai_strict(&schema),
+                "schema": schema,
             }}),
         );
     }
@@ -81,14 +85,19 @@ pub(crate) fn build_request(
     Ok(DialectRequest { path: "/chat/completions".into(), headers: Vec::new(), body: Value::Object(body) })
 }
 
-fn tool(spec: &ToolSpec) -> Value {
+/// A function tool. Its schema is adapted to strict mode when it can be, and then sent
+/// with `strict: true`; otherwise as given, without the flag.
+fn tool(spec: &ToolSpec, warnings: &mut Vec<Warning>) -> Value {
+    let (parameters, adapted) = adapt::openai_strict(&spec.input_schema);
+    warnings.extend(adapt::label(adapted, &format!("tool `{}`", spec.name)));
     let mut function = Map::new();
     function.insert("name".into(), json!(spec.name));
     if !spec.description.is_empty() {
         function.insert("description".into(), json!(spec.description));
     }
-    function.insert("parameters".into(), spec.input_schema.clone());
-    if is_strict_compatible(&spec.input_schema) {
+    let strict = adapt::is_openai_strict(&parameters);
+    function.insert("parameters".into(), parameters);
+    if strict {
         function.insert("strict".into(), json!(true));
     }
     json!({"type": "function", "function": function})
@@ -141,37 +150,6 @@ fn effort_name(effort: Effort) -> &'static str {
         Effort::High => "high",
         Effort::Xhigh | Effort::Max => "xhigh",
     }
-}
-
-/// True when the schema already meets strict mode's rules: every object schema lists
-/// all its properties as required and sets `additionalProperties: false`.
-fn is_strict_compatible(schema: &Value) -> bool {
-    let Value::Object(map) = schema else {
-        return schema.is_boolean();
-    };
-    let is_object =
-        map.get("type").is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&json!("object"))))
-            || map.contains_key("properties");
-    if is_object {
-        if map.get("additionalProperties") != Some(&Value::Bool(false)) {
-            return false;
-        }
-        let required: Vec<&str> =
-            map.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        let properties = map.get("properties").and_then(Value::as_object);
-        if let Some(props) = properties {
-            if !props.keys().all(|k| required.contains(&k.as_str())) || !props.values().all(is_strict_compatible) {
-                return false;
-            }
-        }
-    }
-    let nested_ok = |key: &str| match map.get(key) {
-        None => true,
-        Some(Value::Array(items)) => items.iter().all(is_strict_compatible),
-        Some(Value::Object(defs)) if key == "$defs" || key == "definitions" => defs.values().all(is_strict_compatible),
-        Some(other) => is_strict_compatible(other),
-    };
-    ["items", "anyOf", "allOf", "oneOf", "$defs", "definitions"].into_iter().all(nested_ok)
 }
 
 fn messages(spec: &RequestSpec<'_>, warnings: &mut Vec<Warning>) -> Vec<Value> {
@@ -324,21 +302,6 @@ fn assistant_message(message: &Message, reasoning_field: Option<&str>) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strict_only_for_closed_fully_required_schemas() {
-        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}},
-            "required": ["a"], "additionalProperties": false});
-        assert!(is_strict_compatible(&closed));
-        let optional = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}},
-            "required": ["a"], "additionalProperties": false});
-        assert!(!is_strict_compatible(&optional));
-        let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
-        assert!(!is_strict_compatible(&open));
-        let nested_open = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object",
-            "properties": {}}}}, "required": ["a"], "additionalProperties": false});
-        assert!(!is_strict_compatible(&nested_open));
-    }
 
     #[test]
     fn budgets_map_to_efforts_with_a_warning() {

@@ -11,6 +11,7 @@ use crate::message::ToolSpec;
 use crate::model::Model;
 use crate::options::{CacheRetention, Effort, Options, Reasoning, ToolChoice};
 use crate::response::Warning;
+use crate::schema::adapt;
 
 /// Builds the `/responses` request.
 pub(crate) fn build_request(
@@ -37,11 +38,13 @@ pub(crate) fn build_request(
         body.insert("metadata".into(), json!(options.metadata));
     }
     if let Some(output) = &options.output {
+        let (schema, adapted) = adapt::openai_strict(&output.schema);
+        warnings.extend(adapt::label(adapted, &format!("output schema `{}`", output.name)));
         let format = json!({
             "type": "json_schema",
             "name": schema_name(&output.name),
-            "schema": output.schema,
-            "strict": true,
+            "strict": adapt::is_openai_strict(&schema),
+            "schema": schema,
         });
         body.insert("text".into(), json!({ "format": format }));
     }
@@ -71,14 +74,16 @@ fn add_tools(
     let specs: Vec<Value> = tools
         .iter()
         .map(|t| {
+            // Strict mode rejects schemas outside its subset: adapt, and ask for it only
+            // when the result qualifies.
+            let (parameters, adapted) = adapt::openai_strict(&t.input_schema);
+            warnings.extend(adapt::label(adapted, &format!("tool `{}`", t.name)));
             json!({
                 "type": "function",
                 "name": t.name,
                 "description": t.description,
-                "parameters": t.input_schema,
-                // Strict mode rejects schemas that are not in its subset (optional
-                // properties, open objects); ask for it only when the schema qualifies.
-                "strict": is_strict_compatible(&t.input_schema),
+                "strict": adapt::is_openai_strict(&parameters),
+                "parameters": parameters,
             })
         })
         .collect();
@@ -91,42 +96,6 @@ fn add_tools(
             ToolChoice::Tool(name) => json!({ "type": "function", "name": name }),
         };
         body.insert("tool_choice".into(), value);
-    }
-}
-
-/// True when a JSON Schema already meets OpenAI's strict-mode rules: the root is an
-/// object, and every object closes its properties (`additionalProperties: false`) and
-/// requires all of them.
-pub(super) fn is_strict_compatible(schema: &Value) -> bool {
-    schema.get("type").is_some_and(|t| t == "object") && objects_are_closed(schema)
-}
-
-fn objects_are_closed(schema: &Value) -> bool {
-    match schema {
-        Value::Object(map) => {
-            let is_object = match map.get("type") {
-                Some(Value::String(t)) => t == "object",
-                Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
-                _ => false,
-            };
-            if is_object {
-                if map.get("additionalProperties") != Some(&Value::Bool(false)) {
-                    return false;
-                }
-                let required: Vec<&str> = map
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let properties = map.get("properties").and_then(Value::as_object);
-                if properties.is_some_and(|p| p.keys().any(|k| !required.contains(&k.as_str()))) {
-                    return false;
-                }
-            }
-            map.values().all(objects_are_closed)
-        }
-        Value::Array(items) => items.iter().all(objects_are_closed),
-        _ => true,
     }
 }
 

@@ -1,6 +1,5 @@
 use serde_json::{json, Value};
 
-use super::request::is_strict_compatible;
 use crate::delta::{BlockDelta, Delta};
 use crate::dialect::{Dialect, RequestSpec};
 use crate::error::{ProviderErrorKind, StreamError};
@@ -11,6 +10,7 @@ use crate::model::Model;
 use crate::options::{Effort, Options, Reasoning, ToolChoice};
 use crate::provider::{ApiKey, Auth, Provider, Quirks};
 use crate::response::{Response, StopReason, Warning};
+use crate::schema::adapt::is_openai_strict as is_strict_compatible;
 use crate::{decode_body, StreamDecoder};
 
 fn provider() -> Provider {

@@ -1,0 +1,306 @@
+//! The agent's configuration, inputs, events, errors and snapshot.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::event::StreamEvent;
+use crate::generate::{
+    GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, DEFAULT_STALL_TIMEOUT,
+};
+use crate::message::{Message, Role, ToolResult, ToolUse};
+use crate::model::Model;
+use crate::options::{Options, OptionsError};
+use crate::provider::{ApiKey, Provider};
+use crate::response::StopReason;
+use crate::usage::Usage;
+
+use super::callbacks::ToolDecision;
+
+/// Default time one tool call may take in an agent.
+pub const DEFAULT_AGENT_TOOL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything an agent starts with.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The model.
+    pub model: Model,
+    /// Its provider.
+    pub provider: Provider,
+    /// The resolved key.
+    pub api_key: Option<ApiKey>,
+    /// System prompt.
+    pub system: Option<String>,
+    /// Initial (committed) history: empty, or ending with an assistant message without
+    /// tool calls.
+    pub messages: Vec<Message>,
+    /// Tools; `executable` says whether the driver has a handler.
+    pub tools: Vec<ToolDecl>,
+    /// Options of every step. `max_steps` caps the requests of one turn.
+    pub options: Options,
+    /// Time limit of one tool call unless its declaration or `options.tool_timeout` says otherwise.
+    pub tool_timeout: Duration,
+    /// HTTP retries inside one step (the generate machine's policy).
+    pub retry: RetryPolicy,
+    /// Waits between step retries decided by [`AgentCallbacks::handle_error`](super::AgentCallbacks::handle_error)
+    /// (only `delay` is used: the callback decides how many).
+    pub error_backoff: RetryPolicy,
+    /// No-progress limit of a stream.
+    pub stall_timeout: Duration,
+}
+
+impl AgentConfig {
+    /// A configuration with no history, no tools and default limits.
+    pub fn new(model: Model, provider: Provider) -> Self {
+        AgentConfig {
+            model,
+            provider,
+            api_key: None,
+            system: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            options: Options::default(),
+            tool_timeout: DEFAULT_AGENT_TOOL_TIMEOUT,
+            retry: RetryPolicy::default(),
+            error_backoff: RetryPolicy::default(),
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+        }
+    }
+}
+
+/// A change of the agent's state, applied atomically while idle. `None` keeps a field.
+#[derive(Debug, Clone, Default)]
+pub struct StatePatch {
+    /// New model.
+    pub model: Option<Model>,
+    /// New provider.
+    pub provider: Option<Provider>,
+    /// New system prompt (`Some(None)` removes it).
+    pub system: Option<Option<String>>,
+    /// New committed history (same rule as the initial messages).
+    pub messages: Option<Vec<Message>>,
+    /// New tools.
+    pub tools: Option<Vec<ToolDecl>>,
+    /// New options.
+    pub options: Option<Options>,
+}
+
+/// Something the application or the driver tells the agent.
+#[derive(Debug, Clone)]
+pub enum AgentInput<'a> {
+    /// A user message: starts a turn when idle, else is staged for the next turn
+    /// boundary (the last staged prompt wins and overrides `handle_turn`).
+    Prompt(String),
+    /// The decision for the paused tool call.
+    Resume(ToolDecision),
+    /// Stops the turn in flight and discards it.
+    Cancel,
+    /// Changes the state (idle only).
+    SetState(Box<StatePatch>),
+    /// The response status and headers arrived.
+    ResponseHead {
+        /// Which request.
+        id: RequestId,
+        /// HTTP status.
+        status: u16,
+        /// Headers.
+        headers: Vec<(String, String)>,
+    },
+    /// Body bytes arrived.
+    Body {
+        /// Which request.
+        id: RequestId,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// The body ended.
+    BodyEnd {
+        /// Which request.
+        id: RequestId,
+    },
+    /// The request failed below HTTP.
+    TransportFailed {
+        /// Which request.
+        id: RequestId,
+        /// What happened.
+        error: TransportError,
+    },
+    /// A tool run ended.
+    ToolFinished {
+        /// Which run.
+        id: ToolRunId,
+        /// Its outcome.
+        outcome: ToolOutcome,
+    },
+}
+
+/// Why an input or a configuration was refused.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// `cancel` while idle.
+    Idle,
+    /// `set_state` while a turn is in flight or paused.
+    Busy,
+    /// `resume` while not paused.
+    NotPaused,
+    /// Messages that cannot start or continue a conversation.
+    InvalidMessages(String),
+    /// Options out of range.
+    InvalidOptions(OptionsError),
+    /// A tool whose schema does not compile.
+    InvalidTool(String),
+    /// [`AgentCallbacks::init`](super::AgentCallbacks::init) refused to start.
+    Init(String),
+    /// The agent was terminated.
+    Terminated,
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentError::Idle => f.write_str("the agent is idle: nothing to cancel"),
+            AgentError::Busy => f.write_str("the agent is busy: its state can change only while idle"),
+            AgentError::NotPaused => f.write_str("the agent is not paused: nothing to resume"),
+            AgentError::InvalidMessages(why) => write!(f, "invalid messages: {why}"),
+            AgentError::InvalidOptions(e) => write!(f, "{e}"),
+            AgentError::InvalidTool(why) => write!(f, "invalid tool: {why}"),
+            AgentError::Init(why) => write!(f, "the agent refused to start: {why}"),
+            AgentError::Terminated => f.write_str("the agent was terminated"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// What the agent is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// No turn in flight.
+    Idle,
+    /// A turn is in flight.
+    Busy,
+    /// Waiting for a decision about a tool call.
+    Paused,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The agent goes idle.
+    Stop,
+    /// A new turn follows at once (from `handle_turn` or a staged prompt).
+    Continue,
+}
+
+/// Which retry an [`AgentEvent::Retry`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryKind {
+    /// The generate machine resends a failed request on its own (nothing was delivered).
+    Request,
+    /// `handle_error` decided to send the step again.
+    Step,
+}
+
+/// What the application observes, in this order within a turn: status, message (user),
+/// streaming deltas, message (assistant), step, then tool results and the tool-results
+/// message, ... and finally status and turn. A status change always comes before the
+/// event that caused it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A streaming delta (text, thinking or tool-use start, delta, end).
+    Stream(StreamEvent),
+    /// A message was appended to the pending turn.
+    Message(Message),
+    /// A tool result is known (what the model will see).
+    ToolResult(ToolResult),
+    /// A step finished: exactly its user message (prompt or tool results) and its answer.
+    Step {
+        /// The step's user message.
+        user: Box<Message>,
+        /// The model's answer.
+        assistant: Box<Message>,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// The step's usage.
+        usage: Usage,
+    },
+    /// A turn ended and was committed.
+    Turn {
+        /// Stop or continue.
+        end: TurnEnd,
+        /// The last step's stop reason (`tool_use` for calls left to the application).
+        stop_reason: StopReason,
+        /// The turn's messages.
+        messages: Vec<Message>,
+        /// The turn's usage.
+        usage: Usage,
+    },
+    /// The agent waits for a decision about this call.
+    Pause {
+        /// The call.
+        tool_use: ToolUse,
+        /// Why.
+        reason: String,
+    },
+    /// A failed request or step is sent again after `delay`.
+    Retry {
+        /// Which retry.
+        kind: RetryKind,
+        /// Retry number, 1-based.
+        attempt: u32,
+        /// Wait before sending.
+        delay: Duration,
+        /// What failed.
+        error: GenerateError,
+    },
+    /// The turn failed for good and was discarded.
+    Error(GenerateError),
+    /// The turn was cancelled and discarded.
+    Cancelled,
+    /// `set_state` changed the state.
+    State,
+    /// The status changed.
+    Status(Status),
+}
+
+/// What a late subscriber needs to catch up: everything before the next event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Current status.
+    pub status: Status,
+    /// The committed history.
+    pub committed: Vec<Message>,
+    /// Messages of the turn in flight.
+    pub pending: Vec<Message>,
+    /// The assistant message being streamed, if any.
+    pub partial: Option<Message>,
+}
+
+/// Checks a history the agent may start from or be given.
+pub(super) fn validate_history(messages: &[Message]) -> Result<(), AgentError> {
+    let Some(last) = messages.last() else { return Ok(()) };
+    if last.role != Role::Assistant {
+        return Err(AgentError::InvalidMessages("the history must end with an assistant message".into()));
+    }
+    if last.tool_uses().next().is_some() {
+        return Err(AgentError::InvalidMessages("the history ends with tool calls that have no results".into()));
+    }
+    Ok(())
+}
+
+/// Checks options and compiles tool validators.
+pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Result<(), AgentError> {
+    options.validate().map_err(AgentError::InvalidOptions)?;
+    if options.output.is_some() {
+        // The inner machine's correction requests would bypass the turn's history.
+        return Err(AgentError::InvalidOptions(OptionsError::Invalid {
+            option: "output",
+            reason: "structured output is not supported by the agent".into(),
+        }));
+    }
+    for tool in tools {
+        tool.ensure_validator().map_err(|e| AgentError::InvalidTool(e.to_string()))?;
+    }
+    Ok(())
+}

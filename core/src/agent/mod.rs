@@ -1,0 +1,376 @@
+//! The agent: a stateful conversation with tools, approval gates, steering and live
+//! events, as a sans-IO state machine.
+//!
+//! ```text
+//!          prompt                    failure ─► handle_error ─ retry ─► Backoff ─┐
+//!   Idle ──────────► Streaming ──────┘                  │ stop                  │
+//!    ▲  (a prompt     (inner Generate, ◄────────────────┼───────────────────────┘
+//!    │   while busy    max_steps = 1)                   ▼
+//!    │   or paused     │ answer       │ tool calls     Idle (error; turn discarded)
+//!    │   is staged)    │ without      ▼
+//!    │                 │ calls      Deciding (handle_tool_use, one call at a time)
+//!    │                 │              │ pause ─► Paused ─ resume ─┐   │ no handler,
+//!    │                 │              ◄───────────────────────────┘   │ max_steps
+//!    │                 │              ▼                               │
+//!    │                 │            Tools (parallel runs, deadlines)  │
+//!    │                 │              │ results in call order         │
+//!    │                 │              └──────► next step (Streaming)  │
+//!    │                 ▼                                              ▼
+//!    └── stop ──── turn end: handle_turn, overridden by a staged prompt ── continue ─► next turn
+//!   cancel (busy or paused) ─► Idle, turn discarded
+//! ```
+//!
+//! A *step* is one model request and its answer; a *turn* starts with a prompt and ends
+//! with a stop. Each step runs an inner [`Generate`] machine configured with
+//! `max_steps = 1` and no executable tools, so it stops at tool calls and hands them back:
+//! the HTTP retries, timeouts and stall detection are the generate machine's, and the agent
+//! runs the tool phase itself (decisions through [`AgentCallbacks`], approved tools in
+//! parallel, results in call order). The turn's messages join the committed history only
+//! when the turn ends; a cancel or a final error leaves the history as it was.
+//!
+//! Rules at the edges, so that every driver agrees:
+//! - `handle_turn` runs at every turn end but a cancel or a final error; its response's
+//!   stop reason says why the turn ended (`tool_use` for calls left to the application).
+//! - Steering: a prompt while busy or paused is staged (the last one wins); at the next
+//!   turn end it overrides the decision (`handle_turn` still runs, to observe the turn).
+//!   A cancel or a final error drops it with the turn.
+//! - `handle_tool_result` sees every result (executed, timed out, rejected, provided).
+//! - `Execute` for a declared tool without a handler, or tool calls when `max_steps`
+//!   requests were made, end the turn with stop reason `tool_use`: the turn (with the
+//!   unanswered calls) is committed, results already decided for the step are dropped,
+//!   and answering the calls is the application's business (e.g. through `set_state`).
+//!   `Execute` for an undeclared tool, or with input that fails validation, gives the model
+//!   an error result instead.
+//! - A step retried by `handle_error` may already have streamed deltas: the `retry` event
+//!   tells subscribers to drop that partial message (as the snapshot does).
+//! - The `output` option (structured output) is refused: the inner machine's correction
+//!   requests would not reach the turn's history.
+//!
+//! Driving contract (the generate machine's): after every `handle_*`, drain
+//! [`Agent::poll_effect`] and [`Agent::poll_event`], then wait for the next input or until
+//! [`Agent::poll_timeout`] and call [`Agent::handle_timeout`]. Time is always passed in;
+//! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
+//! agent's own (unique across steps), not the inner machine's.
+
+mod callbacks;
+mod decide;
+mod io;
+mod partial;
+mod step;
+mod tools;
+
+pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
+pub use io::{
+    AgentConfig, AgentError, AgentEvent, AgentInput, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
+    DEFAULT_AGENT_TOOL_TIMEOUT,
+};
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Instant;
+
+use crate::generate::{Effect, Generate, Input, RequestId};
+use crate::message::{Message, ToolUse};
+use crate::response::Response;
+use crate::usage::Usage;
+use partial::Partial;
+use tools::ToolRound;
+
+/// One step's inner generate machine and the mapping of its request ids to ours.
+#[derive(Debug)]
+struct StepRun {
+    generate: Generate,
+    /// (ours, inner) for every request of this step.
+    ids: Vec<(RequestId, RequestId)>,
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    Streaming(Box<StepRun>),
+    Backoff { until: Instant },
+    Paused(ToolRound),
+    Tools(ToolRound),
+    Terminated,
+}
+
+/// The turn in flight.
+#[derive(Debug)]
+struct Turn {
+    messages: Vec<Message>,
+    usage: Usage,
+    /// Requests made in this turn (a retried step counts once).
+    steps: u32,
+    /// The current step's user message (the prompt or the tool results).
+    step_user: Message,
+    /// Failures of the current step, for `handle_error`'s attempt count.
+    failures: u32,
+    /// The last step's response, for `handle_turn`.
+    last: Option<Response>,
+}
+
+/// What a tool decision leads to.
+enum Flow {
+    Next,
+    Pause(ToolUse, String),
+    /// A tool without handler was to be executed: the call is the application's.
+    EndTurn,
+}
+
+/// The agent machine. See the module documentation. `C` holds the callbacks and the
+/// application's private state; the default boxes them so every agent has one type.
+pub struct Agent<C: AgentCallbacks = Box<dyn AgentCallbacks + Send>> {
+    /// Committed history lives in `config.messages`.
+    config: AgentConfig,
+    callbacks: C,
+    state: State,
+    turn: Option<Turn>,
+    staged: Option<String>,
+    status: Status,
+    partial: Partial,
+    next_id: u64,
+    effects: VecDeque<Effect>,
+    events: VecDeque<AgentEvent>,
+}
+
+impl<C: AgentCallbacks> fmt::Debug for Agent<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("status", &self.status)
+            .field("state", &self.state)
+            .field("committed", &self.config.messages.len())
+            .field("staged", &self.staged)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: AgentCallbacks> Agent<C> {
+    /// Creates an idle agent: runs `init`, then checks the history, options and tools.
+    pub fn new(mut config: AgentConfig, mut callbacks: C) -> Result<Self, AgentError> {
+        callbacks.init(&mut config).map_err(AgentError::Init)?;
+        io::validate_history(&config.messages)?;
+        io::validate_setup(&config.options, &mut config.tools)?;
+        Ok(Agent {
+            config,
+            callbacks,
+            state: State::Idle,
+            turn: None,
+            staged: None,
+            status: Status::Idle,
+            partial: Partial::default(),
+            next_id: 0,
+            effects: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The next effect for the driver.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<AgentEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.state {
+            State::Streaming(run) => run.generate.poll_timeout(),
+            State::Backoff { until } => Some(*until),
+            State::Tools(round) => round.next_deadline(),
+            State::Idle | State::Paused(_) | State::Terminated => None,
+        }
+    }
+
+    /// Current status.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The configuration; its `messages` are the committed history.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The committed history.
+    pub fn messages(&self) -> &[Message] {
+        &self.config.messages
+    }
+
+    /// The callbacks and the application state they hold.
+    pub fn callbacks(&self) -> &C {
+        &self.callbacks
+    }
+
+    /// The callbacks, mutably.
+    pub fn callbacks_mut(&mut self) -> &mut C {
+        &mut self.callbacks
+    }
+
+    /// Committed, pending and partial messages: with every later event, the whole story.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            status: self.status,
+            committed: self.config.messages.clone(),
+            pending: self.turn.as_ref().map(|t| t.messages.clone()).unwrap_or_default(),
+            partial: self.partial.message(),
+        }
+    }
+
+    /// Feeds one input. Application inputs may be refused (typed error, nothing changes);
+    /// driver inputs for unknown ids are ignored.
+    pub fn handle_input(&mut self, input: AgentInput<'_>, now: Instant) -> Result<(), AgentError> {
+        let terminated = matches!(self.state, State::Terminated);
+        let from_application = matches!(
+            input,
+            AgentInput::Prompt(_) | AgentInput::Resume(_) | AgentInput::Cancel | AgentInput::SetState(_)
+        );
+        match input {
+            _ if terminated && from_application => Err(AgentError::Terminated),
+            // Late answers for work that was cancelled at termination.
+            _ if terminated => Ok(()),
+            AgentInput::Prompt(text) => {
+                if matches!(self.state, State::Idle) {
+                    self.start_turn(text, now);
+                } else {
+                    self.staged = Some(text);
+                }
+                Ok(())
+            }
+            AgentInput::Resume(decision) => self.resume(decision, now),
+            AgentInput::Cancel => self.cancel(now),
+            AgentInput::SetState(patch) => self.set_state(*patch),
+            AgentInput::ResponseHead { id, status, headers } => {
+                self.route_to_step(id, now, |id| Input::ResponseHead { id, status, headers });
+                Ok(())
+            }
+            AgentInput::Body { id, bytes } => {
+                self.route_to_step(id, now, |id| Input::Body { id, bytes });
+                Ok(())
+            }
+            AgentInput::BodyEnd { id } => {
+                self.route_to_step(id, now, |id| Input::BodyEnd { id });
+                Ok(())
+            }
+            AgentInput::TransportFailed { id, error } => {
+                self.route_to_step(id, now, |id| Input::TransportFailed { id, error });
+                Ok(())
+            }
+            AgentInput::ToolFinished { id, outcome } => {
+                self.tool_finished(id, outcome, now);
+                Ok(())
+            }
+        }
+    }
+
+    /// Acts on deadlines that have passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match &mut self.state {
+            State::Streaming(run) => {
+                run.generate.handle_timeout(now);
+                self.drain_step(now);
+            }
+            State::Backoff { until } if now >= *until => self.send_step(now),
+            State::Tools(round) => {
+                let expired = round.expired(now);
+                if expired.is_empty() {
+                    return;
+                }
+                let State::Tools(mut round) = std::mem::replace(&mut self.state, State::Idle) else { return };
+                for (id, index, result) in expired {
+                    self.effects.push_back(Effect::CancelTool { id });
+                    self.record(&mut round, index, result);
+                }
+                self.after_result(round, now);
+            }
+            _ => {}
+        }
+    }
+
+    /// Stops the agent for good: cancels work in flight (effects only, no events) and
+    /// calls `terminate`. Drivers call this when the last handle goes away.
+    pub fn terminate(&mut self, now: Instant) {
+        if matches!(self.state, State::Terminated) {
+            return;
+        }
+        self.abort(now);
+        self.turn = None;
+        self.staged = None;
+        self.state = State::Terminated;
+        self.callbacks.terminate();
+    }
+
+    pub(super) fn set_status(&mut self, status: Status) {
+        if self.status != status {
+            self.status = status;
+            self.events.push_back(AgentEvent::Status(status));
+        }
+    }
+
+    fn cancel(&mut self, now: Instant) -> Result<(), AgentError> {
+        if matches!(self.state, State::Idle) {
+            return Err(AgentError::Idle);
+        }
+        self.abort(now);
+        self.turn = None;
+        self.staged = None;
+        self.state = State::Idle;
+        self.set_status(Status::Idle);
+        self.events.push_back(AgentEvent::Cancelled);
+        Ok(())
+    }
+
+    /// Cancels the request or tool runs in flight (effects only).
+    fn abort(&mut self, now: Instant) {
+        self.partial.clear();
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Streaming(mut run) => {
+                run.generate.handle_input(Input::Cancel, now);
+                while let Some(effect) = run.generate.poll_effect() {
+                    if let Effect::CancelRequest { id: inner } = effect {
+                        if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
+                            self.effects.push_back(Effect::CancelRequest { id: ours });
+                        }
+                    }
+                }
+            }
+            State::Tools(round) => self.effects.extend(round.running().into_iter().map(|id| Effect::CancelTool { id })),
+            other => self.state = other,
+        }
+    }
+
+    fn set_state(&mut self, patch: StatePatch) -> Result<(), AgentError> {
+        if !matches!(self.state, State::Idle) {
+            return Err(AgentError::Busy);
+        }
+        if let Some(messages) = &patch.messages {
+            io::validate_history(messages)?;
+        }
+        let options = patch.options.as_ref().unwrap_or(&self.config.options);
+        let mut tools = patch.tools;
+        io::validate_setup(options, tools.as_deref_mut().unwrap_or_default())?;
+        // Everything is valid: apply it all.
+        if let Some(model) = patch.model {
+            self.config.model = model;
+        }
+        if let Some(provider) = patch.provider {
+            self.config.provider = provider;
+        }
+        if let Some(system) = patch.system {
+            self.config.system = system;
+        }
+        if let Some(messages) = patch.messages {
+            self.config.messages = messages;
+        }
+        if let Some(tools) = tools {
+            self.config.tools = tools;
+        }
+        if let Some(options) = patch.options {
+            self.config.options = options;
+        }
+        self.events.push_back(AgentEvent::State);
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! A turn's steps: each runs a fresh inner generate machine whose effects and events
+//! are forwarded (with the agent's own request ids); its end either starts the tool phase
+//! or ends the turn, and its failure goes to `handle_error`.
+
+use std::time::Instant;
+
+use super::{
+    Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
+};
+use crate::generate::{
+    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, RequestId, DEFAULT_MAX_STEPS,
+};
+use crate::message::{Context, Message, ToolUse};
+use crate::response::{Response, StopReason};
+use crate::usage::Usage;
+
+use super::tools::ToolRound;
+
+impl<C: AgentCallbacks> Agent<C> {
+    pub(super) fn start_turn(&mut self, text: String, now: Instant) {
+        let user = Message::user(text);
+        self.turn = Some(Turn {
+            messages: vec![user.clone()],
+            usage: Usage::default(),
+            steps: 0,
+            step_user: user.clone(),
+            failures: 0,
+            last: None,
+        });
+        self.set_status(Status::Busy);
+        self.events.push_back(AgentEvent::Message(user));
+        self.begin_step(now);
+    }
+
+    /// A new step: counts against `max_steps`.
+    pub(super) fn begin_step(&mut self, now: Instant) {
+        if let Some(turn) = &mut self.turn {
+            turn.steps += 1;
+            turn.failures = 0;
+        }
+        self.send_step(now);
+    }
+
+    /// Sends the current step (again, after a failure): a fresh inner machine on the
+    /// committed history plus the turn so far.
+    pub(super) fn send_step(&mut self, now: Instant) {
+        self.partial.clear();
+        let Some(turn) = &self.turn else { return };
+        let mut messages = Vec::with_capacity(self.config.messages.len() + turn.messages.len());
+        messages.extend_from_slice(&self.config.messages);
+        messages.extend_from_slice(&turn.messages);
+        let context = Context {
+            system: self.config.system.clone(),
+            messages,
+            tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
+        };
+        let mut options = self.config.options.clone();
+        options.max_steps = Some(1);
+        let mut config = GenerateConfig::new(self.config.model.clone(), self.config.provider.clone(), context, options);
+        config.api_key = self.config.api_key.clone();
+        config.retry = self.config.retry;
+        config.stall_timeout = self.config.stall_timeout;
+        match Generate::new(config, now) {
+            Ok(generate) => {
+                self.state = State::Streaming(Box::new(StepRun { generate, ids: Vec::new() }));
+                self.drain_step(now);
+            }
+            Err(error) => self.step_failed(error, now),
+        }
+    }
+
+    /// Routes a driver input to the inner machine when the id is one of this step's.
+    pub(super) fn route_to_step<'a>(
+        &mut self,
+        id: RequestId,
+        now: Instant,
+        input: impl FnOnce(RequestId) -> Input<'a>,
+    ) {
+        let State::Streaming(run) = &mut self.state else { return };
+        let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
+        run.generate.handle_input(input(inner), now);
+        self.drain_step(now);
+    }
+
+    /// Forwards the inner machine's effects (with our ids) and events; acts on its end.
+    pub(super) fn drain_step(&mut self, now: Instant) {
+        let State::Streaming(run) = &mut self.state else { return };
+        while let Some(effect) = run.generate.poll_effect() {
+            match effect {
+                Effect::SendRequest { id: inner, request } => {
+                    let ours = RequestId(self.next_id);
+                    self.next_id += 1;
+                    run.ids.push((ours, inner));
+                    self.effects.push_back(Effect::SendRequest { id: ours, request });
+                }
+                Effect::CancelRequest { id: inner } => {
+                    if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
+                        self.effects.push_back(Effect::CancelRequest { id: ours });
+                    }
+                }
+                // No tool is executable in the inner machine.
+                Effect::RunTool { .. } | Effect::CancelTool { .. } => {}
+            }
+        }
+        let mut end = None;
+        while let Some(event) = run.generate.poll_event() {
+            match event {
+                GenerateEvent::Stream { event: crate::StreamEvent::Done { .. }, .. } => {}
+                GenerateEvent::Stream { event, .. } => {
+                    self.partial.apply(&event);
+                    self.events.push_back(AgentEvent::Stream(event));
+                }
+                GenerateEvent::Retry { attempt, delay, error, .. } => {
+                    self.partial.clear();
+                    self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
+                }
+                GenerateEvent::Finished(response) => end = Some(Ok(response)),
+                GenerateEvent::Failed { error, .. } => end = Some(Err(error)),
+                _ => {}
+            }
+        }
+        match end {
+            Some(Ok(response)) => self.step_done(*response, now),
+            Some(Err(error)) => self.step_failed(error, now),
+            None => {}
+        }
+    }
+
+    pub(super) fn step_done(&mut self, response: Response, now: Instant) {
+        self.state = State::Idle;
+        self.partial.clear();
+        let Some(turn) = &mut self.turn else { return };
+        let stop = response.stop_reason.unwrap_or(StopReason::Stop);
+        let assistant = response.message.clone();
+        turn.usage += response.usage;
+        if !assistant.content.is_empty() {
+            turn.messages.push(assistant.clone());
+            self.events.push_back(AgentEvent::Message(assistant.clone()));
+        }
+        let user = Box::new(turn.step_user.clone());
+        self.events.push_back(AgentEvent::Step {
+            user,
+            assistant: Box::new(assistant.clone()),
+            stop_reason: stop,
+            usage: response.usage,
+        });
+        let calls: Vec<ToolUse> = assistant.tool_uses().cloned().collect();
+        if stop == StopReason::ToolUse && !calls.is_empty() {
+            let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+            let cap_reached = turn.steps >= max_steps;
+            turn.last = Some(response);
+            if cap_reached {
+                self.end_turn(StopReason::ToolUse, now);
+            } else {
+                self.decide(ToolRound::new(calls), now);
+            }
+            return;
+        }
+        turn.last = Some(response);
+        self.end_turn(stop, now);
+    }
+
+    /// Commits the turn after asking `handle_turn`; a staged prompt overrides its decision.
+    pub(super) fn end_turn(&mut self, stop: StopReason, now: Instant) {
+        self.state = State::Idle;
+        let Some(turn) = self.turn.take() else { return };
+        let mut response = turn.last.clone().unwrap_or_else(|| Response::empty(self.config.model.id.clone()));
+        response.messages = turn.messages.clone();
+        response.usage = turn.usage;
+        response.stop_reason = Some(stop);
+        let decision = self.callbacks.handle_turn(&response);
+        let decision = match self.staged.take() {
+            Some(text) => TurnDecision::Continue(text),
+            None => decision,
+        };
+        self.config.messages.extend(turn.messages.iter().cloned());
+        let end = match decision {
+            TurnDecision::Stop => TurnEnd::Stop,
+            TurnDecision::Continue(_) => TurnEnd::Continue,
+        };
+        if end == TurnEnd::Stop {
+            self.set_status(Status::Idle);
+        }
+        self.events.push_back(AgentEvent::Turn { end, stop_reason: stop, messages: turn.messages, usage: turn.usage });
+        if let TurnDecision::Continue(text) = decision {
+            self.start_turn(text, now);
+        }
+    }
+
+    pub(super) fn step_failed(&mut self, error: GenerateError, now: Instant) {
+        self.state = State::Idle;
+        self.partial.clear();
+        let Some(turn) = &mut self.turn else { return };
+        turn.failures += 1;
+        let attempt = turn.failures;
+        if self.callbacks.handle_error(&error, attempt) == ErrorDecision::Retry {
+            if let Some(delay) = self.config.error_backoff.delay(attempt, None) {
+                self.events.push_back(AgentEvent::Retry { kind: RetryKind::Step, attempt, delay, error });
+                self.state = State::Backoff { until: now + delay };
+                return;
+            }
+        }
+        self.turn = None;
+        self.staged = None;
+        self.set_status(Status::Idle);
+        self.events.push_back(AgentEvent::Error(error));
+    }
+}
