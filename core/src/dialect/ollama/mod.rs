@@ -66,6 +66,3 @@ mod tests {
         assert_eq!(err.code.as_deref(), Some("not_found_error"));
     }
 }
-
-#[cfg(test)]
-mod upstream_tests;

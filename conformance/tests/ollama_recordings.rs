@@ -1,21 +1,19 @@
 //! Replays the real Ollama recordings of the shared upstream corpus through this
 //! dialect (`../shared/fixtures/upstream/ollama/`, read in place, skipped when absent).
 //!
-//! Bodies go through the whole pipeline ([`decode_body`](crate::decode_body)); the
+//! Bodies go through the whole pipeline (`omni_core::decode_body`); the
 //! containers (httpmock YAML cassettes, httprr transcripts with chunked transfer
 //! encoding) are unwrapped by hand.
-// The library does no file I/O; this test only reads recordings.
-#![allow(clippy::disallowed_methods)]
 
 use std::path::PathBuf;
 
-use crate::dialect::Dialect;
-use crate::error::StreamError;
-use crate::event::StreamEvent;
-use crate::response::{Response, StopReason};
+use omni_core::{Dialect, Response, StopReason, StreamError, StreamEvent};
 
 fn corpus_dir() -> Option<PathBuf> {
     // The workspace's sibling `shared/`; from a git worktree under `wt/`, one level up.
+    if let Some(root) = std::env::var_os("OMNI_SHARED_FIXTURES") {
+        return Some(PathBuf::from(root).join("upstream/ollama")).filter(|p| p.is_dir());
+    }
     let crate_dir = env!("CARGO_MANIFEST_DIR");
     ["/../../shared/fixtures/upstream/ollama", "/../../../shared/fixtures/upstream/ollama"]
         .iter()
@@ -24,7 +22,7 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn replay(body: &str) -> (Vec<StreamEvent>, Response) {
-    crate::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
+    omni_core::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
 }
 
 /// The response bodies of an httpmock cassette: each `then:` block's `body: |` scalar.
@@ -94,7 +92,7 @@ fn check(name: &str, body: &str, expect: &Expect) {
         assert!(!resp.text().is_empty(), "{name}: no text");
     }
     let has_thinking =
-        resp.message.content.iter().any(|b| matches!(b, crate::Block::Thinking(t) if !t.text.is_empty()));
+        resp.message.content.iter().any(|b| matches!(b, omni_core::Block::Thinking(t) if !t.text.is_empty()));
     assert_eq!(has_thinking, expect.thinking, "{name}");
     if let Some((input, output)) = expect.usage {
         assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (input, output), "{name}");
