@@ -25,6 +25,7 @@ pub mod event;
 pub mod framing;
 pub mod generate;
 pub mod http;
+pub mod machine;
 pub mod message;
 pub mod model;
 pub mod options;
