@@ -7,7 +7,7 @@ use crate::event::StreamEvent;
 use crate::generate::{
     GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, DEFAULT_STALL_TIMEOUT,
 };
-use crate::message::{Message, Role, ToolResult, ToolUse};
+use crate::message::{Message, Role, ToolResult, ToolSpec, ToolUse};
 use crate::model::Model;
 use crate::options::{Options, OptionsError};
 use crate::provider::{ApiKey, Provider};
@@ -74,6 +74,9 @@ pub struct StatePatch {
     pub model: Option<Model>,
     /// New provider.
     pub provider: Option<Provider>,
+    /// New key (`Some(None)` removes it). Set it with every provider change: a key is
+    /// never sent to another provider than the one it was given for.
+    pub api_key: Option<Option<ApiKey>>,
     /// New system prompt (`Some(None)` removes it).
     pub system: Option<Option<String>>,
     /// New committed history (same rule as the initial messages).
@@ -303,4 +306,21 @@ pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Resul
         tool.ensure_validator().map_err(|e| AgentError::InvalidTool(e.to_string()))?;
     }
     Ok(())
+}
+
+/// The agent's state as [`Agent::state`](super::Agent::state) reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentState {
+    /// What the agent is doing.
+    pub status: Status,
+    /// The model.
+    pub model: Model,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The committed history.
+    pub messages: Vec<Message>,
+    /// What the model is told about the tools.
+    pub tools: Vec<ToolSpec>,
+    /// Options of every step.
+    pub options: Options,
 }

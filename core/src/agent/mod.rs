@@ -53,15 +53,19 @@
 //! agent's own (unique across steps), not the inner machine's.
 
 mod callbacks;
+mod change;
 mod decide;
+mod host;
 mod io;
 mod partial;
 mod step;
 mod tools;
 
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
+pub use change::StateChange;
+pub use host::{Command, EventSink, Host, Reply};
 pub use io::{
-    AgentConfig, AgentError, AgentEvent, AgentInput, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
+    AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
     DEFAULT_AGENT_TOOL_TIMEOUT,
 };
 
@@ -207,6 +211,18 @@ impl<C: AgentCallbacks> Agent<C> {
     /// The callbacks, mutably.
     pub fn callbacks_mut(&mut self) -> &mut C {
         &mut self.callbacks
+    }
+
+    /// Status, model, system prompt, committed history, tools and options.
+    pub fn state(&self) -> AgentState {
+        AgentState {
+            status: self.status,
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            messages: self.config.messages.clone(),
+            tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
+            options: self.config.options.clone(),
+        }
     }
 
     /// Committed, pending and partial messages: with every later event, the whole story.
@@ -357,6 +373,9 @@ impl<C: AgentCallbacks> Agent<C> {
         }
         if let Some(provider) = patch.provider {
             self.config.provider = provider;
+        }
+        if let Some(api_key) = patch.api_key {
+            self.config.api_key = api_key;
         }
         if let Some(system) = patch.system {
             self.config.system = system;
