@@ -30,7 +30,7 @@ mod http;
 mod spawn;
 mod tools;
 
-pub use agent::{Agent, AgentBuilder, StateChange, Subscription, DEFAULT_SUBSCRIBER_CAPACITY};
+pub use agent::{Agent, AgentBuilder, StateChange, Subscription};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
 pub use error::Error;
@@ -39,7 +39,7 @@ pub use tools::Tool;
 pub use omni_core as core;
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
+    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 pub use omni_core::client::{ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};

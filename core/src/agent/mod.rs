@@ -54,6 +54,7 @@
 //! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
 //! agent's own (unique across steps), not the inner machine's.
 
+mod builder;
 mod callbacks;
 mod change;
 mod decide;
@@ -63,6 +64,7 @@ mod partial;
 mod step;
 mod tools;
 
+pub use builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
 pub use change::StateChange;
 pub use host::{Command, EventSink, Host, Reply};
