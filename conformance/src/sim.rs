@@ -80,6 +80,33 @@ pub enum ToolScript {
     Hang,
 }
 
+/// How long a [`ToolScript::Hang`] tool waits in a real driver: longer than any test.
+pub const HANG: Duration = Duration::from_secs(3600);
+
+/// Plays a tool script in a real async driver: `sleep` is the runtime's timer. A tool
+/// without script answers with an error naming it.
+pub async fn play_tool<F: std::future::Future<Output = ()>>(
+    name: &str,
+    script: Option<ToolScript>,
+    sleep: impl FnOnce(Duration) -> F,
+) -> Result<omni_core::tool::ToolOutput, omni_core::tool::ToolError> {
+    use omni_core::tool::{ToolError, ToolOutput};
+    match script {
+        Some(ToolScript::Answer { delay, outcome }) => {
+            sleep(delay).await;
+            match outcome {
+                ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
+                ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
+            }
+        }
+        Some(ToolScript::Hang) => {
+            sleep(HANG).await;
+            Err(ToolError::from("a hanging tool woke up"))
+        }
+        None => Err(ToolError(format!("no script for {name}"))),
+    }
+}
+
 /// The result of a simulation.
 #[derive(Debug, Clone)]
 pub struct SimResult {

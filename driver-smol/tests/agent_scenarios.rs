@@ -9,10 +9,10 @@ use omni_conformance::agent_drive::{patch_fields, run_agent_scenario, AgentDrive
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::sim::ToolScript;
+use omni_conformance::sim::{play_tool, ToolScript};
 use omni_core::agent::{AgentError, AgentEvent, Snapshot};
-use omni_core::generate::{ToolDecl, ToolOutcome};
-use omni_smol::{Agent, Client, Error, StateChange, Subscription, Tool, ToolError, ToolOutput};
+use omni_core::generate::ToolDecl;
+use omni_smol::{Agent, Client, Error, StateChange, Subscription, Tool};
 
 fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>) -> Tool {
     let spec = decl.spec.clone();
@@ -22,22 +22,7 @@ fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>) -> Tool {
     let name = spec.name.clone();
     let tool = Tool::new(spec.name, spec.description, spec.input_schema, move |_input| {
         let (script, name) = (script.clone(), name.clone());
-        async move {
-            match script {
-                Some(ToolScript::Answer { delay, outcome }) => {
-                    smol::Timer::after(delay).await;
-                    match outcome {
-                        ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
-                        ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
-                    }
-                }
-                Some(ToolScript::Hang) => {
-                    smol::Timer::after(Duration::from_secs(3600)).await;
-                    Err(ToolError::from("unreachable"))
-                }
-                None => Err(ToolError(format!("no script for {name}"))),
-            }
-        }
+        async move { play_tool(&name, script, sleep_for).await }
     });
     match decl.timeout {
         Some(limit) => tool.timeout(limit),
@@ -148,4 +133,8 @@ fn every_agent_scenario_matches_the_simulation() {
     let runs: Vec<_> = agent_scenarios::all().into_iter().map(|named| std::thread::spawn(move || run(named))).collect();
     let failures: Vec<String> = runs.into_iter().filter_map(|run| run.join().expect("no panic").err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+async fn sleep_for(limit: Duration) {
+    smol::Timer::after(limit).await;
 }

@@ -9,10 +9,10 @@ use omni_conformance::agent_drive::{patch_fields, run_agent_scenario, AgentDrive
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::sim::ToolScript;
+use omni_conformance::sim::{play_tool, ToolScript};
 use omni_core::agent::{AgentError, AgentEvent, Snapshot};
-use omni_core::generate::{ToolDecl, ToolOutcome};
-use omni_tokio::{Agent, Client, Error, StateChange, Subscription, Tool, ToolError, ToolOutput};
+use omni_core::generate::ToolDecl;
+use omni_tokio::{Agent, Client, Error, StateChange, Subscription, Tool};
 
 fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>) -> Tool {
     let spec = decl.spec.clone();
@@ -22,22 +22,7 @@ fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>) -> Tool {
     let name = spec.name.clone();
     let tool = Tool::new(spec.name, spec.description, spec.input_schema, move |_input| {
         let (script, name) = (script.clone(), name.clone());
-        async move {
-            match script {
-                Some(ToolScript::Answer { delay, outcome }) => {
-                    tokio::time::sleep(delay).await;
-                    match outcome {
-                        ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
-                        ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
-                    }
-                }
-                Some(ToolScript::Hang) => {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                    Err(ToolError::from("unreachable"))
-                }
-                None => Err(ToolError(format!("no script for {name}"))),
-            }
-        }
+        async move { play_tool(&name, script, tokio::time::sleep).await }
     });
     match decl.timeout {
         Some(limit) => tool.timeout(limit),
