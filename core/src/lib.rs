@@ -15,6 +15,7 @@
 
 pub mod accumulator;
 pub mod agent;
+pub mod async_tool;
 pub mod catalogue;
 pub mod client;
 pub mod decoder;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{CallSpec, ModelRef};
 use omni_core::generate::{Generate, GenerateEvent, Input};
 use omni_core::schema::Validator;
@@ -78,8 +79,7 @@ impl Call {
     pub fn stream(self) -> Result<TextStream, Error> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
-        let handlers: Handlers =
-            self.tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect();
+        let handlers: Handlers = handlers_by_name(&self.tools);
         let spec = CallSpec {
             model: self.model,
             context: self.context,

@@ -16,6 +16,7 @@ use omni_core::agent::{
     Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot,
     Status, ToolDecision,
 };
+use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
 use omni_core::Message;
@@ -65,7 +66,7 @@ impl Launch<Tool> for Client {
     ) -> Result<Agent<C>, Error> {
         let (commands, rx) = channel::unbounded();
         let inner = &self.inner;
-        let task = run::run(Host::new(agent), inner.tls.clone(), inner.spawner.clone(), run::handlers(&tools), rx);
+        let task = run::run(Host::new(agent), inner.tls.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
         // Detached: the task ends on its own once every handle is gone.
         inner.spawner.spawn(task).detach();
         Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })

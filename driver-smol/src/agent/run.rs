@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use futures_lite::future;
 use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_core::async_tool::handlers_by_name;
 use smol::channel::{Receiver, Sender};
 
 use crate::executor::{input_or_deadline, Executor, Handlers};
@@ -21,10 +22,6 @@ pub(crate) enum Message<C> {
         tools: Option<Vec<Tool>>,
         reply: Sender<Result<(), AgentError>>,
     },
-}
-
-pub(crate) fn handlers(tools: &[Tool]) -> Handlers {
-    tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect()
 }
 
 /// What woke the task.
@@ -68,7 +65,7 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
             Wake::Message(Message::SetState { patch, tools, reply }) => {
                 let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
                 if let (Ok(()), Some(tools)) = (&accepted, tools) {
-                    handlers = self::handlers(&tools);
+                    handlers = handlers_by_name(&tools);
                 }
                 let _ = reply.try_send(accepted);
             }

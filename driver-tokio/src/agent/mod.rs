@@ -16,6 +16,7 @@ use omni_core::agent::{
     Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot,
     Status, ToolDecision,
 };
+use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
 use omni_core::Message;
@@ -66,7 +67,7 @@ impl Launch<Tool> for Client {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
         let (commands, rx) = mpsc::unbounded_channel();
-        runtime.spawn(run::run(Host::new(agent), self.inner.http.clone(), run::handlers(&tools), rx));
+        runtime.spawn(run::run(Host::new(agent), self.inner.http.clone(), handlers_by_name(&tools), rx));
         Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })
     }
 }

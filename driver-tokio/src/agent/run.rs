@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_core::async_tool::handlers_by_name;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::executor::{sleep_until, Executor, Handlers};
@@ -18,10 +19,6 @@ pub(crate) enum Message<C> {
         tools: Option<Vec<Tool>>,
         reply: oneshot::Sender<Result<(), AgentError>>,
     },
-}
-
-pub(crate) fn handlers(tools: &[Tool]) -> Handlers {
-    tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect()
 }
 
 pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
@@ -44,7 +41,7 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
                 Some(Message::SetState { patch, tools, reply }) => {
                     let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
                     if let (Ok(()), Some(tools)) = (&accepted, tools) {
-                        handlers = self::handlers(&tools);
+                        handlers = handlers_by_name(&tools);
                     }
                     let _ = reply.send(accepted);
                 }
