@@ -179,6 +179,12 @@ pub fn all() -> Vec<NamedAgentScenario> {
         decided("reject", ToolDecision::Reject("weather is off limits".into())),
         decided("provided_result", ToolDecision::Result(Ok("rainy".into()))),
         named("tool_without_handler", vec![calls(&[("toolu_1", "ask_user")])], vec![start(ASK)]),
+        // The next prompt answers the call left open, or no provider would take the history.
+        named(
+            "unanswered_then_prompt",
+            vec![calls(&[("toolu_1", "ask_user")]), text(&["Fine."])],
+            vec![start(ASK), on("turn stop", 1, Action::Prompt("Never mind.".into()))],
+        ),
         // Both prompts are staged while get_weather runs; the last one wins.
         named(
             "staged_prompt",

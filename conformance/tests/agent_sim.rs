@@ -193,6 +193,24 @@ fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
 }
 
 #[test]
+fn a_prompt_after_unanswered_calls_answers_them_with_errors_first() {
+    let (r, agent) = run("unanswered_then_prompt");
+    let next = r#"user[toolu_1 error "no result: the application did not answer this call", "Never mind."]"#;
+    assert!(skeleton(&r).contains(&format!("message {next}").as_str()), "{:#?}", r.transcript);
+    assert_eq!(r.requests.len(), 2);
+    // The second request carries the call and its result, in Anthropic's form.
+    let body: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    let messages = body["messages"].as_array().expect("messages");
+    let last = &messages[messages.len() - 1]["content"];
+    assert_eq!(last[0]["type"], "tool_result");
+    assert_eq!(last[0]["tool_use_id"], "toolu_1");
+    assert_eq!(last[0]["is_error"], true);
+    assert_eq!(last[1]["text"], "Never mind.");
+    assert_eq!(agent.messages().len(), 4);
+    assert_eq!(agent.status(), Status::Idle);
+}
+
+#[test]
 fn a_prompt_staged_during_a_tool_run_overrides_the_stop() {
     let (r, agent) = run("staged_prompt");
     let results = r#"user[toolu_1 "sunny"]"#;

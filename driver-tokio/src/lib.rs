@@ -27,7 +27,7 @@ mod executor;
 mod http;
 mod tools;
 
-pub use agent::{Agent, AgentBuilder, StateChange, Subscription, DEFAULT_SUBSCRIBER_CAPACITY};
+pub use agent::{Agent, AgentBuilder, StateChange, Subscription};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
 pub use error::Error;
@@ -36,7 +36,7 @@ pub use tools::Tool;
 pub use omni_core as core;
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
+    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 pub use omni_core::client::{ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};

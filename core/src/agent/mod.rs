@@ -37,8 +37,10 @@
 //! - `handle_tool_result` sees every result (executed, timed out, rejected, provided).
 //! - `Execute` for a declared tool without a handler, or tool calls when `max_steps`
 //!   requests were made, end the turn with stop reason `tool_use`: the turn (with the
-//!   unanswered calls) is committed, results already decided for the step are dropped,
-//!   and answering the calls is the application's business (e.g. through `set_state`).
+//!   unanswered calls) is committed and results already decided for the step are
+//!   dropped. The application may answer the calls through `set_state`; otherwise the
+//!   next prompt answers each with an error result ahead of its text, since no provider
+//!   accepts a history with unanswered calls.
 //!   `Execute` for an undeclared tool, or with input that fails validation, gives the model
 //!   an error result instead.
 //! - A step retried by `handle_error` may already have streamed deltas: the `retry` event
@@ -52,6 +54,7 @@
 //! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
 //! agent's own (unique across steps), not the inner machine's.
 
+mod builder;
 mod callbacks;
 mod change;
 mod decide;
@@ -61,6 +64,7 @@ mod partial;
 mod step;
 mod tools;
 
+pub use builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
 pub use change::StateChange;
 pub use host::{Command, EventSink, Host, Reply};
