@@ -64,13 +64,13 @@ mod transport;
 pub use omni_core as core;
 pub use omni_core::*;
 
-pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscription, DEFAULT_SUBSCRIBER_CAPACITY};
+pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscription};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::Call;
 pub use driver_error::Error;
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
+    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};

@@ -34,18 +34,16 @@ mod run;
 mod subscription;
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use omni_core::agent::{
-    Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, NoCallbacks, Reply, Snapshot, Status,
-    ToolDecision,
+    Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot,
+    Status, ToolDecision,
 };
-use omni_core::client::ModelRef;
-use omni_core::generate::RetryPolicy;
-use omni_core::{ApiKey, Message, Options};
+use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::generate::ToolDecl;
+use omni_core::Message;
 
 use crate::blocking_client::Client;
 use crate::tools::Tool;
@@ -57,153 +55,44 @@ pub use subscription::Subscription;
 /// What [`Agent::set_state`] changes; see [`omni_core::agent::StateChange`].
 pub type StateChange = omni_core::agent::StateChange<Tool>;
 
-/// Events a subscriber may have queued before it is dropped as lagging.
-pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
-
-/// Sets up an agent; see [`Client::agent`]. Nothing runs until [`AgentBuilder::start`].
-#[must_use = "an agent does nothing until .start()"]
-pub struct AgentBuilder<C = NoCallbacks> {
-    client: Client,
-    model: ModelRef,
-    api_key: Option<ApiKey>,
-    system: Option<String>,
-    messages: Vec<Message>,
-    tools: Vec<Tool>,
-    options: Options,
-    tool_timeout: Option<Duration>,
-    error_backoff: Option<RetryPolicy>,
-    capacity: usize,
-    callbacks: C,
-}
-
-impl<C> fmt::Debug for AgentBuilder<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentBuilder")
-            .field("model", &self.model)
-            .field("tools", &self.tools)
-            .field("messages", &self.messages.len())
-            .finish_non_exhaustive()
-    }
-}
+/// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`] (its
+/// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,
+/// `error_backoff`, `api_key`, `subscriber_capacity`, `callbacks`; then `start`).
+pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
 
 impl Client {
     /// Starts setting up an agent on this client's configuration (catalogue, keys,
-    /// default options, retry policy, stall limit).
+    /// default options, retry policy, stall limit). `start()` runs it on its own thread.
     pub fn agent(&self, model: impl Into<ModelRef>) -> AgentBuilder {
-        AgentBuilder {
-            client: self.clone(),
-            model: model.into(),
-            api_key: None,
-            system: None,
-            messages: Vec::new(),
-            tools: Vec::new(),
-            options: Options::default(),
-            tool_timeout: None,
-            error_backoff: None,
-            capacity: DEFAULT_SUBSCRIBER_CAPACITY,
-            callbacks: NoCallbacks,
-        }
+        AgentBuilder::new(self.clone(), model.into())
     }
 }
 
-impl<C: AgentCallbacks + Send + 'static> AgentBuilder<C> {
-    /// The system prompt.
-    pub fn system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
-        self
+impl Launch<Tool> for Client {
+    type Handle<C: AgentCallbacks + Send + 'static> = Agent<C>;
+    type Error = Error;
+
+    fn client_config(&self) -> &ClientConfig {
+        &self.inner.config
     }
 
-    /// The initial history: empty, or ending with an assistant message without tool calls.
-    pub fn messages(mut self, messages: Vec<Message>) -> Self {
-        self.messages = messages;
-        self
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
     }
 
-    /// Adds a tool; a tool with the same name as an earlier one replaces it.
-    pub fn tool(mut self, tool: Tool) -> Self {
-        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
-            Some(existing) => *existing = tool,
-            None => self.tools.push(tool),
-        }
-        self
+    fn describe(tool: &Tool) -> ToolDecl {
+        tool.decl()
     }
 
-    /// Adds tools.
-    pub fn tools(self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        tools.into_iter().fold(self, AgentBuilder::tool)
-    }
-
-    /// Options of every step, over the client's defaults (`max_steps` caps a turn's requests).
-    pub fn options(mut self, options: Options) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// Time one tool call may take (default 5 s) unless the tool says otherwise.
-    pub fn tool_timeout(mut self, limit: Duration) -> Self {
-        self.tool_timeout = Some(limit);
-        self
-    }
-
-    /// Waits between the step retries that `handle_error` asks for.
-    pub fn error_backoff(mut self, policy: RetryPolicy) -> Self {
-        self.error_backoff = Some(policy);
-        self
-    }
-
-    /// A key for this agent only (wins over the client's and the environment's).
-    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// How many events a subscriber may leave unread before it is dropped (its iterator
-    /// then ends and [`Subscription::lagged`] says so). Default 10,000.
-    pub fn subscriber_capacity(mut self, events: usize) -> Self {
-        self.capacity = events.max(1);
-        self
-    }
-
-    /// The callbacks, which also hold the application's private state.
-    pub fn callbacks<D: AgentCallbacks + Send + 'static>(self, callbacks: D) -> AgentBuilder<D> {
-        AgentBuilder {
-            client: self.client,
-            model: self.model,
-            api_key: self.api_key,
-            system: self.system,
-            messages: self.messages,
-            tools: self.tools,
-            options: self.options,
-            tool_timeout: self.tool_timeout,
-            error_backoff: self.error_backoff,
-            capacity: self.capacity,
-            callbacks,
-        }
-    }
-
-    /// Starts the agent on its own thread (its `init` runs here, on the caller's).
-    pub fn start(self) -> Result<Agent<C>, Error> {
-        let inner = &self.client.inner;
-        let env = |name: &str| std::env::var(name).ok();
-        let mut config = inner.config.agent(&self.model, self.api_key.as_ref(), &env)?;
-        if inner.random_retry_seed {
-            // As for calls: agents failing together must not retry together.
-            config.retry.seed = RandomState::new().hash_one(Instant::now());
-        }
-        config.system = self.system;
-        config.messages = self.messages;
-        config.tools = self.tools.iter().map(Tool::decl).collect();
-        config.options = self.options.merged_over(&config.options);
-        if let Some(limit) = self.tool_timeout {
-            config.tool_timeout = limit;
-        }
-        if let Some(policy) = self.error_backoff {
-            config.error_backoff = policy;
-        }
-        let machine = Machine::new(config, self.callbacks)?;
-        let commands = run::spawn(Host::new(machine), inner.http.clone(), self.tools)
+    fn launch<C: AgentCallbacks + Send + 'static>(
+        &self,
+        agent: Machine<C>,
+        tools: Vec<Tool>,
+        capacity: usize,
+    ) -> Result<Agent<C>, Error> {
+        let commands = run::spawn(Host::new(agent), self.inner.http.clone(), tools)
             .map_err(|e| Error::Setup(format!("could not start the agent thread: {e}")))?;
-        Ok(Agent { shared: Arc::new(Shared { client: self.client, commands, capacity: self.capacity }) })
+        Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })
     }
 }
 
