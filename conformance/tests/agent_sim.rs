@@ -494,6 +494,17 @@ fn bad_initial_messages_are_refused() {
 }
 
 #[test]
+fn two_tools_with_one_name_are_refused() {
+    let mut config = agent_sim::config();
+    let twin = config.tools[0].clone();
+    config.tools.push(twin);
+    match Agent::new(config, NoCallbacks) {
+        Err(AgentError::InvalidTool(why)) => assert_eq!(why, r#"two tools are named "get_weather""#),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn handle_tool_result_changes_what_the_model_sees() {
     let (r, _) = run("tool_result_callback");
     assert_eq!(

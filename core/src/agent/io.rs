@@ -302,10 +302,7 @@ pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Resul
             reason: "structured output is not supported by the agent".into(),
         }));
     }
-    for tool in tools {
-        tool.ensure_validator().map_err(|e| AgentError::InvalidTool(e.to_string()))?;
-    }
-    Ok(())
+    crate::generate::prepare_tools(tools).map_err(AgentError::InvalidTool)
 }
 
 /// The agent's state as [`Agent::state`](super::Agent::state) reports it.

@@ -26,9 +26,9 @@ pub use io::{
     Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
 };
 pub use retry::RetryPolicy;
-/// Input checking shared with the agent's tool phase.
-pub(crate) use tools::check_input;
 pub use tools::ToolDecl;
+/// Input checking shared with the agent's tool phase.
+pub(crate) use tools::{check_input, prepare_tools};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -151,10 +151,8 @@ impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
         config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
-        for decl in &mut config.tools {
-            decl.ensure_validator()
-                .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e.to_string() }))?;
-        }
+        tools::prepare_tools(&mut config.tools)
+            .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
                 GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })

@@ -11,24 +11,6 @@
 //!
 //! The callbacks run on the agent's thread. Do not call a handle's methods from them (or
 //! from a [`Agent::with_callbacks`] closure): the agent would wait for itself.
-//!
-//! ```no_run
-//! use omni_blocking::{AgentEvent, Client, StreamEvent};
-//!
-//! let client = Client::new()?; // keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
-//! let agent = client.agent("anthropic:claude-sonnet-4-5").system("Be brief.").start()?;
-//! let (_snapshot, events) = agent.subscribe()?;
-//! agent.prompt("Hi!")?;
-//! for event in events {
-//!     match event {
-//!         AgentEvent::Stream(StreamEvent::TextDelta { delta, .. }) => print!("{delta}"),
-//!         AgentEvent::Turn { .. } => break,
-//!         _ => {}
-//!     }
-//! }
-//! println!("\n{} messages so far", agent.messages()?.len());
-//! # Ok::<(), omni_blocking::Error>(())
-//! ```
 
 mod run;
 mod subscription;
@@ -115,6 +97,24 @@ impl<C> Drop for Shared<C> {
 /// thread); dropping the last one stops it. Every method blocks until the agent's
 /// thread answers, which it does between inputs, never waiting on the network or a tool.
 /// A stopped agent answers [`AgentError::Terminated`].
+///
+/// ```no_run
+/// use omni_blocking::{AgentEvent, Client, StreamEvent};
+///
+/// let client = Client::new()?; // keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
+/// let agent = client.agent("anthropic:claude-sonnet-4-5").system("Be brief.").start()?;
+/// let (_snapshot, events) = agent.subscribe()?;
+/// agent.prompt("Hi!")?;
+/// for event in events {
+///     match event {
+///         AgentEvent::Stream(StreamEvent::TextDelta { delta, .. }) => print!("{delta}"),
+///         AgentEvent::Turn { .. } => break,
+///         _ => {}
+///     }
+/// }
+/// println!("\n{} messages so far", agent.messages()?.len());
+/// # Ok::<(), omni_blocking::Error>(())
+/// ```
 pub struct Agent<C = NoCallbacks> {
     shared: Arc<Shared<C>>,
 }
