@@ -57,6 +57,7 @@ mod call;
 mod driver_error;
 mod event_loop;
 mod executor;
+mod splice;
 mod stream;
 mod tools;
 mod transport;
