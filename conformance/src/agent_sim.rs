@@ -16,7 +16,8 @@ use omni_core::agent::{
     ToolDecision, TurnDecision, TurnEnd,
 };
 use omni_core::generate::{
-    Effect, GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+    Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
+    TransportErrorKind,
 };
 use omni_core::{Block, HttpRequest, Message, Response, ToolResult, ToolSpec, ToolUse};
 use serde_json::json;
@@ -173,21 +174,17 @@ pub fn simulate_agent<C: AgentCallbacks>(mut agent: Agent<C>, scenario: &AgentSc
             sim.now = sim.now.max(next_input.unwrap_or(sim.now));
             let Some((_, item)) = sim.queue.pop_first() else { unreachable!("a key was just seen") };
             let at = sim.start + sim.now;
-            let outcome = match item {
-                Scheduled::Head { id, status, headers } => {
-                    agent.handle_input(AgentInput::ResponseHead { id, status, headers }, at)
-                }
-                Scheduled::Body { id, bytes } => agent.handle_input(AgentInput::Body { id, bytes: &bytes }, at),
-                Scheduled::End { id } => agent.handle_input(AgentInput::BodyEnd { id }, at),
-                Scheduled::Transport { id, kind } => agent.handle_input(
-                    AgentInput::TransportFailed {
-                        id,
-                        error: TransportError { kind, message: format!("scripted {kind:?}") },
-                    },
-                    at,
-                ),
-                Scheduled::Tool { id, outcome } => agent.handle_input(AgentInput::ToolFinished { id, outcome }, at),
+            let report = match item {
+                Scheduled::Head { id, status, headers } => Report::ResponseHead { id, status, headers },
+                Scheduled::Body { ref bytes, id } => Report::Body { id, bytes },
+                Scheduled::End { id } => Report::BodyEnd { id },
+                Scheduled::Transport { id, kind } => Report::TransportFailed {
+                    id,
+                    error: TransportError { kind, message: format!("scripted {kind:?}") },
+                },
+                Scheduled::Tool { id, outcome } => Report::ToolFinished { id, outcome },
             };
+            let outcome = agent.handle_input(AgentInput::Report(report), at);
             // Driver inputs are never refused; a refusal would be a bug in the machine.
             if let Err(e) = outcome {
                 sim.inserted.push((sim.lines.len(), format!("refused driver input: {e}")));

@@ -534,14 +534,14 @@ fn request_retries_of_the_inner_machine_are_forwarded() {
 #[test]
 fn stale_ids_are_ignored_and_terminate_cancels_work() {
     use omni_core::agent::AgentInput;
-    use omni_core::generate::{Effect, RequestId, ToolRunId};
+    use omni_core::generate::{Effect, Report, RequestId, ToolRunId};
     let now = std::time::Instant::now();
     let mut agent = Agent::new(agent_sim::config(), ScriptedCallbacks::default()).expect("agent");
     agent.handle_input(AgentInput::Prompt("Hi".into()), now).expect("prompt");
     assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { id: RequestId(0), .. })));
     while agent.poll_event().is_some() {}
-    agent.handle_input(AgentInput::BodyEnd { id: RequestId(7) }, now).expect("ignored");
-    let done = AgentInput::ToolFinished { id: ToolRunId(0), outcome: ToolOutcome::Err("late".into()) };
+    agent.handle_input(AgentInput::Report(Report::BodyEnd { id: RequestId(7) }), now).expect("ignored");
+    let done = AgentInput::Report(Report::ToolFinished { id: ToolRunId(0), outcome: ToolOutcome::Err("late".into()) });
     agent.handle_input(done, now).expect("ignored");
     assert_eq!(agent.poll_event(), None);
     assert_eq!(agent.status(), Status::Busy);

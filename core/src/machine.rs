@@ -5,47 +5,8 @@
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentCallbacks, AgentInput};
-use crate::generate::{Effect, Generate, Input, RequestId, ToolOutcome, ToolRunId, TransportError};
-
-/// What a request or a tool run reports to the machine that started it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Report<'a> {
-    /// The response status and headers arrived.
-    ResponseHead {
-        /// Which request.
-        id: RequestId,
-        /// HTTP status.
-        status: u16,
-        /// Headers.
-        headers: Vec<(String, String)>,
-    },
-    /// Body bytes arrived.
-    Body {
-        /// Which request.
-        id: RequestId,
-        /// The bytes.
-        bytes: &'a [u8],
-    },
-    /// The body ended.
-    BodyEnd {
-        /// Which request.
-        id: RequestId,
-    },
-    /// The request failed below HTTP.
-    TransportFailed {
-        /// Which request.
-        id: RequestId,
-        /// What happened.
-        error: TransportError,
-    },
-    /// A tool run ended.
-    ToolFinished {
-        /// Which run.
-        id: ToolRunId,
-        /// Its outcome.
-        outcome: ToolOutcome,
-    },
-}
+pub use crate::generate::Report;
+use crate::generate::{Effect, Generate, Input};
 
 /// A machine a driver loop can run: effects out, reports and deadlines in.
 pub trait Machine {
@@ -70,14 +31,7 @@ impl Machine for Generate {
         Generate::handle_timeout(self, now)
     }
     fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        let input = match report {
-            Report::ResponseHead { id, status, headers } => Input::ResponseHead { id, status, headers },
-            Report::Body { id, bytes } => Input::Body { id, bytes },
-            Report::BodyEnd { id } => Input::BodyEnd { id },
-            Report::TransportFailed { id, error } => Input::TransportFailed { id, error },
-            Report::ToolFinished { id, outcome } => Input::ToolFinished { id, outcome },
-        };
-        self.handle_input(input, now)
+        self.handle_input(Input::Report(report), now)
     }
 }
 
@@ -92,14 +46,7 @@ impl<C: AgentCallbacks> Machine for Agent<C> {
         Agent::handle_timeout(self, now)
     }
     fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        let input = match report {
-            Report::ResponseHead { id, status, headers } => AgentInput::ResponseHead { id, status, headers },
-            Report::Body { id, bytes } => AgentInput::Body { id, bytes },
-            Report::BodyEnd { id } => AgentInput::BodyEnd { id },
-            Report::TransportFailed { id, error } => AgentInput::TransportFailed { id, error },
-            Report::ToolFinished { id, outcome } => AgentInput::ToolFinished { id, outcome },
-        };
-        // Driver inputs are never refused (unknown ids are ignored).
-        let _ = self.handle_input(input, now);
+        // Reports are never refused (unknown ids are ignored).
+        let _ = self.handle_input(AgentInput::Report(report), now);
     }
 }

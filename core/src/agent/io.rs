@@ -4,9 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::event::StreamEvent;
-use crate::generate::{
-    GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, DEFAULT_STALL_TIMEOUT,
-};
+use crate::generate::{GenerateError, Report, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
 use crate::message::{Message, Role, ToolResult, ToolSpec, ToolUse};
 use crate::model::Model;
 use crate::options::{Options, OptionsError};
@@ -99,41 +97,8 @@ pub enum AgentInput<'a> {
     Cancel,
     /// Changes the state (idle only).
     SetState(Box<StatePatch>),
-    /// The response status and headers arrived.
-    ResponseHead {
-        /// Which request.
-        id: RequestId,
-        /// HTTP status.
-        status: u16,
-        /// Headers.
-        headers: Vec<(String, String)>,
-    },
-    /// Body bytes arrived.
-    Body {
-        /// Which request.
-        id: RequestId,
-        /// The bytes.
-        bytes: &'a [u8],
-    },
-    /// The body ended.
-    BodyEnd {
-        /// Which request.
-        id: RequestId,
-    },
-    /// The request failed below HTTP.
-    TransportFailed {
-        /// Which request.
-        id: RequestId,
-        /// What happened.
-        error: TransportError,
-    },
-    /// A tool run ended.
-    ToolFinished {
-        /// Which run.
-        id: ToolRunId,
-        /// Its outcome.
-        outcome: ToolOutcome,
-    },
+    /// A request or a tool run reported progress.
+    Report(Report<'a>),
 }
 
 /// Why an input or a configuration was refused.

@@ -77,7 +77,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use crate::generate::{Effect, Generate, Input, RequestId};
+use crate::generate::{Effect, Generate, Input, Report, RequestId};
 use crate::message::{Message, ToolUse};
 use crate::response::Response;
 use crate::usage::Usage;
@@ -262,24 +262,12 @@ impl<C: AgentCallbacks> Agent<C> {
             AgentInput::Resume(decision) => self.resume(decision, now),
             AgentInput::Cancel => self.cancel(now),
             AgentInput::SetState(patch) => self.set_state(*patch),
-            AgentInput::ResponseHead { id, status, headers } => {
-                self.route_to_step(id, now, |id| Input::ResponseHead { id, status, headers });
-                Ok(())
-            }
-            AgentInput::Body { id, bytes } => {
-                self.route_to_step(id, now, |id| Input::Body { id, bytes });
-                Ok(())
-            }
-            AgentInput::BodyEnd { id } => {
-                self.route_to_step(id, now, |id| Input::BodyEnd { id });
-                Ok(())
-            }
-            AgentInput::TransportFailed { id, error } => {
-                self.route_to_step(id, now, |id| Input::TransportFailed { id, error });
-                Ok(())
-            }
-            AgentInput::ToolFinished { id, outcome } => {
+            AgentInput::Report(Report::ToolFinished { id, outcome }) => {
                 self.tool_finished(id, outcome, now);
+                Ok(())
+            }
+            AgentInput::Report(report) => {
+                self.route_to_step(report, now);
                 Ok(())
             }
         }

@@ -8,7 +8,7 @@ use super::{
     Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
 };
 use crate::generate::{
-    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, RequestId, DEFAULT_MAX_STEPS,
+    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, DEFAULT_MAX_STEPS,
 };
 use crate::message::{Block, Context, Message, Role, ToolResult, ToolUse};
 use crate::response::{Response, StopReason};
@@ -88,16 +88,13 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    /// Routes a driver input to the inner machine when the id is one of this step's.
-    pub(super) fn route_to_step<'a>(
-        &mut self,
-        id: RequestId,
-        now: Instant,
-        input: impl FnOnce(RequestId) -> Input<'a>,
-    ) {
+    /// Routes a request's report to the inner machine when the request is one of this
+    /// step's (under the inner machine's id).
+    pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
         let State::Streaming(run) = &mut self.state else { return };
+        let Some(id) = report.request() else { return };
         let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
-        run.generate.handle_input(input(inner), now);
+        run.generate.handle_input(Input::Report(report.for_request(inner)), now);
         self.drain_step(now);
     }
 

@@ -23,7 +23,8 @@ mod structured;
 mod tools;
 
 pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+    Effect, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
+    TransportErrorKind,
 };
 pub use retry::RetryPolicy;
 pub use tools::ToolDecl;
@@ -221,10 +222,10 @@ impl Generate {
     pub fn handle_input(&mut self, input: Input<'_>, now: Instant) {
         match input {
             Input::Cancel => self.cancel(),
-            Input::ResponseHead { id, status, headers } => self.on_head(id, status, headers, now),
-            Input::Body { id, bytes } => self.on_body(id, bytes, now),
-            Input::BodyEnd { id } => self.on_body_end(id, now),
-            Input::TransportFailed { id, mut error } => {
+            Input::Report(Report::ResponseHead { id, status, headers }) => self.on_head(id, status, headers, now),
+            Input::Report(Report::Body { id, bytes }) => self.on_body(id, bytes, now),
+            Input::Report(Report::BodyEnd { id }) => self.on_body_end(id, now),
+            Input::Report(Report::TransportFailed { id, mut error }) => {
                 let State::Sending(attempt) = &self.state else { return };
                 if attempt.id != id {
                     return;
@@ -239,7 +240,7 @@ impl Generate {
                 };
                 self.fail_attempt(GenerateError::Transport(error), false, now);
             }
-            Input::ToolFinished { id, outcome } => {
+            Input::Report(Report::ToolFinished { id, outcome }) => {
                 if let State::Tools(phase) = &mut self.state {
                     if let Some(result) = phase.finish(id, outcome) {
                         self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
