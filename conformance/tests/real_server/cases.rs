@@ -10,7 +10,8 @@ use omni_core::error::ProviderErrorKind;
 use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::tool::ToolError;
 use omni_core::{
-    Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent, ToolChoice,
+    Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent,
+    ToolChoice,
 };
 use serde_json::json;
 
@@ -75,11 +76,12 @@ fn assert_text_stream(run: &Run, step: u32, max_tokens: u32, dialect: Dialect) {
     assert_eq!(response.stop_reason, Some(expected), "stop reason with usage {usage:?}");
 }
 
-/// A streamed chat: deltas, usage, stop reason.
+/// A streamed chat: deltas, usage, stop reason (this reply ends by itself, in about 12 tokens).
 pub fn streamed_chat(clients: &Clients, driver: Driver, dialect: Dialect) {
-    let req = request(LLAMA_SERVER, dialect, "Write one short sentence about the sea.", 64);
+    let req = request(LLAMA_SERVER, dialect, "Name three colors.", 64);
     let run = clients.run(driver, &req);
     assert_text_stream(&run, 0, 64, dialect);
+    assert_eq!(run.response().stop_reason, Some(StopReason::Stop));
 }
 
 /// Three turns; each request carries the whole history back in the dialect's own format.
@@ -138,7 +140,10 @@ pub fn cancel(clients: &Clients, driver: Driver, dialect: Dialect, base_url: &st
     let prompt = "Write a very long story about a dragon who learns to bake bread.";
     let req = request(LLAMA_SERVER, dialect, prompt, 1000);
     let run = clients.run_until(driver, &req, |events| {
-        events.iter().filter(|e| matches!(e, GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. })).count()
+        events
+            .iter()
+            .filter(|e| matches!(e, GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. }))
+            .count()
             >= 3
     });
     assert!(
@@ -239,7 +244,7 @@ pub fn auto_tool_choice_empty_body(clients: &Clients, driver: Driver) {
 
 /// llama-cpp-python's plain text stream (spaced JSON, LF line ends, no usage).
 pub fn python_chat(clients: &Clients, driver: Driver) {
-    let req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "Write one short sentence about the sea.", 48);
+    let req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "Name three colors.", 48);
     let run = clients.run(driver, &req);
     let response = run.response();
     assert_eq!(run.retries(), 0);

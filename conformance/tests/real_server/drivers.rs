@@ -126,7 +126,10 @@ impl Run {
 fn is_closed_connection_retry(event: &GenerateEvent) -> bool {
     matches!(
         event,
-        GenerateEvent::Retry { error: GenerateError::Transport(TransportError { kind: TransportErrorKind::Connect, .. }), .. }
+        GenerateEvent::Retry {
+            error: GenerateError::Transport(TransportError { kind: TransportErrorKind::Connect, .. }),
+            ..
+        }
     )
 }
 
@@ -140,11 +143,8 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(providers: &[Provider]) -> Clients {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
         let mut tokio = omni_tokio::Client::builder();
         let mut smol = omni_smol::Client::builder();
         let mut blocking = omni_blocking::Client::builder();
@@ -210,9 +210,10 @@ impl Clients {
                 let mut call = self.blocking.call(req.model, req.context).options(req.options);
                 if let Some(tool) = req.tool {
                     let handler = tool.handler.clone();
-                    call = call.tool(omni_blocking::Tool::new(tool.name, tool.description, tool.schema, move |input| {
-                        handler(input)
-                    }));
+                    call =
+                        call.tool(omni_blocking::Tool::new(tool.name, tool.description, tool.schema, move |input| {
+                            handler(input)
+                        }));
                 }
                 let stream = call.stream().expect("blocking: start the call");
                 for event in stream {
@@ -230,4 +231,5 @@ impl Clients {
 }
 
 /// Retries after a closed pooled connection, by driver (in [`Driver::ALL`] order).
-pub static CLOSED_CONNECTION_RETRIES: [AtomicUsize; 3] = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+pub static CLOSED_CONNECTION_RETRIES: [AtomicUsize; 3] =
+    [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];

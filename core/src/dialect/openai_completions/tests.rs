@@ -564,7 +564,8 @@ fn conversation_with_tool_results_images_and_pdf() {
 
 #[test]
 fn tool_calls_without_text_send_empty_content() {
-    let call = ToolUse { id: "call_1".into(), name: "weather".into(), input: json!({"city": "Paris"}), signature: None };
+    let call =
+        ToolUse { id: "call_1".into(), name: "weather".into(), input: json!({"city": "Paris"}), signature: None };
     let context = Context::from(vec![
         Message::user("Weather in Paris?"),
         Message::new(Role::Assistant, vec![Block::ToolUse(call)]),
