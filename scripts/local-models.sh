@@ -189,8 +189,15 @@ cmd_setup() {
   log "setup done in $((SECONDS - start)) s (cache: $CACHE)"
 }
 
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+# Two distinct free loopback ports (both bound at once, so they differ).
+free_ports() {
+  "$PYTHON" -c '
+import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+'
 }
 
 # Polls url until it answers 200 or the process dies or the timeout passes.
@@ -199,7 +206,7 @@ wait_healthy() {
   local deadline=$((SECONDS + HEALTH_TIMEOUT))
   while ((SECONDS < deadline)); do
     if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 30 "$logfile" >&2 || true
+      tail -n 20 "$logfile" >&2 || true
       die "$name exited during start-up (log: $logfile)"
     fi
     if "$PYTHON" -c 'import sys, urllib.request; sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)' \
@@ -208,7 +215,7 @@ wait_healthy() {
     fi
     sleep 0.3
   done
-  tail -n 30 "$logfile" >&2 || true
+  tail -n 20 "$logfile" >&2 || true
   die "$name not healthy at $url after ${HEALTH_TIMEOUT}s (log: $logfile)"
 }
 
@@ -236,11 +243,10 @@ cmd_start() {
   fi
 
   local port1 port2 pid1 pid2
-  port1=$(free_port)
+  read -r port1 port2 < <(free_ports)
   setsid "$LLAMA_SERVER_BIN" -m "$MODEL_PATH" --alias "$MODEL_ALIAS" --host 127.0.0.1 --port "$port1" \
     -c 4096 -t 2 --no-webui </dev/null >"$RUN_DIR/llama-server.log" 2>&1 &
   pid1=$!
-  port2=$(free_port)
   setsid "$LLAMA_CPP_PYTHON" -m llama_cpp.server --model "$MODEL_PATH" --model_alias "$MODEL_ALIAS" \
     --chat_format chatml-function-calling --host 127.0.0.1 --port "$port2" --n_ctx 4096 --n_threads 2 \
     </dev/null >"$RUN_DIR/llama-cpp-python.log" 2>&1 &
