@@ -1,10 +1,12 @@
 //! Pure simulation of the agent machine, modelled on [`crate::sim`]: a virtual clock
 //! that jumps to the next scripted input or deadline, a scripted provider (the same
-//! [`Reply`] / [`BodyStep`] scripts), scripted tools, scripted application actions
-//! (prompt, resume, cancel, set_state, snapshot) and a transcript of every event.
+//! [`Reply`] / [`BodyStep`] scripts), scripted tools, application actions (prompt,
+//! resume, cancel, set_state, subscribe) fired by events, and a transcript of every event.
 //!
-//! The transcript lines do not depend on timing, so the drivers can be held to the same
-//! lines later.
+//! Actions fire on transcript lines, not at times, so that a driver running in real time
+//! can place them exactly where the simulation does: the placement rule, which the
+//! driver tests follow, is in [`crate::agent_script`]. The transcript lines do not depend
+//! on timing, so the drivers are held to the same lines.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -14,15 +16,17 @@ use omni_core::agent::{
     ToolDecision, TurnDecision, TurnEnd,
 };
 use omni_core::generate::{
-    Effect, GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+    Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
+    TransportErrorKind,
 };
 use omni_core::{Block, HttpRequest, Message, Response, ToolResult, ToolSpec, ToolUse};
 use serde_json::json;
 
+use crate::agent_script::{action_line, ActionScript, When};
 use crate::scenarios;
 use crate::sim::{error_kind, BodyStep, Reply, ToolScript};
 
-/// Something the application does at a scripted time.
+/// Something the application does when its trigger fires.
 #[derive(Debug, Clone)]
 pub enum Action {
     /// `prompt(text)`.
@@ -37,21 +41,46 @@ pub enum Action {
     Subscribe,
 }
 
-/// A scenario: provider replies in order, tools by name, actions by time.
+impl Action {
+    /// The name used in `refused <name>: ...` lines.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Prompt(_) => "prompt",
+            Action::Resume(_) => "resume",
+            Action::Cancel => "cancel",
+            Action::SetState(_) => "set_state",
+            Action::Subscribe => "subscribe",
+        }
+    }
+
+    /// The agent input of this action; `None` for [`Action::Subscribe`], which is not one.
+    pub fn into_input(self) -> Option<AgentInput<'static>> {
+        match self {
+            Action::Prompt(text) => Some(AgentInput::Prompt(text)),
+            Action::Resume(decision) => Some(AgentInput::Resume(decision)),
+            Action::Cancel => Some(AgentInput::Cancel),
+            Action::SetState(patch) => Some(AgentInput::SetState(patch)),
+            Action::Subscribe => None,
+        }
+    }
+}
+
+/// A scenario: provider replies in order, tools by name, actions by trigger.
 #[derive(Debug, Clone, Default)]
 pub struct AgentScenario {
     /// Replies to successive requests.
     pub replies: Vec<Reply>,
     /// Tool behaviour by name.
     pub tools: BTreeMap<String, ToolScript>,
-    /// Application actions at virtual times.
-    pub actions: Vec<(Duration, Action)>,
+    /// Application actions and their triggers (see [`crate::agent_script`]).
+    pub actions: Vec<(When, Action)>,
 }
 
 /// The outcome of a simulation.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSimResult {
-    /// Every event (and every refused action, as `refused ...`), one line each.
+    /// Every event, one line each, with the lines of performed actions (`refused ...`,
+    /// `subscribed`) right after their trigger line.
     pub transcript: Vec<String>,
     /// The events themselves.
     pub events: Vec<AgentEvent>,
@@ -61,6 +90,14 @@ pub struct AgentSimResult {
     pub effects: Vec<String>,
     /// The late subscriber's snapshot and the index in `events` of the first event it sees.
     pub subscription: Option<(Snapshot, usize)>,
+    /// Actions whose trigger never came.
+    pub unfired: Vec<(When, Action)>,
+    /// For each action performed on a trigger line (`<name> after <line>`): the virtual
+    /// time from then to the next input or deadline already pending (body chunk, transport
+    /// failure, tool result, deadline; response heads and body ends, which follow or come
+    /// with a chunk, left out), i.e. how late a real driver may perform it. Actions with
+    /// nothing pending are not listed.
+    pub margins: Vec<(String, Duration)>,
     /// Virtual time at the end.
     pub elapsed: Duration,
 }
@@ -72,7 +109,6 @@ enum Scheduled {
     End { id: RequestId },
     Transport { id: RequestId, kind: TransportErrorKind },
     Tool { id: ToolRunId, outcome: ToolOutcome },
-    Action(Box<Action>),
 }
 
 impl Scheduled {
@@ -80,173 +116,217 @@ impl Scheduled {
         match self {
             Scheduled::Head { id, .. } | Scheduled::Body { id, .. } | Scheduled::End { id } => Some(*id),
             Scheduled::Transport { id, .. } => Some(*id),
-            _ => None,
+            Scheduled::Tool { .. } => None,
         }
     }
 }
 
 type Queue = BTreeMap<(Duration, u64), Scheduled>;
 
+/// The simulation's state besides the agent.
+struct Sim<'s> {
+    scenario: &'s AgentScenario,
+    start: Instant,
+    now: Duration,
+    replies: VecDeque<Reply>,
+    queue: Queue,
+    seq: u64,
+    result: AgentSimResult,
+    /// Event lines; action lines are kept apart, keyed by how many event lines precede them.
+    lines: Vec<String>,
+    inserted: Vec<(usize, String)>,
+    script: ActionScript,
+    /// Actions due, with the number of event lines up to their trigger line.
+    due: VecDeque<(Action, usize)>,
+}
+
 /// Runs a scenario until nothing is scheduled and no deadline is set (idle, or paused
-/// with no resume scripted). Returns the result and the agent for inspection.
+/// with no resume due). Returns the result and the agent for inspection.
 pub fn simulate_agent<C: AgentCallbacks>(mut agent: Agent<C>, scenario: &AgentScenario) -> (AgentSimResult, Agent<C>) {
-    let start = Instant::now();
-    let mut now = Duration::ZERO;
-    let mut replies: VecDeque<Reply> = scenario.replies.iter().cloned().collect();
-    let mut queue: Queue = BTreeMap::new();
-    let mut seq = 0u64;
-    let mut push = |queue: &mut Queue, at: Duration, item: Scheduled| {
-        seq += 1;
-        queue.insert((at, seq), item);
+    let mut sim = Sim {
+        scenario,
+        start: Instant::now(),
+        now: Duration::ZERO,
+        replies: scenario.replies.iter().cloned().collect(),
+        queue: BTreeMap::new(),
+        seq: 0,
+        result: AgentSimResult::default(),
+        lines: Vec::new(),
+        inserted: Vec::new(),
+        script: ActionScript::new(scenario.actions.clone()),
+        due: VecDeque::new(),
     };
-    for (at, action) in &scenario.actions {
-        push(&mut queue, *at, Scheduled::Action(Box::new(action.clone())));
-    }
-    let mut result = AgentSimResult::default();
+    let start_actions = sim.script.start();
+    sim.due.extend(start_actions.into_iter().map(|action| (action, 0)));
+    sim.apply_due(&mut agent);
     let mut last_deadline: Option<(Instant, usize)> = None;
     for _ in 0..1_000_000 {
-        while let Some(effect) = agent.poll_effect() {
-            match effect {
-                Effect::SendRequest { id, request } => {
-                    result.effects.push(format!("send #{}", id.0));
-                    result.requests.push(request);
-                    schedule_reply(&mut queue, &mut push, now, id, replies.pop_front());
-                }
-                Effect::CancelRequest { id } => {
-                    result.effects.push(format!("cancel request #{}", id.0));
-                    queue.retain(|_, s| s.request() != Some(id));
-                }
-                Effect::RunTool { id, call } => {
-                    result.effects.push(format!("run tool #{} {} {}", id.0, call.name, call.input));
-                    match scenario.tools.get(&call.name) {
-                        Some(ToolScript::Answer { delay, outcome }) => {
-                            push(&mut queue, now + *delay, Scheduled::Tool { id, outcome: outcome.clone() })
-                        }
-                        Some(ToolScript::Hang) => {}
-                        None => push(
-                            &mut queue,
-                            now,
-                            Scheduled::Tool { id, outcome: ToolOutcome::Err(format!("no script for {}", call.name)) },
-                        ),
-                    }
-                }
-                Effect::CancelTool { id } => {
-                    result.effects.push(format!("cancel tool #{}", id.0));
-                    queue.retain(|_, s| !matches!(s, Scheduled::Tool { id: t, .. } if *t == id));
-                }
-            }
-        }
-        while let Some(event) = agent.poll_event() {
-            result.transcript.push(transcript_line(&event));
-            result.events.push(event);
-        }
-        let next_input = queue.keys().next().map(|(at, _)| *at);
-        let deadline = agent.poll_timeout().map(|d| d.saturating_duration_since(start));
+        sim.run_effects(&mut agent);
+        let next_input = sim.queue.keys().next().map(|(at, _)| *at);
+        let deadline = agent.poll_timeout().map(|d| d.saturating_duration_since(sim.start));
         let input_first = match (next_input, deadline) {
             (Some(at), Some(d)) => at <= d,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (None, None) => {
-                result.elapsed = now;
-                return (result, agent);
-            }
+            (None, None) => return (sim.finish(), agent),
         };
         if input_first {
-            now = now.max(next_input.unwrap_or(now));
-            let Some((_, item)) = queue.pop_first() else { unreachable!("a key was just seen") };
-            let at = start + now;
-            let outcome = match item {
-                Scheduled::Head { id, status, headers } => {
-                    driver(agent.handle_input(AgentInput::ResponseHead { id, status, headers }, at))
-                }
-                Scheduled::Body { id, bytes } => driver(agent.handle_input(AgentInput::Body { id, bytes: &bytes }, at)),
-                Scheduled::End { id } => driver(agent.handle_input(AgentInput::BodyEnd { id }, at)),
-                Scheduled::Transport { id, kind } => driver(agent.handle_input(
-                    AgentInput::TransportFailed {
-                        id,
-                        error: TransportError { kind, message: format!("scripted {kind:?}") },
-                    },
-                    at,
-                )),
-                Scheduled::Tool { id, outcome } => {
-                    driver(agent.handle_input(AgentInput::ToolFinished { id, outcome }, at))
-                }
-                Scheduled::Action(action) if matches!(*action, Action::Subscribe) => {
-                    result.subscription = Some((agent.snapshot(), result.events.len()));
-                    result.transcript.push("subscribed".into());
-                    Ok(())
-                }
-                Scheduled::Action(action) => {
-                    let name = action_name(&action);
-                    let input = match *action {
-                        Action::Prompt(text) => AgentInput::Prompt(text),
-                        Action::Resume(d) => AgentInput::Resume(d),
-                        Action::Cancel => AgentInput::Cancel,
-                        Action::SetState(patch) => AgentInput::SetState(patch),
-                        Action::Subscribe => unreachable!("handled above"),
-                    };
-                    agent.handle_input(input, at).map_err(|e| format!("refused {name}: {e}"))
-                }
+            sim.now = sim.now.max(next_input.unwrap_or(sim.now));
+            let Some((_, item)) = sim.queue.pop_first() else { unreachable!("a key was just seen") };
+            let at = sim.start + sim.now;
+            let report = match item {
+                Scheduled::Head { id, status, headers } => Report::ResponseHead { id, status, headers },
+                Scheduled::Body { ref bytes, id } => Report::Body { id, bytes },
+                Scheduled::End { id } => Report::BodyEnd { id },
+                Scheduled::Transport { id, kind } => Report::TransportFailed {
+                    id,
+                    error: TransportError { kind, message: format!("scripted {kind:?}") },
+                },
+                Scheduled::Tool { id, outcome } => Report::ToolFinished { id, outcome },
             };
-            if let Err(line) = outcome {
-                result.transcript.push(line);
+            let outcome = agent.handle_input(AgentInput::Report(report), at);
+            // Driver inputs are never refused; a refusal would be a bug in the machine.
+            if let Err(e) = outcome {
+                sim.inserted.push((sim.lines.len(), format!("refused driver input: {e}")));
             }
         } else {
-            now = now.max(deadline.unwrap_or(now));
-            let at = start + now;
-            let before = result.transcript.len() + result.effects.len();
+            sim.now = sim.now.max(deadline.unwrap_or(sim.now));
+            let at = sim.start + sim.now;
+            let before = sim.lines.len() + sim.result.effects.len();
             if let Some((prev, count)) = last_deadline {
-                assert!(!(prev == at && count == before), "deadline {now:?} repeats without progress");
+                assert!(!(prev == at && count == before), "deadline {:?} repeats without progress", sim.now);
             }
             last_deadline = Some((at, before));
             agent.handle_timeout(at);
         }
+        sim.run_effects(&mut agent);
+        sim.drain_batch(&mut agent);
+        sim.apply_due(&mut agent);
     }
     panic!("the simulation did not end within a million steps");
 }
 
-fn schedule_reply(
-    queue: &mut Queue,
-    push: &mut impl FnMut(&mut Queue, Duration, Scheduled),
-    now: Duration,
-    id: RequestId,
-    reply: Option<Reply>,
-) {
-    match reply {
-        Some(Reply::Http { status, headers, body }) => {
-            push(queue, now, Scheduled::Head { id, status, headers });
-            let mut at = now;
-            for step in body {
-                match step {
-                    BodyStep::Bytes(bytes) => push(queue, at, Scheduled::Body { id, bytes }),
-                    BodyStep::Wait(d) => at += d,
-                    BodyStep::Reset => {
-                        push(queue, at, Scheduled::Transport { id, kind: TransportErrorKind::Reset });
-                        return;
+impl Sim<'_> {
+    /// Executes the agent's effects: schedules replies and tool results, drops cancelled ones.
+    fn run_effects<C: AgentCallbacks>(&mut self, agent: &mut Agent<C>) {
+        while let Some(effect) = agent.poll_effect() {
+            match effect {
+                Effect::SendRequest { id, request } => {
+                    self.result.effects.push(format!("send #{}", id.0));
+                    self.result.requests.push(request);
+                    let reply = self.replies.pop_front();
+                    self.schedule_reply(id, reply);
+                }
+                Effect::CancelRequest { id } => {
+                    self.result.effects.push(format!("cancel request #{}", id.0));
+                    self.queue.retain(|_, s| s.request() != Some(id));
+                }
+                Effect::RunTool { id, call } => {
+                    self.result.effects.push(format!("run tool #{} {} {}", id.0, call.name, call.input));
+                    match self.scenario.tools.get(&call.name) {
+                        Some(ToolScript::Answer { delay, outcome }) => {
+                            self.push(self.now + *delay, Scheduled::Tool { id, outcome: outcome.clone() })
+                        }
+                        Some(ToolScript::Hang) => {}
+                        None => {
+                            let outcome = ToolOutcome::Err(format!("no script for {}", call.name));
+                            self.push(self.now, Scheduled::Tool { id, outcome })
+                        }
                     }
-                    BodyStep::Hang => return,
+                }
+                Effect::CancelTool { id } => {
+                    self.result.effects.push(format!("cancel tool #{}", id.0));
+                    self.queue.retain(|_, s| !matches!(s, Scheduled::Tool { id: t, .. } if *t == id));
                 }
             }
-            push(queue, at, Scheduled::End { id });
-        }
-        Some(Reply::ConnectFail) | None => {
-            push(queue, now, Scheduled::Transport { id, kind: TransportErrorKind::Connect })
         }
     }
-}
 
-/// Driver inputs are never refused; a refusal would be a bug in the machine.
-fn driver(outcome: Result<(), omni_core::agent::AgentError>) -> Result<(), String> {
-    outcome.map_err(|e| format!("refused driver input: {e}"))
-}
+    /// Writes the events of one input, collecting the actions they make due.
+    fn drain_batch<C: AgentCallbacks>(&mut self, agent: &mut Agent<C>) {
+        while let Some(event) = agent.poll_event() {
+            let line = transcript_line(&event);
+            let due = self.script.after_line(&line);
+            self.lines.push(line);
+            self.result.events.push(event);
+            self.due.extend(due.into_iter().map(|action| (action, self.lines.len())));
+        }
+    }
 
-fn action_name(action: &Action) -> &'static str {
-    match action {
-        Action::Prompt(_) => "prompt",
-        Action::Resume(_) => "resume",
-        Action::Cancel => "cancel",
-        Action::SetState(_) => "set_state",
-        Action::Subscribe => "subscribe",
+    /// Applies the due actions in order, each after the batch before it.
+    fn apply_due<C: AgentCallbacks>(&mut self, agent: &mut Agent<C>) {
+        while let Some((action, position)) = self.due.pop_front() {
+            if let Some(trigger) = position.checked_sub(1).and_then(|i| self.lines.get(i)) {
+                let pending =
+                    self.queue.iter().find(|(_, s)| !matches!(s, Scheduled::Head { .. } | Scheduled::End { .. }));
+                let deadline = agent.poll_timeout().map(|d| d.saturating_duration_since(self.start));
+                if let Some(next) = pending.map(|((at, _), _)| *at).into_iter().chain(deadline).min() {
+                    self.result
+                        .margins
+                        .push((format!("{} after {trigger}", action.name()), next.saturating_sub(self.now)));
+                }
+            }
+            let outcome = match action.clone().into_input() {
+                Some(input) => agent.handle_input(input, self.start + self.now),
+                None => {
+                    self.result.subscription = Some((agent.snapshot(), self.result.events.len()));
+                    Ok(())
+                }
+            };
+            if let Some(line) = action_line(&action, &outcome) {
+                self.inserted.push((position, line));
+            }
+            self.run_effects(agent);
+            self.drain_batch(agent);
+        }
+    }
+
+    fn push(&mut self, at: Duration, item: Scheduled) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), item);
+    }
+
+    fn schedule_reply(&mut self, id: RequestId, reply: Option<Reply>) {
+        let now = self.now;
+        match reply {
+            Some(Reply::Http { status, headers, body }) => {
+                self.push(now, Scheduled::Head { id, status, headers });
+                let mut at = now;
+                for step in body {
+                    match step {
+                        BodyStep::Bytes(bytes) => self.push(at, Scheduled::Body { id, bytes }),
+                        BodyStep::Wait(d) => at += d,
+                        BodyStep::Reset => {
+                            self.push(at, Scheduled::Transport { id, kind: TransportErrorKind::Reset });
+                            return;
+                        }
+                        BodyStep::Hang => return,
+                    }
+                }
+                self.push(at, Scheduled::End { id });
+            }
+            Some(Reply::ConnectFail) | None => {
+                self.push(now, Scheduled::Transport { id, kind: TransportErrorKind::Connect })
+            }
+        }
+    }
+
+    /// The result, with every action line placed after its trigger line.
+    fn finish(mut self) -> AgentSimResult {
+        // Stable: lines of one trigger stay in the order their actions were applied.
+        self.inserted.sort_by_key(|(position, _)| *position);
+        let mut inserted = self.inserted.into_iter().peekable();
+        let mut transcript = Vec::with_capacity(self.lines.len() + inserted.len());
+        for (written, line) in std::iter::once(None).chain(self.lines.into_iter().map(Some)).enumerate() {
+            transcript.extend(line);
+            while let Some((_, action_line)) = inserted.next_if(|(position, _)| *position == written) {
+                transcript.push(action_line);
+            }
+        }
+        self.result.transcript = transcript;
+        self.result.unfired = self.script.unfired();
+        self.result.elapsed = self.now;
+        self.result
     }
 }
 
@@ -336,6 +416,13 @@ pub struct ScriptedCallbacks {
     /// Every callback call, one line each.
     pub log: Vec<String>,
 }
+
+// Drivers move the callbacks into a task or a thread.
+const _: fn() = || {
+    fn send_static<T: Send + 'static>() {}
+    send_static::<ScriptedCallbacks>();
+    send_static::<AgentScenario>();
+};
 
 impl AgentCallbacks for ScriptedCallbacks {
     fn handle_turn(&mut self, response: &Response) -> TurnDecision {

@@ -84,3 +84,66 @@ fn paced(events: &[String], gap: Duration) -> Reply {
     }
     Reply::Http { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body }
 }
+
+/// One streamed Anthropic message: optional text, then optional tool calls, and the stop reason.
+fn message(id: &str, input_tokens: u64, text: &str, calls: &[(&str, &str, &str)], reason: &str) -> Reply {
+    let mut events = vec![start(id, input_tokens)];
+    let mut index = 0;
+    if !text.is_empty() {
+        events.push(block(0, json!({"type":"text","text":""})));
+        for w in words(text) {
+            events.push(delta(0, json!({"type":"text_delta","text":w})));
+        }
+        events.push(stop(0));
+        index = 1;
+    }
+    for (call_id, name, input) in calls {
+        events.push(block(index, json!({"type":"tool_use","id":call_id,"name":name,"input":{}})));
+        events.push(delta(index, json!({"type":"input_json_delta","partial_json":input})));
+        events.push(stop(index));
+        index += 1;
+    }
+    events.push(end(reason, 40));
+    paced(&events, Duration::from_millis(15))
+}
+
+/// The research agent example's conversation: search, a page fetch that needs the
+/// user's approval, partial findings (the agent is told to go on), then the completion
+/// tool and a closing line.
+pub fn research_conversation() -> Vec<Reply> {
+    vec![
+        message(
+            "msg_research_1",
+            620,
+            "I'll start by searching the library for sources on heat pumps in cold climates.",
+            &[("toolu_research_1", "search", r#"{"query":"heat pump efficiency cold climate"}"#)],
+            "tool_use",
+        ),
+        message(
+            "msg_research_2",
+            810,
+            "The second result looks most relevant; let me read it in full.",
+            &[("toolu_research_2", "fetch_page", r#"{"url":"https://example.org/cold-climate-heat-pumps"}"#)],
+            "tool_use",
+        ),
+        message(
+            "msg_research_3",
+            1040,
+            "Modern cold-climate heat pumps keep a coefficient of performance above 2 down to about -15 °C.",
+            &[],
+            "end_turn",
+        ),
+        message(
+            "msg_research_4",
+            1120,
+            "I have enough to conclude.",
+            &[(
+                "toolu_research_3",
+                "complete",
+                r#"{"summary":"Cold-climate heat pumps stay efficient (COP > 2) down to about -15 °C; below that, backup heat helps."}"#,
+            )],
+            "tool_use",
+        ),
+        message("msg_research_5", 1210, "Research complete.", &[], "end_turn"),
+    ]
+}

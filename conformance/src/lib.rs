@@ -2,6 +2,9 @@
 //! provider streams, and helpers to replay both through the core.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+pub mod agent_drive;
+pub mod agent_scenarios;
+pub mod agent_script;
 pub mod agent_sim;
 pub mod demo;
 pub mod fixtures;

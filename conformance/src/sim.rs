@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use omni_core::generate::{
-    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId,
+    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId,
     TransportError, TransportErrorKind,
 };
 use omni_core::{HttpRequest, Response, StreamEvent};
@@ -78,6 +78,33 @@ pub enum ToolScript {
     },
     /// Never answers.
     Hang,
+}
+
+/// How long a [`ToolScript::Hang`] tool waits in a real driver: longer than any test.
+pub const HANG: Duration = Duration::from_secs(3600);
+
+/// Plays a tool script in a real async driver: `sleep` is the runtime's timer. A tool
+/// without script answers with an error naming it.
+pub async fn play_tool<F: std::future::Future<Output = ()>>(
+    name: &str,
+    script: Option<ToolScript>,
+    sleep: impl FnOnce(Duration) -> F,
+) -> Result<omni_core::tool::ToolOutput, omni_core::tool::ToolError> {
+    use omni_core::tool::{ToolError, ToolOutput};
+    match script {
+        Some(ToolScript::Answer { delay, outcome }) => {
+            sleep(delay).await;
+            match outcome {
+                ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
+                ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
+            }
+        }
+        Some(ToolScript::Hang) => {
+            sleep(HANG).await;
+            Err(ToolError::from("a hanging tool woke up"))
+        }
+        None => Err(ToolError(format!("no script for {name}"))),
+    }
 }
 
 /// The result of a simulation.
@@ -251,15 +278,17 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
             let Some((_, item)) = queue.pop_first() else { unreachable!("a key was just seen") };
             let input = match &item {
                 Scheduled::Head { id, status, headers } => {
-                    Input::ResponseHead { id: *id, status: *status, headers: headers.clone() }
+                    Input::Report(Report::ResponseHead { id: *id, status: *status, headers: headers.clone() })
                 }
-                Scheduled::Body { id, bytes } => Input::Body { id: *id, bytes },
-                Scheduled::End { id } => Input::BodyEnd { id: *id },
-                Scheduled::Transport { id, kind } => Input::TransportFailed {
+                Scheduled::Body { id, bytes } => Input::Report(Report::Body { id: *id, bytes }),
+                Scheduled::End { id } => Input::Report(Report::BodyEnd { id: *id }),
+                Scheduled::Transport { id, kind } => Input::Report(Report::TransportFailed {
                     id: *id,
                     error: TransportError { kind: *kind, message: format!("scripted {kind:?}") },
-                },
-                Scheduled::Tool { id, outcome } => Input::ToolFinished { id: *id, outcome: outcome.clone() },
+                }),
+                Scheduled::Tool { id, outcome } => {
+                    Input::Report(Report::ToolFinished { id: *id, outcome: outcome.clone() })
+                }
                 Scheduled::Cancel => Input::Cancel,
             };
             machine.handle_input(input, start + now);

@@ -3,85 +3,38 @@
 //! deltas included, against `conformance/transcripts/agent/<name>.txt` (the drivers will
 //! be held to the same files).
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use omni_conformance::agent_sim::{self, simulate_agent, Action, AgentScenario, AgentSimResult, ScriptedCallbacks};
+use omni_conformance::agent_scenarios::{self, by_name};
+use omni_conformance::agent_script::{check_late_subscriber, rebuild};
+use omni_conformance::agent_sim::{self, simulate_agent, AgentSimResult, ScriptedCallbacks};
 use omni_conformance::fixtures::check_or_bless;
-use omni_conformance::scenarios::{paced, text_events, tool_events};
-use omni_conformance::sim::{Reply, ToolScript};
-use omni_core::agent::{Agent, AgentError, AgentEvent, NoCallbacks, StatePatch, Status, ToolDecision};
+use omni_core::agent::{Agent, AgentError, AgentEvent, NoCallbacks, Status, ToolDecision};
 use omni_core::generate::ToolOutcome;
-use omni_core::{Message, Role, ToolResultContent};
+use omni_core::{Message, Role};
 
-const GAP: Duration = Duration::from_millis(5);
-
-fn text(words: &[&str]) -> Reply {
-    paced(&text_events(words), GAP)
-}
-
-fn calls(calls: &[(&str, &str)]) -> Reply {
-    let calls: Vec<(&str, &str, &str)> = calls.iter().map(|(id, name)| (*id, *name, r#"{"city":"Paris"}"#)).collect();
-    paced(&tool_events(&calls), GAP)
-}
-
-fn answer(text: &str, ms: u64) -> ToolScript {
-    ToolScript::Answer {
-        delay: Duration::from_millis(ms),
-        outcome: ToolOutcome::Ok(vec![ToolResultContent::Text { text: text.into() }]),
-    }
-}
-
-fn tools() -> BTreeMap<String, ToolScript> {
-    [("get_weather", answer("sunny", 150)), ("get_time", answer("12:00", 10)), ("complete", answer("ok", 1))]
-        .into_iter()
-        .map(|(n, s)| (n.to_string(), s))
-        .collect()
-}
-
-fn at(ms: u64, action: Action) -> (Duration, Action) {
-    (Duration::from_millis(ms), action)
-}
-
-fn prompt(text: &str) -> Action {
-    Action::Prompt(text.into())
-}
-
-fn scenario(replies: Vec<Reply>, actions: Vec<(Duration, Action)>) -> AgentScenario {
-    AgentScenario { replies, tools: tools(), actions }
-}
-
-fn run(
-    name: &str,
-    callbacks: ScriptedCallbacks,
-    scenario: AgentScenario,
-) -> (AgentSimResult, Agent<ScriptedCallbacks>) {
-    run_with(name, agent_sim::config(), callbacks, scenario)
-}
-
-fn run_with(
-    name: &str,
-    config: omni_core::agent::AgentConfig,
-    callbacks: ScriptedCallbacks,
-    scenario: AgentScenario,
-) -> (AgentSimResult, Agent<ScriptedCallbacks>) {
-    let agent = Agent::new(config, callbacks).expect("a valid configuration");
-    let (result, agent) = simulate_agent(agent, &scenario);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts/agent").join(format!("{name}.txt"));
+/// Runs the named scenario and checks its transcript file.
+fn run(name: &str) -> (AgentSimResult, Agent<ScriptedCallbacks>) {
+    let named = by_name(name);
+    let agent = Agent::new(named.config, named.callbacks).expect("a valid configuration");
+    let (result, agent) = simulate_agent(agent, &named.scenario);
+    assert!(result.unfired.is_empty(), "actions never triggered: {:?}", result.unfired);
+    let path = transcripts().join(format!("{name}.txt"));
     if let Err(diff) = check_or_bless(&path, &(result.transcript.join("\n") + "\n")) {
         panic!("{diff}\nfull transcript:\n{}", result.transcript.join("\n"));
     }
     (result, agent)
 }
 
+fn transcripts() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts/agent")
+}
+
 /// The transcript without streaming deltas.
 fn skeleton(result: &AgentSimResult) -> Vec<&str> {
     result.transcript.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect()
-}
-
-fn decide(tool: &str, decision: ToolDecision) -> ScriptedCallbacks {
-    ScriptedCallbacks { decisions: [(tool.to_string(), decision)].into_iter().collect(), ..Default::default() }
 }
 
 const USER: &str = r#"user["What is the weather in Paris?"]"#;
@@ -91,11 +44,7 @@ const WEATHER_CALL: &str = r#"assistant["Let me check.", toolu_1 get_weather{"ci
 
 #[test]
 fn chat_turn_yields_exactly_the_documented_events() {
-    let (r, agent) = run(
-        "chat_turn",
-        ScriptedCallbacks::default(),
-        scenario(vec![text(&["Hello", " there."])], vec![at(0, prompt("Hi"))]),
-    );
+    let (r, agent) = run("chat_turn");
     assert_eq!(
         r.transcript,
         [
@@ -120,14 +69,7 @@ fn chat_turn_yields_exactly_the_documented_events() {
 
 #[test]
 fn two_step_tool_turn_runs_tools_in_parallel_and_answers_in_call_order() {
-    let (r, agent) = run(
-        "two_step_tool_turn",
-        ScriptedCallbacks::default(),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")]), text(&["Sunny, noon."])],
-            vec![at(0, prompt("What is the weather in Paris?"))],
-        ),
-    );
+    let (r, agent) = run("two_step_tool_turn");
     let results = r#"user[toolu_1 "sunny", toolu_2 "12:00"]"#;
     assert_eq!(
         skeleton(&r),
@@ -153,17 +95,6 @@ fn two_step_tool_turn_runs_tools_in_parallel_and_answers_in_call_order() {
     assert_eq!(agent.callbacks().log.iter().filter(|l| l.starts_with("handle_tool_use")).count(), 2);
 }
 
-fn paused(name: &str, resume: ToolDecision) -> (AgentSimResult, Agent<ScriptedCallbacks>) {
-    run(
-        name,
-        decide("get_weather", ToolDecision::Pause("needs approval".into())),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
-            vec![at(0, prompt("What is the weather in Paris?")), at(1000, Action::Resume(resume))],
-        ),
-    )
-}
-
 fn paused_skeleton(result_line: &str) -> Vec<String> {
     let results = format!("user[{result_line}]");
     vec![
@@ -185,7 +116,7 @@ fn paused_skeleton(result_line: &str) -> Vec<String> {
 
 #[test]
 fn pause_then_resume_with_execute_runs_the_tool() {
-    let (r, agent) = paused("pause_resume_execute", ToolDecision::Execute);
+    let (r, agent) = run("pause_resume_execute");
     assert_eq!(skeleton(&r), paused_skeleton(r#"toolu_1 "sunny""#));
     assert!(r.effects.iter().any(|e| e.starts_with("run tool #1 get_weather")));
     assert_eq!(agent.status(), Status::Idle);
@@ -193,33 +124,21 @@ fn pause_then_resume_with_execute_runs_the_tool() {
 
 #[test]
 fn pause_then_resume_with_reject_sends_the_reason() {
-    let (r, _) = paused("pause_resume_reject", ToolDecision::Reject("not today".into()));
+    let (r, _) = run("pause_resume_reject");
     assert_eq!(skeleton(&r), paused_skeleton(r#"toolu_1 error "not today""#));
     assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));
 }
 
 #[test]
 fn pause_then_resume_with_a_result_sends_it() {
-    let (r, _) = paused("pause_resume_result", ToolDecision::Result(Ok("cloudy".into())));
+    let (r, _) = run("pause_resume_result");
     assert_eq!(skeleton(&r), paused_skeleton(r#"toolu_1 "cloudy""#));
     assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));
 }
 
-fn decided(name: &str, decision: ToolDecision) -> AgentSimResult {
-    run(
-        name,
-        decide("get_weather", decision),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")]), text(&["Done."])],
-            vec![at(0, prompt("What is the weather in Paris?"))],
-        ),
-    )
-    .0
-}
-
 #[test]
 fn a_rejected_call_is_not_run_and_the_model_sees_the_reason() {
-    let r = decided("reject", ToolDecision::Reject("weather is off limits".into()));
+    let (r, _) = run("reject");
     let sk = skeleton(&r);
     // Decided in order: the rejection is known at once, get_time runs.
     assert_eq!(
@@ -239,7 +158,7 @@ fn a_rejected_call_is_not_run_and_the_model_sees_the_reason() {
 
 #[test]
 fn a_provided_result_replaces_the_run() {
-    let r = decided("provided_result", ToolDecision::Result(Ok("rainy".into())));
+    let (r, _) = run("provided_result");
     assert_eq!(
         skeleton(&r)[4..7],
         [
@@ -252,11 +171,7 @@ fn a_provided_result_replaces_the_run() {
 
 #[test]
 fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
-    let (r, agent) = run(
-        "tool_without_handler",
-        ScriptedCallbacks::default(),
-        scenario(vec![calls(&[("toolu_1", "ask_user")])], vec![at(0, prompt("What is the weather in Paris?"))]),
-    );
+    let (r, agent) = run("tool_without_handler");
     let call = r#"assistant["Let me check.", toolu_1 ask_user{"city":"Paris"}]"#;
     assert_eq!(
         skeleton(&r),
@@ -278,19 +193,26 @@ fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
 }
 
 #[test]
+fn a_prompt_after_unanswered_calls_answers_them_with_errors_first() {
+    let (r, agent) = run("unanswered_then_prompt");
+    let next = r#"user[toolu_1 error "no result: the application did not answer this call", "Never mind."]"#;
+    assert!(skeleton(&r).contains(&format!("message {next}").as_str()), "{:#?}", r.transcript);
+    assert_eq!(r.requests.len(), 2);
+    // The second request carries the call and its result, in Anthropic's form.
+    let body: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    let messages = body["messages"].as_array().expect("messages");
+    let last = &messages[messages.len() - 1]["content"];
+    assert_eq!(last[0]["type"], "tool_result");
+    assert_eq!(last[0]["tool_use_id"], "toolu_1");
+    assert_eq!(last[0]["is_error"], true);
+    assert_eq!(last[1]["text"], "Never mind.");
+    assert_eq!(agent.messages().len(), 4);
+    assert_eq!(agent.status(), Status::Idle);
+}
+
+#[test]
 fn a_prompt_staged_during_a_tool_run_overrides_the_stop() {
-    let (r, agent) = run(
-        "staged_prompt",
-        ScriptedCallbacks::default(),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny."]), text(&["Rainy."])],
-            vec![
-                at(0, prompt("What is the weather in Paris?")),
-                at(60, prompt("first thought")),
-                at(80, prompt("And in Rome?")),
-            ],
-        ),
-    );
+    let (r, agent) = run("staged_prompt");
     let results = r#"user[toolu_1 "sunny"]"#;
     assert_eq!(
         skeleton(&r)[5..],
@@ -318,22 +240,7 @@ fn a_prompt_staged_during_a_tool_run_overrides_the_stop() {
 
 #[test]
 fn handle_turn_continues_an_autonomous_agent_until_it_calls_complete() {
-    let callbacks = ScriptedCallbacks {
-        continue_until: Some(("complete".into(), "Continue.".into())),
-        ..ScriptedCallbacks::default()
-    };
-    let (r, agent) = run(
-        "autonomous",
-        callbacks,
-        scenario(
-            vec![
-                text(&["Step one."]),
-                paced(&tool_events(&[("toolu_9", "complete", r#"{"summary":"ok"}"#)]), GAP),
-                text(&["Finished."]),
-            ],
-            vec![at(0, prompt("Research the weather."))],
-        ),
-    );
+    let (r, agent) = run("autonomous");
     let call = r#"assistant["Let me check.", toolu_9 complete{"summary":"ok"}]"#;
     assert_eq!(
         skeleton(&r),
@@ -360,17 +267,7 @@ fn handle_turn_continues_an_autonomous_agent_until_it_calls_complete() {
 
 #[test]
 fn max_steps_caps_the_requests_of_a_turn() {
-    let mut config = agent_sim::config();
-    config.options.max_steps = Some(2);
-    let (r, agent) = run_with(
-        "max_steps",
-        config,
-        ScriptedCallbacks::default(),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), calls(&[("toolu_2", "get_weather")])],
-            vec![at(0, prompt("What is the weather in Paris?"))],
-        ),
-    );
+    let (r, agent) = run("max_steps");
     assert_eq!(r.requests.len(), 2);
     let sk = skeleton(&r);
     assert_eq!(sk[sk.len() - 2..], ["status idle", "turn stop tool_use messages=4 usage=40/60"]);
@@ -387,11 +284,7 @@ fn assert_discarded(r: &AgentSimResult, agent: &Agent<ScriptedCallbacks>, histor
 
 #[test]
 fn cancel_while_streaming_discards_the_turn() {
-    let (r, agent) = run(
-        "cancel_streaming",
-        ScriptedCallbacks::default(),
-        scenario(vec![text(&["It ", "is ", "sunny."])], vec![at(0, prompt("Hi")), at(12, Action::Cancel)]),
-    );
+    let (r, agent) = run("cancel_streaming");
     assert_eq!(
         r.transcript,
         [
@@ -409,18 +302,7 @@ fn cancel_while_streaming_discards_the_turn() {
 
 #[test]
 fn cancel_while_paused_discards_the_turn() {
-    let (r, agent) = run(
-        "cancel_paused",
-        decide("get_weather", ToolDecision::Pause("needs approval".into())),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")])],
-            vec![
-                at(0, prompt("What is the weather in Paris?")),
-                at(500, Action::Cancel),
-                at(600, Action::Resume(ToolDecision::Execute)),
-            ],
-        ),
-    );
+    let (r, agent) = run("cancel_paused");
     assert_eq!(
         skeleton(&r)[4..],
         [
@@ -437,12 +319,7 @@ fn cancel_while_paused_discards_the_turn() {
 
 #[test]
 fn cancel_while_tools_run_cancels_them_and_discards_the_turn() {
-    let mut scenario = scenario(
-        vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")])],
-        vec![at(0, prompt("What is the weather in Paris?")), at(100, Action::Cancel), at(200, Action::Cancel)],
-    );
-    scenario.tools.insert("get_weather".into(), ToolScript::Hang);
-    let (r, agent) = run("cancel_tools", ScriptedCallbacks::default(), scenario);
+    let (r, agent) = run("cancel_tools");
     assert_eq!(
         skeleton(&r)[4..],
         [
@@ -458,27 +335,15 @@ fn cancel_while_tools_run_cancels_them_and_discards_the_turn() {
 
 #[test]
 fn a_hung_tool_times_out_after_the_default_five_seconds() {
-    let mut scenario = scenario(
-        vec![calls(&[("toolu_1", "get_weather")]), text(&["Sorry."])],
-        vec![at(0, prompt("What is the weather in Paris?"))],
-    );
-    scenario.tools.insert("get_weather".into(), ToolScript::Hang);
-    let (r, _) = run("tool_timeout", ScriptedCallbacks::default(), scenario);
+    let (r, _) = run("tool_timeout");
     assert!(skeleton(&r).contains(&r#"tool_result toolu_1 error "the tool timed out after 5s""#), "{:?}", r.transcript);
     assert!(r.effects.contains(&"cancel tool #1".to_string()));
     assert!(r.elapsed >= Duration::from_secs(5));
 }
 
-const SERVER_ERROR: &str = r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#;
-
 #[test]
 fn an_error_with_retry_then_success() {
-    let callbacks = ScriptedCallbacks { retries: 2, ..ScriptedCallbacks::default() };
-    let (r, agent) = run(
-        "error_retry",
-        callbacks,
-        scenario(vec![Reply::error(500, &[], SERVER_ERROR), text(&["Hello."])], vec![at(0, prompt("Hi"))]),
-    );
+    let (r, agent) = run("error_retry");
     assert_eq!(
         skeleton(&r),
         [
@@ -500,38 +365,24 @@ fn an_error_with_retry_then_success() {
 
 #[test]
 fn a_final_error_discards_the_turn() {
-    let (r, agent) = run(
-        "error_stop",
-        ScriptedCallbacks::default(),
-        scenario(vec![Reply::error(500, &[], SERVER_ERROR)], vec![at(0, prompt("Hi"))]),
-    );
+    let (r, agent) = run("error_stop");
     assert_eq!(skeleton(&r), ["status busy", r#"message user["Hi"]"#, "status idle", "error provider Server 500"]);
     assert!(agent.messages().is_empty());
 }
 
 #[test]
 fn set_state_is_refused_while_busy_and_checked_when_idle() {
-    let bad = StatePatch { messages: Some(vec![Message::user("dangling")]), ..StatePatch::default() };
-    let good = StatePatch {
-        messages: Some(vec![Message::user("Hi"), Message::assistant("Hello.")]),
-        system: Some(Some("Be brief.".into())),
-        ..StatePatch::default()
-    };
-    let (r, agent) = run(
-        "set_state",
-        ScriptedCallbacks::default(),
-        scenario(
-            vec![text(&["Hello."])],
-            vec![
-                at(0, prompt("Hi")),
-                at(1, Action::SetState(Box::new(good.clone()))),
-                at(1000, Action::SetState(Box::new(bad))),
-                at(1001, Action::SetState(Box::new(good))),
-            ],
-        ),
-    );
+    let (r, agent) = run("set_state");
     let sk = skeleton(&r);
-    assert_eq!(sk[2], "refused set_state: the agent is busy: its state can change only while idle");
+    // Refused on `status busy`, in the state after the prompt's whole batch.
+    assert_eq!(
+        sk[0..3],
+        [
+            "status busy",
+            "refused set_state: the agent is busy: its state can change only while idle",
+            r#"message user["Hi"]"#
+        ]
+    );
     assert_eq!(
         sk[sk.len() - 2..],
         ["refused set_state: invalid messages: the history must end with an assistant message", "state"]
@@ -542,14 +393,7 @@ fn set_state_is_refused_while_busy_and_checked_when_idle() {
 
 #[test]
 fn a_late_subscriber_gets_a_snapshot_then_every_later_event() {
-    let (r, agent) = run(
-        "late_subscriber",
-        ScriptedCallbacks::default(),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), text(&["It ", "is ", "sunny."])],
-            vec![at(0, prompt("What is the weather in Paris?")), at(200, Action::Subscribe)],
-        ),
-    );
+    let (r, agent) = run("late_subscriber");
     let (snapshot, first) = r.subscription.clone().expect("subscribed");
     assert_eq!(snapshot.status, Status::Busy);
     assert_eq!(snapshot.pending.len(), 3, "prompt, tool call, results");
@@ -567,6 +411,69 @@ fn a_late_subscriber_gets_a_snapshot_then_every_later_event() {
     }
     assert_eq!(messages, agent.messages());
     assert_eq!(text, "It is sunny.");
+    // The drivers' check: the snapshot is what the events before the subscription built.
+    let point = check_late_subscriber(&[], &r.events, &snapshot, &r.events[first..]).expect("consistent");
+    assert_eq!(point, first);
+    let subscribed = r.transcript.iter().position(|l| l == "subscribed").expect("a subscribed line");
+    assert_eq!(r.transcript[subscribed - 1], r#"  {"type":"text_start","index":0}"#);
+    // A snapshot taken one event earlier does not match.
+    let early = rebuild(&[], &r.events[..first - 1]);
+    assert!(check_late_subscriber(&[], &r.events, &early, &r.events[first..]).is_err());
+}
+
+#[test]
+fn every_scenario_has_a_unique_name_and_a_transcript() {
+    let names: Vec<&str> = agent_scenarios::all().iter().map(|s| s.name).collect();
+    let unique: BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    let files: BTreeSet<String> = std::fs::read_dir(transcripts())
+        .expect("the transcripts directory")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".txt").map(str::to_string))
+        .collect();
+    assert_eq!(files, unique.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>());
+}
+
+/// Drivers perform actions in real time, a little after their trigger: every scenario
+/// leaves them at least 300 ms before anything else happens.
+#[test]
+fn every_triggered_action_has_a_real_time_margin() {
+    for named in agent_scenarios::all() {
+        let agent = Agent::new(named.config, named.callbacks).expect("a valid configuration");
+        let (result, _) = simulate_agent(agent, &named.scenario);
+        for (action, margin) in &result.margins {
+            println!("{}: {action}: {margin:?}", named.name);
+            assert!(*margin >= Duration::from_millis(300), "{}: {action}: only {margin:?}", named.name);
+        }
+    }
+}
+
+#[test]
+fn triggers_count_matching_lines_and_fire_each_action_once_in_order() {
+    use omni_conformance::agent_script::{action_line, ActionScript, When};
+    use omni_conformance::agent_sim::Action;
+    let mut script = ActionScript::new(vec![
+        (When::after("pause ", 2), Action::Cancel),
+        (When::Start, Action::Prompt("Hi".into())),
+        (When::after("status", 1), Action::Subscribe),
+        (When::after("status", 1), Action::Resume(ToolDecision::Execute)),
+        (When::after("pause ", 1), Action::Prompt("again".into())),
+    ]);
+    let names = |actions: Vec<Action>| actions.iter().map(Action::name).collect::<Vec<_>>();
+    assert_eq!(names(script.start()), ["prompt"]);
+    assert!(script.start().is_empty(), "each action fires once");
+    assert_eq!(names(script.after_line("message user[]")), Vec::<&str>::new());
+    assert_eq!(names(script.after_line("status busy")), ["subscribe", "resume"], "listed order");
+    assert!(script.after_line("status idle").is_empty());
+    assert_eq!(names(script.after_line("pause toolu_1 x: why")), ["prompt"]);
+    assert_eq!(script.unfired().len(), 1);
+    assert_eq!(names(script.after_line("pause toolu_2 x: why")), ["cancel"]);
+    assert!(script.unfired().is_empty());
+    assert_eq!(action_line(&Action::Subscribe, &Ok(())).as_deref(), Some("subscribed"));
+    assert_eq!(action_line(&Action::Cancel, &Ok(())), None);
+    assert_eq!(
+        action_line(&Action::Cancel, &Err(AgentError::Idle)).as_deref(),
+        Some("refused cancel: the agent is idle: nothing to cancel")
+    );
 }
 
 #[test]
@@ -587,16 +494,19 @@ fn bad_initial_messages_are_refused() {
 }
 
 #[test]
+fn two_tools_with_one_name_are_refused() {
+    let mut config = agent_sim::config();
+    let twin = config.tools[0].clone();
+    config.tools.push(twin);
+    match Agent::new(config, NoCallbacks) {
+        Err(AgentError::InvalidTool(why)) => assert_eq!(why, r#"two tools are named "get_weather""#),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn handle_tool_result_changes_what_the_model_sees() {
-    let callbacks = ScriptedCallbacks { result_prefix: Some("checked: ".into()), ..ScriptedCallbacks::default() };
-    let (r, _) = run(
-        "tool_result_callback",
-        callbacks,
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
-            vec![at(0, prompt("What is the weather in Paris?"))],
-        ),
-    );
+    let (r, _) = run("tool_result_callback");
     assert_eq!(
         skeleton(&r)[4..6],
         [r#"tool_result toolu_1 "checked: sunny""#, r#"message user[toolu_1 "checked: sunny"]"#]
@@ -606,18 +516,7 @@ fn handle_tool_result_changes_what_the_model_sees() {
 
 #[test]
 fn unknown_tools_and_invalid_input_get_error_results() {
-    let reply = paced(
-        &tool_events(&[
-            ("toolu_1", "teleport", r#"{"city":"Paris"}"#),
-            ("toolu_2", "get_weather", r#"{"town":"Paris"}"#),
-        ]),
-        GAP,
-    );
-    let (r, _) = run(
-        "invalid_calls",
-        ScriptedCallbacks::default(),
-        scenario(vec![reply, text(&["Sorry."])], vec![at(0, prompt("What is the weather in Paris?"))]),
-    );
+    let (r, _) = run("invalid_calls");
     let sk = skeleton(&r);
     assert_eq!(sk[4], r#"tool_result toolu_1 error "unknown tool \"teleport\"""#);
     assert!(sk[5].starts_with(r#"tool_result toolu_2 error "invalid input for tool \"get_weather\""#), "{}", sk[5]);
@@ -626,14 +525,7 @@ fn unknown_tools_and_invalid_input_get_error_results() {
 
 #[test]
 fn request_retries_of_the_inner_machine_are_forwarded() {
-    let mut config = agent_sim::config();
-    config.retry = omni_core::generate::RetryPolicy { seed: 7, ..Default::default() };
-    let (r, agent) = run_with(
-        "request_retry",
-        config,
-        ScriptedCallbacks::default(),
-        scenario(vec![Reply::error(500, &[], SERVER_ERROR), text(&["Hello."])], vec![at(0, prompt("Hi"))]),
-    );
+    let (r, agent) = run("request_retry");
     assert_eq!(skeleton(&r)[2], "retry request 1 after provider Server 500");
     assert!(!agent.callbacks().log.iter().any(|l| l.starts_with("handle_error")), "handled inside the step");
     assert_eq!(r.effects[..2], ["send #0", "send #1"]);
@@ -642,14 +534,14 @@ fn request_retries_of_the_inner_machine_are_forwarded() {
 #[test]
 fn stale_ids_are_ignored_and_terminate_cancels_work() {
     use omni_core::agent::AgentInput;
-    use omni_core::generate::{Effect, RequestId, ToolRunId};
+    use omni_core::generate::{Effect, Report, RequestId, ToolRunId};
     let now = std::time::Instant::now();
     let mut agent = Agent::new(agent_sim::config(), ScriptedCallbacks::default()).expect("agent");
     agent.handle_input(AgentInput::Prompt("Hi".into()), now).expect("prompt");
     assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { id: RequestId(0), .. })));
     while agent.poll_event().is_some() {}
-    agent.handle_input(AgentInput::BodyEnd { id: RequestId(7) }, now).expect("ignored");
-    let done = AgentInput::ToolFinished { id: ToolRunId(0), outcome: ToolOutcome::Err("late".into()) };
+    agent.handle_input(AgentInput::Report(Report::BodyEnd { id: RequestId(7) }), now).expect("ignored");
+    let done = AgentInput::Report(Report::ToolFinished { id: ToolRunId(0), outcome: ToolOutcome::Err("late".into()) });
     agent.handle_input(done, now).expect("ignored");
     assert_eq!(agent.poll_event(), None);
     assert_eq!(agent.status(), Status::Busy);
@@ -669,18 +561,7 @@ fn structured_output_is_refused_by_the_agent() {
 
 #[test]
 fn a_prompt_while_paused_is_staged_for_the_turn_end() {
-    let (r, agent) = run(
-        "staged_while_paused",
-        decide("get_weather", ToolDecision::Pause("needs approval".into())),
-        scenario(
-            vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny."]), text(&["Rainy."])],
-            vec![
-                at(0, prompt("What is the weather in Paris?")),
-                at(500, prompt("And in Rome?")),
-                at(1000, Action::Resume(ToolDecision::Execute)),
-            ],
-        ),
-    );
+    let (r, agent) = run("staged_while_paused");
     let sk = skeleton(&r);
     assert_eq!(sk[4..7], ["status paused", "pause toolu_1 get_weather: needs approval", "status busy"]);
     assert!(sk.contains(&"turn continue stop messages=4 usage=40/31"), "{sk:?}");
@@ -690,12 +571,7 @@ fn a_prompt_while_paused_is_staged_for_the_turn_end() {
 
 #[test]
 fn cancel_during_a_step_retry_wait_discards_the_turn() {
-    let callbacks = ScriptedCallbacks { retries: 5, ..ScriptedCallbacks::default() };
-    let (r, agent) = run(
-        "cancel_backoff",
-        callbacks,
-        scenario(vec![Reply::error(500, &[], SERVER_ERROR)], vec![at(0, prompt("Hi")), at(100, Action::Cancel)]),
-    );
+    let (r, agent) = run("cancel_backoff");
     assert_eq!(
         skeleton(&r),
         ["status busy", r#"message user["Hi"]"#, "retry step 1 after provider Server 500", "status idle", "cancelled"]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::agent::AgentConfig;
 use crate::catalogue::{Catalogue, CatalogueError, LookupError};
 use crate::generate::{GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
 use crate::message::Context;
@@ -161,22 +162,52 @@ impl ClientConfig {
         Ok(provider)
     }
 
-    /// Turns a call into the generate machine's configuration.
-    pub fn prepare(&self, call: CallSpec, env: &dyn Fn(&str) -> Option<String>) -> Result<GenerateConfig, ClientError> {
-        let model = self.model(&call.model)?;
+    /// Resolves a model, its provider (with this client's base URL) and the key to use
+    /// (call site > client > environment); a provider that needs a key and has none is
+    /// an error.
+    pub fn resolve(
+        &self,
+        model: &ModelRef,
+        api_key: Option<&ApiKey>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Model, Provider, Option<ApiKey>), ClientError> {
+        let model = self.model(model)?;
         let provider = self.provider(&model, env)?;
-        let api_key = provider.resolve_key(call.api_key.as_ref(), self.api_keys.get(&provider.id), env);
+        let api_key = provider.resolve_key(api_key, self.api_keys.get(&provider.id), env);
         if api_key.is_none() && provider.auth != Auth::None {
             return Err(ClientError::MissingApiKey {
                 provider: provider.id.clone(),
                 env: provider.api_key_env.clone(),
             });
         }
+        Ok((model, provider, api_key))
+    }
+
+    /// Turns a call into the generate machine's configuration.
+    pub fn prepare(&self, call: CallSpec, env: &dyn Fn(&str) -> Option<String>) -> Result<GenerateConfig, ClientError> {
+        let (model, provider, api_key) = self.resolve(&call.model, call.api_key.as_ref(), env)?;
         let options = call.options.merged_over(&self.default_options);
         options.validate().map_err(ClientError::InvalidOptions)?;
         let mut config = GenerateConfig::new(model, provider, call.context, options);
         config.api_key = api_key;
         config.tools = call.tools;
+        config.retry = self.retry;
+        config.stall_timeout = self.stall_timeout;
+        Ok(config)
+    }
+
+    /// An agent's configuration on this client: the model resolved as for a call, the
+    /// client's default options, retry policy and stall limit; no history, no tools.
+    pub fn agent(
+        &self,
+        model: &ModelRef,
+        api_key: Option<&ApiKey>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<AgentConfig, ClientError> {
+        let (model, provider, api_key) = self.resolve(model, api_key, env)?;
+        let mut config = AgentConfig::new(model, provider);
+        config.api_key = api_key;
+        config.options = self.default_options.clone();
         config.retry = self.retry;
         config.stall_timeout = self.stall_timeout;
         Ok(config)

@@ -15,6 +15,7 @@
 
 pub mod accumulator;
 pub mod agent;
+pub mod async_tool;
 pub mod catalogue;
 pub mod client;
 pub mod decoder;
@@ -25,6 +26,7 @@ pub mod event;
 pub mod framing;
 pub mod generate;
 pub mod http;
+pub mod machine;
 pub mod message;
 pub mod model;
 pub mod options;

@@ -2,8 +2,9 @@
 //! defaults, retry policy, TLS roots), cheap to clone.
 
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::generate::RetryPolicy;
@@ -25,7 +26,7 @@ pub(crate) struct Inner {
     pub(crate) config: ClientConfig,
     pub(crate) http: Http,
     /// True unless the application set a retry policy: each call then gets a fresh
-    /// jitter seed.
+    /// jitter seed (and the client's policy a random one, for agents).
     pub(crate) random_retry_seed: bool,
 }
 
@@ -187,8 +188,11 @@ impl ClientBuilder {
         if let Some(options) = self.default_options {
             config.default_options = options;
         }
-        if let Some(policy) = self.retry {
-            config.retry = policy;
+        match self.retry {
+            Some(policy) => config.retry = policy,
+            // Agents take the client's policy as is: its seed must differ between
+            // clients too (calls get a fresh one each, see `Call::config`).
+            None => config.retry.seed = RandomState::new().hash_one(Instant::now()),
         }
         if let Some(limit) = self.stall_timeout {
             config.stall_timeout = limit;

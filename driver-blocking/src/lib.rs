@@ -8,8 +8,8 @@
 //! streamed as it arrives), runs tool handlers on threads with panics caught, and
 //! delivers events through a channel behind [`TextStream`].
 //!
-//! Threads: one for the machine loop of each call (it waits for the next input or
-//! deadline with `recv_timeout`), one per HTTP request, one per tool run. Dropping a
+//! Threads: one for the machine loop of each call or agent (it waits for the next input
+//! or deadline with `recv_timeout`), one per HTTP request, one per tool run. Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
 //! thread) cancels the call: the request's sockets are shut down through
 //! `ureq::Agent::shutdown` (a read blocked on a silent server returns at once) and
@@ -40,15 +40,24 @@
 //! # Ok::<(), omni_blocking::Error>(())
 //! ```
 //!
+//! A stateful conversation is an [`Agent`]: `client.agent(model).start()?` runs the
+//! core's agent on its own thread; its handle's methods ([`Agent::prompt`],
+//! [`Agent::cancel`], [`Agent::set_state`], ...) block until the agent answers, and
+//! [`Agent::subscribe`] gives a snapshot plus a blocking [`Iterator`] of every later
+//! [`AgentEvent`]. Dropping the last handle stops the agent and its work.
+//!
 //! With the `schemars` feature, types give the schemas: `Tool::from_type` (the handler
 //! gets the decoded input) and `Call::generate_object` (structured output decoded into
 //! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod agent_handle;
 mod blocking_client;
 mod call;
 mod driver_error;
 mod event_loop;
+mod executor;
+mod splice;
 mod stream;
 mod tools;
 mod transport;
@@ -56,9 +65,14 @@ mod transport;
 pub use omni_core as core;
 pub use omni_core::*;
 
+pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscription};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::Call;
 pub use driver_error::Error;
+pub use omni_core::agent::{
+    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
+    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
+};
 pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};

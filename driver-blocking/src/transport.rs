@@ -29,8 +29,12 @@ use std::time::Duration;
 
 use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::{HttpRequest, Method};
+
+use crate::splice::{take_sensitive, SpliceHeaders};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{Connector, DefaultConnector};
 
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
 /// interrupt either once started).
@@ -100,12 +104,25 @@ impl Http {
         request: HttpRequest,
         mut sink: impl FnMut(HttpEvent) -> bool + Send + 'static,
     ) -> io::Result<RequestHandle> {
-        let agent = ureq::Agent::new_with_config(self.config.clone());
+        let mut request = request;
+        let secret = take_sensitive(&mut request);
+        let agent = match &secret {
+            Ok(lines) if !lines.is_empty() => {
+                let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.clone()));
+                ureq::Agent::with_parts(self.config.clone(), connector, DefaultResolver::default())
+            }
+            _ => ureq::Agent::new_with_config(self.config.clone()),
+        };
         let cancelled = Arc::new(AtomicBool::new(false));
         let handle = RequestHandle { agent: agent.clone(), cancelled: cancelled.clone() };
         thread::Builder::new().name("omni-http".into()).spawn(move || {
             let mut emit = |event| !cancelled.load(Ordering::SeqCst) && sink(event);
-            run(&agent, request, &mut emit);
+            match secret {
+                Ok(_) => run(&agent, request, &mut emit),
+                Err(message) => {
+                    emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
+                }
+            }
         })?;
         Ok(handle)
     }
@@ -187,9 +204,8 @@ fn to_http(request: HttpRequest) -> Result<http::Request<Vec<u8>>, String> {
     };
     let mut builder = http::Request::builder().method(method).uri(request.url.as_str());
     for header in &request.headers {
-        let mut value = http::HeaderValue::from_str(&header.value)
+        let value = http::HeaderValue::from_str(&header.value)
             .map_err(|_| format!("header {} has a value that cannot be sent", header.name))?;
-        value.set_sensitive(header.sensitive);
         builder = builder.header(header.name.as_str(), value);
     }
     // The error names the URL or a header name, never a value.

@@ -1,11 +1,11 @@
 //! One call: the builder and the event stream handed to the application.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{CallSpec, ModelRef};
 use omni_core::generate::{Generate, GenerateEvent};
 use omni_core::schema::Validator;
@@ -15,7 +15,8 @@ use smol::channel::{self, Receiver, Sender};
 use crate::client::Client;
 use crate::driver::drive;
 use crate::error::Error;
-use crate::tools::{Handler, Tool};
+use crate::executor::Handlers;
+use crate::tools::Tool;
 
 /// A call being set up: model, context, options, tools, key.
 #[derive(Debug)]
@@ -78,8 +79,7 @@ impl Call {
     /// global executor unless the client was given one), so this works outside any
     /// executor too; dropping the stream cancels the call.
     pub fn stream(self) -> Result<TextStream, Error> {
-        let handlers: BTreeMap<String, Handler> =
-            self.tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect();
+        let handlers: Handlers = handlers_by_name(&self.tools);
         let spec = CallSpec {
             model: self.model,
             context: self.context,

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use omni_core::agent::AgentError;
 use omni_core::client::ClientError;
 use omni_core::generate::GenerateError;
 use omni_core::Response;
@@ -21,6 +22,9 @@ pub enum Error {
     },
     /// The driver could not start (bad certificate, TLS setup).
     Setup(String),
+    /// An agent refused a command or a configuration (busy, idle, not paused, invalid
+    /// history or tools, `init` refused, stopped).
+    Agent(AgentError),
     /// The call ended without the structured output asked for: every correction failed,
     /// the reply was cut by the token limit, or the value does not decode as the type.
     Output {
@@ -37,6 +41,7 @@ impl fmt::Display for Error {
             Error::Client(e) => write!(f, "{e}"),
             Error::Generate { error, .. } => write!(f, "{error}"),
             Error::Setup(m) => write!(f, "{m}"),
+            Error::Agent(e) => write!(f, "{e}"),
             Error::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
@@ -47,5 +52,11 @@ impl std::error::Error for Error {}
 impl From<ClientError> for Error {
     fn from(e: ClientError) -> Self {
         Error::Client(e)
+    }
+}
+
+impl From<AgentError> for Error {
+    fn from(e: AgentError) -> Self {
+        Error::Agent(e)
     }
 }

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use futures_lite::{future, StreamExt};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
-use omni_conformance::sim::{simulate, transcript_line, ToolScript};
-use omni_core::generate::{RetryPolicy, ToolOutcome};
-use omni_core::tool::{ToolError, ToolOutput};
+use omni_conformance::sim::{play_tool, simulate, transcript_line, ToolScript};
+use omni_core::generate::RetryPolicy;
 use omni_smol::{Client, Tool};
 use smol::Timer;
 
@@ -19,22 +18,7 @@ fn scripted_tool(name: &'static str, script: Option<ToolScript>) -> Tool {
     let schema = scenarios::tools().into_iter().find(|t| t.spec.name == name).expect("known tool").spec.input_schema;
     Tool::new(name, format!("{name} for a city"), schema, move |_input| {
         let script = script.clone();
-        async move {
-            match script {
-                Some(ToolScript::Answer { delay, outcome }) => {
-                    Timer::after(delay).await;
-                    match outcome {
-                        ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
-                        ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
-                    }
-                }
-                Some(ToolScript::Hang) => {
-                    Timer::after(Duration::from_secs(3600)).await;
-                    Err(ToolError::from("unreachable"))
-                }
-                None => Err(ToolError(format!("no script for {name}"))),
-            }
-        }
+        async move { play_tool(name, script, sleep_for).await }
     })
 }
 
@@ -133,4 +117,8 @@ fn every_scenario_matches_the_simulation() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+async fn sleep_for(limit: Duration) {
+    smol::Timer::after(limit).await;
 }

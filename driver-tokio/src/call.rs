@@ -1,23 +1,21 @@
 //! One call: the builder, the event stream, and the task that drives the core machine.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::generate::{Effect, Generate, GenerateEvent, Input, RequestId, ToolRunId};
+use omni_core::generate::{Generate, GenerateEvent, Input};
 use omni_core::schema::Validator;
-use omni_core::tool::{outcome, panic_message};
 use omni_core::{ApiKey, Context, Options, Response};
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
-use tokio::task::AbortHandle;
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::http::{self, TaskInput};
-use crate::tools::{Handler, Tool};
+use crate::executor::{sleep_until, Executor, Handlers};
+use crate::tools::Tool;
 
 /// A call being set up: model, context, options, tools, key.
 #[derive(Debug)]
@@ -81,8 +79,7 @@ impl Call {
     pub fn stream(self) -> Result<TextStream, Error> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
-        let handlers: BTreeMap<String, Handler> =
-            self.tools.iter().filter_map(|t| Some((t.spec.name.clone(), t.handler.clone()?))).collect();
+        let handlers: Handlers = handlers_by_name(&self.tools);
         let spec = CallSpec {
             model: self.model,
             context: self.context,
@@ -180,81 +177,27 @@ impl futures_core::Stream for TextStream {
 async fn drive(
     mut machine: Generate,
     http: reqwest::Client,
-    handlers: BTreeMap<String, Handler>,
+    handlers: Handlers,
     events: UnboundedSender<GenerateEvent>,
 ) {
-    let (inputs_tx, mut inputs) = mpsc::unbounded_channel::<TaskInput>();
-    let mut requests: BTreeMap<RequestId, AbortHandle> = BTreeMap::new();
-    let mut runs: BTreeMap<ToolRunId, AbortHandle> = BTreeMap::new();
+    let (mut executor, mut inputs) = Executor::new(http);
     loop {
         while let Some(effect) = machine.poll_effect() {
-            match effect {
-                Effect::SendRequest { id, request } => {
-                    let task = tokio::spawn(http::send(http.clone(), id, request, inputs_tx.clone()));
-                    requests.insert(id, task.abort_handle());
-                }
-                Effect::CancelRequest { id } => {
-                    if let Some(task) = requests.remove(&id) {
-                        task.abort();
-                    }
-                }
-                Effect::RunTool { id, call } => {
-                    let Some(handler) = handlers.get(&call.name).cloned() else { continue };
-                    // The handler runs in its own task so that a panic is caught as a JoinError.
-                    let run = tokio::spawn(handler(call.input));
-                    runs.insert(id, run.abort_handle());
-                    let tx = inputs_tx.clone();
-                    tokio::spawn(async move {
-                        let outcome = match run.await {
-                            Ok(result) => outcome(result),
-                            Err(e) if e.is_panic() => {
-                                omni_core::generate::ToolOutcome::Panicked(panic_message(&*e.into_panic()))
-                            }
-                            Err(_) => return, // cancelled
-                        };
-                        let _ = tx.send(TaskInput::Tool { id, outcome });
-                    });
-                }
-                Effect::CancelTool { id } => {
-                    if let Some(run) = runs.remove(&id) {
-                        run.abort();
-                    }
-                }
-            }
+            executor.execute(effect, &handlers);
         }
         while let Some(event) = machine.poll_event() {
             let end = matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. });
             let _ = events.send(event);
             if end {
-                requests.values().chain(runs.values()).for_each(AbortHandle::abort);
-                return;
+                return; // dropping the executor stops whatever still runs
             }
         }
-        let deadline = machine.poll_timeout().map(tokio::time::Instant::from_std);
+        let deadline = machine.poll_timeout();
         tokio::select! {
             biased;
             _ = events.closed() => machine.handle_input(Input::Cancel, Instant::now()),
-            Some(input) = inputs.recv() => feed(&mut machine, input),
+            Some(input) = inputs.recv() => executor.feed(&mut machine, input),
             _ = sleep_until(deadline), if deadline.is_some() => machine.handle_timeout(Instant::now()),
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    if let Some(d) = deadline {
-        tokio::time::sleep_until(d).await;
-    }
-}
-
-fn feed(machine: &mut Generate, input: TaskInput) {
-    let now = Instant::now();
-    match input {
-        TaskInput::Head { id, status, headers } => {
-            machine.handle_input(Input::ResponseHead { id, status, headers }, now)
-        }
-        TaskInput::Body { id, bytes } => machine.handle_input(Input::Body { id, bytes: &bytes }, now),
-        TaskInput::End { id } => machine.handle_input(Input::BodyEnd { id }, now),
-        TaskInput::Failed { id, error } => machine.handle_input(Input::TransportFailed { id, error }, now),
-        TaskInput::Tool { id, outcome } => machine.handle_input(Input::ToolFinished { id, outcome }, now),
     }
 }

@@ -19,18 +19,25 @@
 //! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod agent;
 mod call;
 mod client;
 mod error;
+mod executor;
 mod http;
 mod tools;
 
+pub use agent::{Agent, AgentBuilder, StateChange, Subscription};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
 pub use error::Error;
 pub use tools::Tool;
 
 pub use omni_core as core;
+pub use omni_core::agent::{
+    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
+    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
+};
 pub use omni_core::client::{ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};

@@ -3,36 +3,19 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
-use std::time::Duration;
 
 use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
-use omni_conformance::sim::{transcript_line, ToolScript};
-use omni_core::generate::{GenerateEvent, RetryPolicy, ToolOutcome};
-use omni_core::tool::{ToolError, ToolOutput};
+use omni_conformance::sim::{play_tool, transcript_line, ToolScript};
+use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_tokio::{Client, Tool};
 
 fn scripted_tool(name: &'static str, script: Option<ToolScript>) -> Tool {
     let schema = scenarios::tools().into_iter().find(|t| t.spec.name == name).expect("known tool").spec.input_schema;
     Tool::new(name, format!("{name} for a city"), schema, move |_input| {
         let script = script.clone();
-        async move {
-            match script {
-                Some(ToolScript::Answer { delay, outcome }) => {
-                    tokio::time::sleep(delay).await;
-                    match outcome {
-                        ToolOutcome::Ok(content) => Ok(ToolOutput::content(content)),
-                        ToolOutcome::Err(m) | ToolOutcome::Panicked(m) => Err(ToolError(m)),
-                    }
-                }
-                Some(ToolScript::Hang) => {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                    Err(ToolError::from("unreachable"))
-                }
-                None => Err(ToolError(format!("no script for {name}"))),
-            }
-        }
+        async move { play_tool(name, script, tokio::time::sleep).await }
     })
 }
 

@@ -4,10 +4,8 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::event::StreamEvent;
-use crate::generate::{
-    GenerateError, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, DEFAULT_STALL_TIMEOUT,
-};
-use crate::message::{Message, Role, ToolResult, ToolUse};
+use crate::generate::{GenerateError, Report, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
+use crate::message::{Message, Role, ToolResult, ToolSpec, ToolUse};
 use crate::model::Model;
 use crate::options::{Options, OptionsError};
 use crate::provider::{ApiKey, Provider};
@@ -74,6 +72,9 @@ pub struct StatePatch {
     pub model: Option<Model>,
     /// New provider.
     pub provider: Option<Provider>,
+    /// New key (`Some(None)` removes it). Set it with every provider change: a key is
+    /// never sent to another provider than the one it was given for.
+    pub api_key: Option<Option<ApiKey>>,
     /// New system prompt (`Some(None)` removes it).
     pub system: Option<Option<String>>,
     /// New committed history (same rule as the initial messages).
@@ -96,41 +97,8 @@ pub enum AgentInput<'a> {
     Cancel,
     /// Changes the state (idle only).
     SetState(Box<StatePatch>),
-    /// The response status and headers arrived.
-    ResponseHead {
-        /// Which request.
-        id: RequestId,
-        /// HTTP status.
-        status: u16,
-        /// Headers.
-        headers: Vec<(String, String)>,
-    },
-    /// Body bytes arrived.
-    Body {
-        /// Which request.
-        id: RequestId,
-        /// The bytes.
-        bytes: &'a [u8],
-    },
-    /// The body ended.
-    BodyEnd {
-        /// Which request.
-        id: RequestId,
-    },
-    /// The request failed below HTTP.
-    TransportFailed {
-        /// Which request.
-        id: RequestId,
-        /// What happened.
-        error: TransportError,
-    },
-    /// A tool run ended.
-    ToolFinished {
-        /// Which run.
-        id: ToolRunId,
-        /// Its outcome.
-        outcome: ToolOutcome,
-    },
+    /// A request or a tool run reported progress.
+    Report(Report<'a>),
 }
 
 /// Why an input or a configuration was refused.
@@ -299,8 +267,22 @@ pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Resul
             reason: "structured output is not supported by the agent".into(),
         }));
     }
-    for tool in tools {
-        tool.ensure_validator().map_err(|e| AgentError::InvalidTool(e.to_string()))?;
-    }
-    Ok(())
+    crate::generate::prepare_tools(tools).map_err(AgentError::InvalidTool)
+}
+
+/// The agent's state as [`Agent::state`](super::Agent::state) reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentState {
+    /// What the agent is doing.
+    pub status: Status,
+    /// The model.
+    pub model: Model,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The committed history.
+    pub messages: Vec<Message>,
+    /// What the model is told about the tools.
+    pub tools: Vec<ToolSpec>,
+    /// Options of every step.
+    pub options: Options,
 }

@@ -37,8 +37,10 @@
 //! - `handle_tool_result` sees every result (executed, timed out, rejected, provided).
 //! - `Execute` for a declared tool without a handler, or tool calls when `max_steps`
 //!   requests were made, end the turn with stop reason `tool_use`: the turn (with the
-//!   unanswered calls) is committed, results already decided for the step are dropped,
-//!   and answering the calls is the application's business (e.g. through `set_state`).
+//!   unanswered calls) is committed and results already decided for the step are
+//!   dropped. The application may answer the calls through `set_state`; otherwise the
+//!   next prompt answers each with an error result ahead of its text, since no provider
+//!   accepts a history with unanswered calls.
 //!   `Execute` for an undeclared tool, or with input that fails validation, gives the model
 //!   an error result instead.
 //! - A step retried by `handle_error` may already have streamed deltas: the `retry` event
@@ -52,16 +54,22 @@
 //! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
 //! agent's own (unique across steps), not the inner machine's.
 
+mod builder;
 mod callbacks;
+mod change;
 mod decide;
+mod host;
 mod io;
 mod partial;
 mod step;
 mod tools;
 
+pub use builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
+pub use change::StateChange;
+pub use host::{Command, EventSink, Host, Reply};
 pub use io::{
-    AgentConfig, AgentError, AgentEvent, AgentInput, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
+    AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
     DEFAULT_AGENT_TOOL_TIMEOUT,
 };
 
@@ -69,7 +77,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use crate::generate::{Effect, Generate, Input, RequestId};
+use crate::generate::{Effect, Generate, Input, Report, RequestId};
 use crate::message::{Message, ToolUse};
 use crate::response::Response;
 use crate::usage::Usage;
@@ -209,6 +217,18 @@ impl<C: AgentCallbacks> Agent<C> {
         &mut self.callbacks
     }
 
+    /// Status, model, system prompt, committed history, tools and options.
+    pub fn state(&self) -> AgentState {
+        AgentState {
+            status: self.status,
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            messages: self.config.messages.clone(),
+            tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
+            options: self.config.options.clone(),
+        }
+    }
+
     /// Committed, pending and partial messages: with every later event, the whole story.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
@@ -242,24 +262,12 @@ impl<C: AgentCallbacks> Agent<C> {
             AgentInput::Resume(decision) => self.resume(decision, now),
             AgentInput::Cancel => self.cancel(now),
             AgentInput::SetState(patch) => self.set_state(*patch),
-            AgentInput::ResponseHead { id, status, headers } => {
-                self.route_to_step(id, now, |id| Input::ResponseHead { id, status, headers });
-                Ok(())
-            }
-            AgentInput::Body { id, bytes } => {
-                self.route_to_step(id, now, |id| Input::Body { id, bytes });
-                Ok(())
-            }
-            AgentInput::BodyEnd { id } => {
-                self.route_to_step(id, now, |id| Input::BodyEnd { id });
-                Ok(())
-            }
-            AgentInput::TransportFailed { id, error } => {
-                self.route_to_step(id, now, |id| Input::TransportFailed { id, error });
-                Ok(())
-            }
-            AgentInput::ToolFinished { id, outcome } => {
+            AgentInput::Report(Report::ToolFinished { id, outcome }) => {
                 self.tool_finished(id, outcome, now);
+                Ok(())
+            }
+            AgentInput::Report(report) => {
+                self.route_to_step(report, now);
                 Ok(())
             }
         }
@@ -357,6 +365,9 @@ impl<C: AgentCallbacks> Agent<C> {
         }
         if let Some(provider) = patch.provider {
             self.config.provider = provider;
+        }
+        if let Some(api_key) = patch.api_key {
+            self.config.api_key = api_key;
         }
         if let Some(system) = patch.system {
             self.config.system = system;

@@ -8,9 +8,9 @@ use super::{
     Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
 };
 use crate::generate::{
-    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, RequestId, DEFAULT_MAX_STEPS,
+    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, DEFAULT_MAX_STEPS,
 };
-use crate::message::{Context, Message, ToolUse};
+use crate::message::{Block, Context, Message, Role, ToolResult, ToolUse};
 use crate::response::{Response, StopReason};
 use crate::usage::Usage;
 
@@ -18,7 +18,7 @@ use super::tools::ToolRound;
 
 impl<C: AgentCallbacks> Agent<C> {
     pub(super) fn start_turn(&mut self, text: String, now: Instant) {
-        let user = Message::user(text);
+        let user = self.prompt_message(text);
         self.turn = Some(Turn {
             messages: vec![user.clone()],
             usage: Usage::default(),
@@ -30,6 +30,25 @@ impl<C: AgentCallbacks> Agent<C> {
         self.set_status(Status::Busy);
         self.events.push_back(AgentEvent::Message(user));
         self.begin_step(now);
+    }
+
+    /// The user message that opens a turn. When the last turn ended on calls nobody
+    /// answered (a tool without handler, `max_steps`), every provider would refuse a
+    /// history with unanswered calls: each gets an error result, ahead of the text.
+    fn prompt_message(&self, text: String) -> Message {
+        let Some(last) = self.config.messages.last() else { return Message::user(text) };
+        let mut content: Vec<Block> = last
+            .tool_uses()
+            .map(|call| {
+                let reason = "no result: the application did not answer this call";
+                Block::ToolResult(ToolResult::error(call.id.clone(), call.name.clone(), reason))
+            })
+            .collect();
+        if content.is_empty() {
+            return Message::user(text);
+        }
+        content.push(Block::text(text));
+        Message::new(Role::User, content)
     }
 
     /// A new step: counts against `max_steps`.
@@ -69,16 +88,13 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    /// Routes a driver input to the inner machine when the id is one of this step's.
-    pub(super) fn route_to_step<'a>(
-        &mut self,
-        id: RequestId,
-        now: Instant,
-        input: impl FnOnce(RequestId) -> Input<'a>,
-    ) {
+    /// Routes a request's report to the inner machine when the request is one of this
+    /// step's (under the inner machine's id).
+    pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
         let State::Streaming(run) = &mut self.state else { return };
+        let Some(id) = report.request() else { return };
         let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
-        run.generate.handle_input(input(inner), now);
+        run.generate.handle_input(Input::Report(report.for_request(inner)), now);
         self.drain_step(now);
     }
 

@@ -33,7 +33,7 @@ pub enum Effect {
         /// Which request.
         id: RequestId,
     },
-    /// Run this tool's handler on the call's input and answer with [`Input::ToolFinished`].
+    /// Run this tool's handler on the call's input and answer with [`Report::ToolFinished`].
     RunTool {
         /// Id to answer with.
         id: ToolRunId,
@@ -89,9 +89,10 @@ pub enum ToolOutcome {
     Panicked(String),
 }
 
-/// Something the driver tells the machine.
+/// What a request or a tool run reports to the machine that started it: the part of
+/// every machine's input that drivers produce (see [`crate::machine::Machine`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Input<'a> {
+pub enum Report<'a> {
     /// The response status and headers arrived.
     ResponseHead {
         /// Which request.
@@ -127,6 +128,38 @@ pub enum Input<'a> {
         /// Its outcome.
         outcome: ToolOutcome,
     },
+}
+
+impl Report<'_> {
+    /// The request this report is about (none for a tool run).
+    pub fn request(&self) -> Option<RequestId> {
+        match self {
+            Report::ResponseHead { id, .. }
+            | Report::Body { id, .. }
+            | Report::BodyEnd { id }
+            | Report::TransportFailed { id, .. } => Some(*id),
+            Report::ToolFinished { .. } => None,
+        }
+    }
+
+    /// The same report about request `id` (a machine running another forwards reports
+    /// under the inner machine's ids).
+    pub fn for_request(self, request: RequestId) -> Self {
+        match self {
+            Report::ResponseHead { status, headers, .. } => Report::ResponseHead { id: request, status, headers },
+            Report::Body { bytes, .. } => Report::Body { id: request, bytes },
+            Report::BodyEnd { .. } => Report::BodyEnd { id: request },
+            Report::TransportFailed { error, .. } => Report::TransportFailed { id: request, error },
+            tool @ Report::ToolFinished { .. } => tool,
+        }
+    }
+}
+
+/// Something the driver tells the generate machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input<'a> {
+    /// A request or a tool run reported progress.
+    Report(Report<'a>),
     /// The caller cancels the whole call.
     Cancel,
 }

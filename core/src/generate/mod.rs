@@ -23,12 +23,13 @@ mod structured;
 mod tools;
 
 pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+    Effect, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
+    TransportErrorKind,
 };
 pub use retry::RetryPolicy;
-/// Input checking shared with the agent's tool phase.
-pub(crate) use tools::check_input;
 pub use tools::ToolDecl;
+/// Input checking shared with the agent's tool phase.
+pub(crate) use tools::{check_input, prepare_tools};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -151,10 +152,8 @@ impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
         config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
-        for decl in &mut config.tools {
-            decl.ensure_validator()
-                .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e.to_string() }))?;
-        }
+        tools::prepare_tools(&mut config.tools)
+            .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
                 GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })
@@ -223,10 +222,10 @@ impl Generate {
     pub fn handle_input(&mut self, input: Input<'_>, now: Instant) {
         match input {
             Input::Cancel => self.cancel(),
-            Input::ResponseHead { id, status, headers } => self.on_head(id, status, headers, now),
-            Input::Body { id, bytes } => self.on_body(id, bytes, now),
-            Input::BodyEnd { id } => self.on_body_end(id, now),
-            Input::TransportFailed { id, mut error } => {
+            Input::Report(Report::ResponseHead { id, status, headers }) => self.on_head(id, status, headers, now),
+            Input::Report(Report::Body { id, bytes }) => self.on_body(id, bytes, now),
+            Input::Report(Report::BodyEnd { id }) => self.on_body_end(id, now),
+            Input::Report(Report::TransportFailed { id, mut error }) => {
                 let State::Sending(attempt) = &self.state else { return };
                 if attempt.id != id {
                     return;
@@ -241,7 +240,7 @@ impl Generate {
                 };
                 self.fail_attempt(GenerateError::Transport(error), false, now);
             }
-            Input::ToolFinished { id, outcome } => {
+            Input::Report(Report::ToolFinished { id, outcome }) => {
                 if let State::Tools(phase) = &mut self.state {
                     if let Some(result) = phase.finish(id, outcome) {
                         self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });

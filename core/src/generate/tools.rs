@@ -42,6 +42,18 @@ impl ToolDecl {
     }
 }
 
+/// Checks a call's or an agent's tools before they are used: names are unique (a model
+/// names the tool it calls, so two with one name would be ambiguous) and every validator
+/// compiles.
+pub(crate) fn prepare_tools(decls: &mut [ToolDecl]) -> Result<(), String> {
+    let mut names: Vec<&str> = decls.iter().map(|d| d.spec.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(format!("two tools are named {:?}", pair[0]));
+    }
+    decls.iter_mut().try_for_each(ToolDecl::ensure_validator).map_err(|e| e.to_string())
+}
+
 #[derive(Debug)]
 struct PendingCall {
     call: ToolUse,

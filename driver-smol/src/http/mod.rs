@@ -61,7 +61,7 @@ async fn exchange(
 ) -> Result<(), TransportError> {
     let (call, target) = prepare(&request)?;
     let mut connection = connect::open(tls, &target).await?;
-    let call = write_request(&mut *connection, call, &request.body).await?;
+    let call = write_request(&mut *connection, call, &request).await?;
     // Bytes read past the part being parsed (the head's tail is the body's start).
     let mut carry = Vec::with_capacity(READ_SIZE);
     let (status, headers, call) = read_head(&mut *connection, call, &mut carry).await?;
@@ -86,11 +86,12 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportEr
     let target = Target::of(&uri)?;
     let method = http::Method::from_bytes(request.method.as_str().as_bytes()).map_err(|e| invalid("method", &e))?;
     let mut builder = http::Request::builder().method(method).uri(uri);
-    for header in &request.headers {
+    // Sensitive headers (keys) are added to the written head by `write_request`, not given
+    // to ureq-proto, which logs the bytes it writes at trace level.
+    for header in request.headers.iter().filter(|h| !h.sensitive) {
         let name = HeaderName::from_bytes(header.name.as_bytes()).map_err(|e| invalid("header name", &e))?;
         // The message names the header only: the value may be a key.
-        let mut value = HeaderValue::from_str(&header.value).map_err(|e| invalid(&header.name, &e))?;
-        value.set_sensitive(header.sensitive);
+        let value = HeaderValue::from_str(&header.value).map_err(|e| invalid(&header.name, &e))?;
         builder = builder.header(name, value);
     }
     if !request.body.is_empty() || request.method == omni_core::Method::Post {
@@ -101,24 +102,29 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportEr
     Ok((call, target))
 }
 
-/// Writes the head, then the body straight from the core's buffer.
+/// Writes the head (with the sensitive headers spliced in), then the body straight from
+/// the core's buffer.
 async fn write_request(
     connection: &mut dyn Connection,
     call: Call<Prepare>,
-    body: &[u8],
+    request: &HttpRequest,
 ) -> Result<Call<RecvResponse>, TransportError> {
     let io = |e: std::io::Error| failure(TransportErrorKind::Connect, format_args!("sending the request: {e}"));
     let protocol = |e: ureq_proto::Error| failure(TransportErrorKind::Other, format_args!("request: {e}"));
     let mut call = call.proceed();
     let mut buffer = vec![0u8; READ_SIZE];
+    let mut head = Vec::with_capacity(READ_SIZE);
     while !call.can_proceed() {
         match call.write(&mut buffer) {
             Ok(0) => return Err(failure(TransportErrorKind::Other, "the request head could not be written")),
-            Ok(n) => connection.write_all(buffer.get(..n).unwrap_or_default()).await.map_err(io)?,
+            Ok(n) => head.extend_from_slice(buffer.get(..n).unwrap_or_default()),
             Err(ureq_proto::Error::OutputOverflow) if buffer.len() < MAX_HEAD => buffer.resize(buffer.len() * 2, 0),
             Err(e) => return Err(protocol(e)),
         }
     }
+    splice_sensitive_headers(&mut head, request)?;
+    connection.write_all(&head).await.map_err(io)?;
+    let body = &request.body;
     let mut sending = match call.proceed().map_err(protocol)? {
         Some(SendRequestResult::SendBody(sending)) => sending,
         // No `expect: 100-continue` is ever set; should one come through, send the body at once.
@@ -136,6 +142,29 @@ async fn write_request(
         Some(receiving) => flushed(connection, receiving).await,
         None => Err(failure(TransportErrorKind::Other, "the request body was not complete")),
     }
+}
+
+/// Adds the request's sensitive headers before the blank line that ends `head`. Their
+/// values were checked like any header's: no CR, LF or other control byte.
+fn splice_sensitive_headers(head: &mut Vec<u8>, request: &HttpRequest) -> Result<(), TransportError> {
+    if !head.ends_with(b"\r\n\r\n") {
+        return Err(failure(TransportErrorKind::Other, "the request head did not end as expected"));
+    }
+    let end = head.len() - 2;
+    let mut lines = Vec::new();
+    for header in request.headers.iter().filter(|h| h.sensitive) {
+        HeaderName::from_bytes(header.name.as_bytes())
+            .map_err(|e| failure(TransportErrorKind::Other, format_args!("header name: {e}")))?;
+        // The message names the header only: the value is a key.
+        HeaderValue::from_str(&header.value)
+            .map_err(|e| failure(TransportErrorKind::Other, format_args!("{}: {e}", header.name)))?;
+        lines.extend_from_slice(header.name.as_bytes());
+        lines.extend_from_slice(b": ");
+        lines.extend_from_slice(header.value.as_bytes());
+        lines.extend_from_slice(b"\r\n");
+    }
+    head.splice(end..end, lines);
+    Ok(())
 }
 
 async fn flushed(

@@ -1,0 +1,107 @@
+//! Running an agent scenario ([`crate::agent_scenarios`]) through a real driver against
+//! the replay server, and holding it to the simulation's transcript file. The driver
+//! tests implement [`AgentDriver`] (a few lines over their handle, blocking on async
+//! calls where needed); the reading, the action placement
+//! ([`crate::agent_script`]) and the checks are here, once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use omni_core::agent::{AgentError, AgentEvent, Snapshot, StatePatch};
+
+use crate::agent_scenarios::NamedAgentScenario;
+use crate::agent_script::{action_line, check_late_subscriber, ActionScript};
+use crate::agent_sim::{transcript_line, Action};
+use crate::replay::ReplayServer;
+
+/// Longest wait for the next expected event: generous (a loaded machine, the 5 s tool
+/// timeout), and a run that misses an event fails instead of hanging.
+const EVENT_LIMIT: Duration = Duration::from_secs(20);
+
+/// How long a finished run is watched for stray extra events.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// A driver's agent handle as the harness uses it.
+pub trait AgentDriver {
+    /// Performs one action. [`Action::Subscribe`] subscribes a second, late subscriber
+    /// whose snapshot and events the driver keeps for [`AgentDriver::late`].
+    fn perform(&mut self, action: Action) -> Result<(), AgentError>;
+    /// The main subscriber's next event, or `None` after `limit`.
+    fn next_event(&mut self, limit: Duration) -> Option<AgentEvent>;
+    /// The late subscriber's snapshot and the events it has received so far.
+    fn late(&mut self, limit: Duration) -> Option<(Snapshot, Vec<AgentEvent>)>;
+}
+
+/// The set_state patches of the scenarios use these fields only.
+pub fn patch_fields(patch: &StatePatch) -> (Option<Option<String>>, Option<Vec<omni_core::Message>>) {
+    assert!(
+        patch.model.is_none() && patch.tools.is_none() && patch.options.is_none(),
+        "the driver harness maps only system and messages"
+    );
+    (patch.system.clone(), patch.messages.clone())
+}
+
+/// The simulation's transcript of `name`.
+pub fn expected(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts/agent").join(format!("{name}.txt"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `named` through `driver` (already started against `server` with the scenario's
+/// configuration, callbacks and tools, and subscribed once) and checks the transcript,
+/// the triggers, the late subscriber and the key on every request.
+pub fn run_agent_scenario(
+    named: &NamedAgentScenario,
+    driver: &mut dyn AgentDriver,
+    server: &ReplayServer,
+) -> Result<(), String> {
+    let want = expected(named.name);
+    let mut script = ActionScript::new(named.scenario.actions.clone());
+    let mut transcript = Vec::new();
+    let mut events = Vec::new();
+    for action in script.start() {
+        perform(driver, action, &mut transcript);
+    }
+    while transcript.len() < want.len() {
+        let Some(event) = driver.next_event(EVENT_LIMIT) else {
+            return Err(diff(named.name, &want, &transcript, "no further event"));
+        };
+        let line = transcript_line(&event);
+        transcript.push(line.clone());
+        events.push(event);
+        for action in script.after_line(&line) {
+            perform(driver, action, &mut transcript);
+        }
+    }
+    if let Some(extra) = driver.next_event(QUIET) {
+        transcript.push(transcript_line(&extra));
+        return Err(diff(named.name, &want, &transcript, "an extra event"));
+    }
+    if transcript != want {
+        return Err(diff(named.name, &want, &transcript, "different events"));
+    }
+    if !script.unfired().is_empty() {
+        return Err(format!("{}: actions never fired: {:?}", named.name, script.unfired()));
+    }
+    if let Some((snapshot, seen)) = driver.late(QUIET) {
+        check_late_subscriber(&named.config.messages, &events, &snapshot, &seen)
+            .map_err(|e| format!("{}: late subscriber: {e}", named.name))?;
+    }
+    if server.requests().iter().any(|r| r.header("x-api-key") != Some("sk-replay")) {
+        return Err(format!("{}: a request lacked the key", named.name));
+    }
+    Ok(())
+}
+
+fn perform(driver: &mut dyn AgentDriver, action: Action, transcript: &mut Vec<String>) {
+    let outcome = driver.perform(action.clone());
+    transcript.extend(action_line(&action, &outcome));
+}
+
+fn diff(name: &str, want: &[String], got: &[String], what: &str) -> String {
+    format!("{name}: {what}\n  expected {want:#?}\n  actual {got:#?}")
+}

@@ -1,0 +1,332 @@
+//! The agent scenarios every driver must pass, defined once: the simulation runs them on
+//! a virtual clock (`tests/agent_sim.rs`), the drivers against the replay server, and
+//! both must produce `conformance/transcripts/agent/<name>.txt`.
+//!
+//! Actions fire on events (see [`crate::agent_script`] for the placement rule). Where an
+//! action must come before some later input, the scenario leaves at least [`HOLD`]
+//! (400 ms) or a slow tool (300 ms) between the trigger's batch and that input, so a real
+//! run has the same outcome: the cancel of `cancel_streaming` comes on a text delta that
+//! the next one follows after `HOLD`, `late_subscriber` subscribes on a text start held
+//! the same way, `set_state`'s refused call comes while a reply that takes `HOLD` to start
+//! is pending, `staged_prompt` stages while `get_weather` runs (300 ms), and
+//! `cancel_tools` cancels on the fast tool's result while the other one hangs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use omni_core::agent::{AgentConfig, StatePatch, ToolDecision};
+use omni_core::generate::{RetryPolicy, ToolOutcome};
+use omni_core::{Message, ToolResultContent};
+
+use crate::agent_script::When;
+use crate::agent_sim::{config, Action, AgentScenario, ScriptedCallbacks};
+use crate::scenarios::{paced, text_events, tool_events};
+use crate::sim::{BodyStep, Reply, ToolScript};
+
+/// One agent scenario with everything needed to run it.
+#[derive(Debug, Clone)]
+pub struct NamedAgentScenario {
+    /// Short name; also the transcript's file name.
+    pub name: &'static str,
+    /// The agent's configuration: [`config`] plus the scenario's changes. Drivers point
+    /// its provider at the replay server.
+    pub config: AgentConfig,
+    /// The application's callbacks.
+    pub callbacks: ScriptedCallbacks,
+    /// Replies, tools and actions.
+    pub scenario: AgentScenario,
+}
+
+/// Pause in a reply that leaves an action triggered just before it time to act.
+pub const HOLD: Duration = Duration::from_millis(400);
+
+/// Gap between the events of a reply.
+const GAP: Duration = Duration::from_millis(5);
+
+/// How long `get_weather` runs: the margin of races between the two tools.
+const WEATHER_RUN: u64 = 300;
+
+/// The question of the tool scenarios.
+const ASK: &str = "What is the weather in Paris?";
+
+/// Prefix of a text delta's transcript line.
+const TEXT_DELTA: &str = r#"  {"type":"text_delta""#;
+
+/// Prefix of a text start's transcript line.
+const TEXT_START: &str = r#"  {"type":"text_start""#;
+
+fn text(words: &[&str]) -> Reply {
+    paced(&text_events(words), GAP)
+}
+
+fn calls(calls: &[(&str, &str)]) -> Reply {
+    let calls: Vec<(&str, &str, &str)> = calls.iter().map(|(id, name)| (*id, *name, r#"{"city":"Paris"}"#)).collect();
+    paced(&tool_events(&calls), GAP)
+}
+
+/// `reply` with a pause of `wait` after its chunk number `chunk` (0-based; with [`paced`],
+/// one chunk per event).
+fn hold_after(reply: Reply, chunk: usize, wait: Duration) -> Reply {
+    let Reply::Http { status, headers, body } = reply else { return reply };
+    let mut steps = Vec::with_capacity(body.len() + 1);
+    let mut chunks = 0;
+    for step in body {
+        let is_bytes = matches!(step, BodyStep::Bytes(_));
+        steps.push(step);
+        if is_bytes {
+            if chunks == chunk {
+                steps.push(BodyStep::Wait(wait));
+            }
+            chunks += 1;
+        }
+    }
+    Reply::Http { status, headers, body: steps }
+}
+
+/// `reply` whose body starts after `wait`.
+fn delayed(reply: Reply, wait: Duration) -> Reply {
+    let Reply::Http { status, headers, mut body } = reply else { return reply };
+    body.insert(0, BodyStep::Wait(wait));
+    Reply::Http { status, headers, body }
+}
+
+fn answer(text: &str, ms: u64) -> ToolScript {
+    ToolScript::Answer {
+        delay: Duration::from_millis(ms),
+        outcome: ToolOutcome::Ok(vec![ToolResultContent::Text { text: text.into() }]),
+    }
+}
+
+/// `get_weather` (slow), `get_time` (fast) and `complete` answer; `ask_user` has no handler.
+fn tools() -> BTreeMap<String, ToolScript> {
+    [("get_weather", answer("sunny", WEATHER_RUN)), ("get_time", answer("12:00", 10)), ("complete", answer("ok", 1))]
+        .into_iter()
+        .map(|(n, s)| (n.to_string(), s))
+        .collect()
+}
+
+fn start(text: &str) -> (When, Action) {
+    (When::Start, Action::Prompt(text.into()))
+}
+
+fn on(prefix: &str, nth: usize, action: Action) -> (When, Action) {
+    (When::after(prefix, nth), action)
+}
+
+fn decide(tool: &str, decision: ToolDecision) -> ScriptedCallbacks {
+    ScriptedCallbacks { decisions: [(tool.to_string(), decision)].into_iter().collect(), ..Default::default() }
+}
+
+const SERVER_ERROR: &str = r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#;
+
+fn server_error() -> Reply {
+    Reply::error(500, &[], SERVER_ERROR)
+}
+
+/// A scenario with the default configuration, callbacks and tools.
+fn named(name: &'static str, replies: Vec<Reply>, actions: Vec<(When, Action)>) -> NamedAgentScenario {
+    NamedAgentScenario {
+        name,
+        config: config(),
+        callbacks: ScriptedCallbacks::default(),
+        scenario: AgentScenario { replies, tools: tools(), actions },
+    }
+}
+
+/// `get_weather` pauses for approval; the resume comes on the pause.
+fn paused(name: &'static str, resume: ToolDecision) -> NamedAgentScenario {
+    NamedAgentScenario {
+        callbacks: decide("get_weather", ToolDecision::Pause("needs approval".into())),
+        ..named(
+            name,
+            vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
+            vec![start(ASK), on("pause ", 1, Action::Resume(resume))],
+        )
+    }
+}
+
+/// `get_weather` is decided by the callbacks, `get_time` runs.
+fn decided(name: &'static str, decision: ToolDecision) -> NamedAgentScenario {
+    NamedAgentScenario {
+        callbacks: decide("get_weather", decision),
+        ..named(
+            name,
+            vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")]), text(&["Done."])],
+            vec![start(ASK)],
+        )
+    }
+}
+
+/// Every agent scenario, in a fixed order.
+pub fn all() -> Vec<NamedAgentScenario> {
+    let pause = || decide("get_weather", ToolDecision::Pause("needs approval".into()));
+    let good = StatePatch {
+        messages: Some(vec![Message::user("Hi"), Message::assistant("Hello.")]),
+        system: Some(Some("Be brief.".into())),
+        ..StatePatch::default()
+    };
+    let bad = StatePatch { messages: Some(vec![Message::user("dangling")]), ..StatePatch::default() };
+    let mut list = vec![
+        named("chat_turn", vec![text(&["Hello", " there."])], vec![start("Hi")]),
+        named(
+            "two_step_tool_turn",
+            vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")]), text(&["Sunny, noon."])],
+            vec![start(ASK)],
+        ),
+        paused("pause_resume_execute", ToolDecision::Execute),
+        paused("pause_resume_reject", ToolDecision::Reject("not today".into())),
+        paused("pause_resume_result", ToolDecision::Result(Ok("cloudy".into()))),
+        decided("reject", ToolDecision::Reject("weather is off limits".into())),
+        decided("provided_result", ToolDecision::Result(Ok("rainy".into()))),
+        named("tool_without_handler", vec![calls(&[("toolu_1", "ask_user")])], vec![start(ASK)]),
+        // The next prompt answers the call left open, or no provider would take the history.
+        named(
+            "unanswered_then_prompt",
+            vec![calls(&[("toolu_1", "ask_user")]), text(&["Fine."])],
+            vec![start(ASK), on("turn stop", 1, Action::Prompt("Never mind.".into()))],
+        ),
+        // Both prompts are staged while get_weather runs; the last one wins.
+        named(
+            "staged_prompt",
+            vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny."]), text(&["Rainy."])],
+            vec![
+                start(ASK),
+                on("step tool_use", 1, Action::Prompt("first thought".into())),
+                on("step tool_use", 1, Action::Prompt("And in Rome?".into())),
+            ],
+        ),
+        NamedAgentScenario {
+            callbacks: pause(),
+            ..named(
+                "staged_while_paused",
+                vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny."]), text(&["Rainy."])],
+                vec![
+                    start(ASK),
+                    on("pause ", 1, Action::Prompt("And in Rome?".into())),
+                    on("pause ", 1, Action::Resume(ToolDecision::Execute)),
+                ],
+            )
+        },
+        NamedAgentScenario {
+            callbacks: ScriptedCallbacks {
+                continue_until: Some(("complete".into(), "Continue.".into())),
+                ..ScriptedCallbacks::default()
+            },
+            ..named(
+                "autonomous",
+                vec![
+                    text(&["Step one."]),
+                    paced(&tool_events(&[("toolu_9", "complete", r#"{"summary":"ok"}"#)]), GAP),
+                    text(&["Finished."]),
+                ],
+                vec![start("Research the weather.")],
+            )
+        },
+        {
+            let mut s = named(
+                "max_steps",
+                vec![calls(&[("toolu_1", "get_weather")]), calls(&[("toolu_2", "get_weather")])],
+                vec![start(ASK)],
+            );
+            s.config.options.max_steps = Some(2);
+            s
+        },
+        named(
+            "cancel_streaming",
+            vec![hold_after(text(&["It ", "is ", "sunny."]), 2, HOLD)],
+            vec![start("Hi"), on(TEXT_DELTA, 1, Action::Cancel)],
+        ),
+        NamedAgentScenario {
+            callbacks: pause(),
+            ..named(
+                "cancel_paused",
+                vec![calls(&[("toolu_1", "get_weather")])],
+                vec![
+                    start(ASK),
+                    on("pause ", 1, Action::Cancel),
+                    on("cancelled", 1, Action::Resume(ToolDecision::Execute)),
+                ],
+            )
+        },
+        {
+            let mut s = named(
+                "cancel_tools",
+                vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")])],
+                vec![start(ASK), on("tool_result toolu_2", 1, Action::Cancel), on("cancelled", 1, Action::Cancel)],
+            );
+            s.scenario.tools.insert("get_weather".into(), ToolScript::Hang);
+            s
+        },
+        NamedAgentScenario {
+            callbacks: ScriptedCallbacks { retries: 5, ..ScriptedCallbacks::default() },
+            ..named("cancel_backoff", vec![server_error()], vec![start("Hi"), on("retry step", 1, Action::Cancel)])
+        },
+        {
+            // get_weather hangs until the agent's default 5 s tool timeout.
+            let mut s =
+                named("tool_timeout", vec![calls(&[("toolu_1", "get_weather")]), text(&["Sorry."])], vec![start(ASK)]);
+            s.scenario.tools.insert("get_weather".into(), ToolScript::Hang);
+            s
+        },
+        NamedAgentScenario {
+            callbacks: ScriptedCallbacks { retries: 2, ..ScriptedCallbacks::default() },
+            ..named("error_retry", vec![server_error(), text(&["Hello."])], vec![start("Hi")])
+        },
+        named("error_stop", vec![server_error()], vec![start("Hi")]),
+        named(
+            "set_state",
+            vec![delayed(text(&["Hello."]), HOLD)],
+            vec![
+                start("Hi"),
+                on("status busy", 1, Action::SetState(Box::new(good.clone()))),
+                on("turn stop", 1, Action::SetState(Box::new(bad))),
+                on("turn stop", 1, Action::SetState(Box::new(good))),
+            ],
+        ),
+        named(
+            "late_subscriber",
+            vec![calls(&[("toolu_1", "get_weather")]), hold_after(text(&["It ", "is ", "sunny."]), 1, HOLD)],
+            vec![start(ASK), on(TEXT_START, 2, Action::Subscribe)],
+        ),
+        NamedAgentScenario {
+            callbacks: ScriptedCallbacks { result_prefix: Some("checked: ".into()), ..ScriptedCallbacks::default() },
+            ..named(
+                "tool_result_callback",
+                vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
+                vec![start(ASK)],
+            )
+        },
+        named(
+            "invalid_calls",
+            vec![
+                paced(
+                    &tool_events(&[
+                        ("toolu_1", "teleport", r#"{"city":"Paris"}"#),
+                        ("toolu_2", "get_weather", r#"{"town":"Paris"}"#),
+                    ]),
+                    GAP,
+                ),
+                text(&["Sorry."]),
+            ],
+            vec![start(ASK)],
+        ),
+    ];
+    let mut request_retry = named("request_retry", vec![server_error(), text(&["Hello."])], vec![start("Hi")]);
+    request_retry.config.retry = RetryPolicy { seed: 7, ..RetryPolicy::default() };
+    list.push(request_retry);
+    list
+}
+
+/// The scenario called `name`.
+///
+/// # Panics
+/// When there is none: scenario names are fixed, so that is a bug in the caller.
+pub fn by_name(name: &str) -> NamedAgentScenario {
+    all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no agent scenario named {name:?}"))
+}
+
+// Drivers move scenarios into tasks and threads.
+const _: fn() = || {
+    fn send_static<T: Send + 'static>() {}
+    send_static::<NamedAgentScenario>();
+};

@@ -1,0 +1,178 @@
+//! The agent builder every driver hands out (`client.agent(model)`): the same setters in
+//! every runtime, decided once. A driver implements [`Launch`] for its client (how to
+//! describe its tools to the machine, and how to run an agent in its runtime) and names
+//! the builder with a type alias.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::client::{ClientConfig, ClientError, ModelRef};
+use crate::generate::{RetryPolicy, ToolDecl};
+use crate::message::Message;
+use crate::options::Options;
+use crate::provider::ApiKey;
+
+use super::{Agent, AgentCallbacks, AgentError, NoCallbacks};
+
+/// Events a subscriber may have queued before it is dropped as lagging.
+pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
+
+/// A driver's side of [`AgentBuilder::start`]. `T` is the driver's tool type.
+pub trait Launch<T> {
+    /// The driver's agent handle.
+    type Handle<C: AgentCallbacks + Send + 'static>;
+    /// The driver's error type.
+    type Error: From<ClientError> + From<AgentError>;
+
+    /// The client's configuration (catalogue, keys, URLs, defaults).
+    fn client_config(&self) -> &ClientConfig;
+    /// Reads an environment variable (the core reads nothing itself).
+    fn env(&self, name: &str) -> Option<String>;
+    /// What the machine is told about a tool.
+    fn describe(tool: &T) -> ToolDecl;
+    /// Runs the agent in the driver's runtime, with the tools' handlers.
+    fn launch<C: AgentCallbacks + Send + 'static>(
+        &self,
+        agent: Agent<C>,
+        tools: Vec<T>,
+        subscriber_capacity: usize,
+    ) -> Result<Self::Handle<C>, Self::Error>;
+}
+
+/// Sets up an agent: model, system prompt, history, tools, options, limits, callbacks.
+pub struct AgentBuilder<L, T, C = NoCallbacks> {
+    launcher: L,
+    model: ModelRef,
+    api_key: Option<ApiKey>,
+    system: Option<String>,
+    messages: Vec<Message>,
+    tools: Vec<T>,
+    options: Options,
+    tool_timeout: Option<Duration>,
+    error_backoff: Option<RetryPolicy>,
+    capacity: usize,
+    callbacks: C,
+}
+
+impl<L, T: fmt::Debug, C> fmt::Debug for AgentBuilder<L, T, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("model", &self.model)
+            .field("tools", &self.tools)
+            .field("messages", &self.messages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<L: Launch<T>, T> AgentBuilder<L, T> {
+    /// A builder on `launcher` (the driver's client) for `model`.
+    pub fn new(launcher: L, model: ModelRef) -> Self {
+        AgentBuilder {
+            launcher,
+            model,
+            api_key: None,
+            system: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            options: Options::default(),
+            tool_timeout: None,
+            error_backoff: None,
+            capacity: DEFAULT_SUBSCRIBER_CAPACITY,
+            callbacks: NoCallbacks,
+        }
+    }
+}
+
+impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> {
+    /// The system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// The initial history: empty, or ending with an assistant message without tool calls.
+    pub fn messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: T) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Options of every step, over the client's defaults (`max_steps` caps a turn's requests).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Time one tool call may take (default 5 s) unless the tool says otherwise.
+    pub fn tool_timeout(mut self, limit: Duration) -> Self {
+        self.tool_timeout = Some(limit);
+        self
+    }
+
+    /// Waits between the step retries that `handle_error` asks for.
+    pub fn error_backoff(mut self, policy: RetryPolicy) -> Self {
+        self.error_backoff = Some(policy);
+        self
+    }
+
+    /// A key for this agent only.
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// How many events a subscriber may leave unread before it is dropped (its
+    /// subscription then ends and says it lagged). Default 10,000.
+    pub fn subscriber_capacity(mut self, events: usize) -> Self {
+        self.capacity = events.max(1);
+        self
+    }
+
+    /// The callbacks, which also hold the application's private state.
+    pub fn callbacks<D: AgentCallbacks + Send + 'static>(self, callbacks: D) -> AgentBuilder<L, T, D> {
+        AgentBuilder {
+            launcher: self.launcher,
+            model: self.model,
+            api_key: self.api_key,
+            system: self.system,
+            messages: self.messages,
+            tools: self.tools,
+            options: self.options,
+            tool_timeout: self.tool_timeout,
+            error_backoff: self.error_backoff,
+            capacity: self.capacity,
+            callbacks,
+        }
+    }
+
+    /// Starts the agent: resolves the model as a call would, runs `init`, checks the
+    /// history, options and tools, and runs it in the driver's runtime.
+    pub fn start(self) -> Result<L::Handle<C>, L::Error> {
+        let launcher = &self.launcher;
+        let env = |name: &str| launcher.env(name);
+        let mut config = launcher.client_config().agent(&self.model, self.api_key.as_ref(), &env)?;
+        config.system = self.system;
+        config.messages = self.messages;
+        config.tools = self.tools.iter().map(L::describe).collect();
+        config.options = self.options.merged_over(&config.options);
+        if let Some(limit) = self.tool_timeout {
+            config.tool_timeout = limit;
+        }
+        if let Some(policy) = self.error_backoff {
+            config.error_backoff = policy;
+        }
+        let agent = Agent::new(config, self.callbacks)?;
+        launcher.launch(agent, self.tools, self.capacity)
+    }
+}

@@ -1,0 +1,125 @@
+//! What every driver's agent handle does, decided once: the application's commands
+//! applied to the machine, and every event fanned out to the subscribers.
+//!
+//! A driver owns a [`Host`] in its loop (a task or a thread), turns handle calls into
+//! [`Command`]s whose replies are closures over its own channel type, and calls
+//! [`Host::publish`] after every input. Because the loop applies one command at a time
+//! and publishes every event before the next, a subscriber added by
+//! [`Command::Subscribe`] gets a snapshot that, with the events it then receives, is the
+//! whole story: nothing is missed and nothing is seen twice.
+
+use std::fmt;
+use std::time::Instant;
+
+use super::callbacks::ToolDecision;
+use super::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch};
+use crate::generate::Effect;
+
+/// Sends a command's answer back to the caller, over whatever channel the driver uses.
+pub type Reply<T> = Box<dyn FnOnce(T) + Send>;
+
+/// Where a subscriber's events go.
+pub trait EventSink: Send {
+    /// Offers one event; `false` drops the subscriber (it went away, or it fell too far
+    /// behind and was told so).
+    fn offer(&mut self, event: &AgentEvent) -> bool;
+}
+
+/// An application call on an agent handle.
+pub enum Command<C> {
+    /// `prompt(text)`.
+    Prompt(String, Reply<Result<(), AgentError>>),
+    /// `resume(decision)`.
+    Resume(ToolDecision, Reply<Result<(), AgentError>>),
+    /// `cancel()`.
+    Cancel(Reply<Result<(), AgentError>>),
+    /// `set_state(patch)`.
+    SetState(Box<StatePatch>, Reply<Result<(), AgentError>>),
+    /// `state()`.
+    State(Reply<AgentState>),
+    /// `snapshot()`.
+    Snapshot(Reply<Snapshot>),
+    /// `subscribe()`: the sink gets every event after the snapshot.
+    Subscribe(Box<dyn EventSink>, Reply<Snapshot>),
+    /// Runs a closure on the callbacks (the application's private state).
+    Inspect(Box<dyn FnOnce(&mut C) + Send>),
+}
+
+impl<C> fmt::Debug for Command<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Command::Prompt(..) => "Prompt",
+            Command::Resume(..) => "Resume",
+            Command::Cancel(..) => "Cancel",
+            Command::SetState(..) => "SetState",
+            Command::State(..) => "State",
+            Command::Snapshot(..) => "Snapshot",
+            Command::Subscribe(..) => "Subscribe",
+            Command::Inspect(..) => "Inspect",
+        })
+    }
+}
+
+/// An agent with its subscribers.
+pub struct Host<C: AgentCallbacks> {
+    agent: Agent<C>,
+    subscribers: Vec<Box<dyn EventSink>>,
+}
+
+impl<C: AgentCallbacks> fmt::Debug for Host<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Host").field("agent", &self.agent).field("subscribers", &self.subscribers.len()).finish()
+    }
+}
+
+impl<C: AgentCallbacks> Host<C> {
+    /// Hosts an agent with no subscribers yet.
+    pub fn new(agent: Agent<C>) -> Self {
+        Host { agent, subscribers: Vec::new() }
+    }
+
+    /// The agent, for the driver's effects, reports and deadlines.
+    pub fn agent(&mut self) -> &mut Agent<C> {
+        &mut self.agent
+    }
+
+    /// Applies a command and answers it.
+    pub fn apply(&mut self, command: Command<C>, now: Instant) {
+        match command {
+            Command::Prompt(text, reply) => reply(self.agent.handle_input(AgentInput::Prompt(text), now)),
+            Command::Resume(decision, reply) => reply(self.agent.handle_input(AgentInput::Resume(decision), now)),
+            Command::Cancel(reply) => reply(self.agent.handle_input(AgentInput::Cancel, now)),
+            Command::SetState(patch, reply) => reply(self.agent.handle_input(AgentInput::SetState(patch), now)),
+            Command::State(reply) => reply(self.agent.state()),
+            Command::Snapshot(reply) => reply(self.agent.snapshot()),
+            Command::Subscribe(sink, reply) => {
+                // Events of earlier inputs were published already: the snapshot is current.
+                self.publish();
+                self.subscribers.push(sink);
+                reply(self.agent.snapshot());
+            }
+            Command::Inspect(f) => f(self.agent.callbacks_mut()),
+        }
+    }
+
+    /// Delivers the agent's new events to every subscriber, dropping those that are gone.
+    pub fn publish(&mut self) {
+        while let Some(event) = self.agent.poll_event() {
+            self.subscribers.retain_mut(|sink| sink.offer(&event));
+        }
+    }
+
+    /// The next effect to execute.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.agent.poll_effect()
+    }
+
+    /// Stops the agent for good (the last handle went away): its work is cancelled
+    /// through effects, `terminate` is called, and the subscribers are let go so that
+    /// their streams end.
+    pub fn terminate(&mut self, now: Instant) {
+        self.agent.terminate(now);
+        self.publish();
+        self.subscribers.clear();
+    }
+}

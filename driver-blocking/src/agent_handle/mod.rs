@@ -1,0 +1,212 @@
+//! The agent on plain threads: an [`Agent`] handle whose methods block until the agent
+//! answers, with events to any number of subscribers as blocking [`Iterator`]s.
+//!
+//! The core machine ([`omni_core::agent`]) takes every decision; a thread owns it inside
+//! a [`Host`] and executes its effects (one thread per request and per tool run, as for a
+//! call). Handles send it commands on the same channel its request and tool threads
+//! report on, so one `recv_timeout` waits for everything. Dropping the last handle stops
+//! the agent: the request in flight is closed, running tools see their
+//! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
+//! subscription ends.
+//!
+//! The callbacks run on the agent's thread. Do not call a handle's methods from them (or
+//! from a [`Agent::with_callbacks`] closure): the agent would wait for itself.
+
+mod run;
+mod subscription;
+
+use std::fmt;
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+
+use omni_core::agent::{
+    Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot,
+    Status, ToolDecision,
+};
+use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::generate::ToolDecl;
+use omni_core::Message;
+
+use crate::blocking_client::Client;
+use crate::tools::Tool;
+use crate::Error;
+use run::LoopInput;
+
+pub use subscription::Subscription;
+
+/// What [`Agent::set_state`] changes; see [`omni_core::agent::StateChange`].
+pub type StateChange = omni_core::agent::StateChange<Tool>;
+
+/// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`] (its
+/// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,
+/// `error_backoff`, `api_key`, `subscriber_capacity`, `callbacks`; then `start`).
+pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
+
+impl Client {
+    /// Starts setting up an agent on this client's configuration (catalogue, keys,
+    /// default options, retry policy, stall limit). `start()` runs it on its own thread.
+    pub fn agent(&self, model: impl Into<ModelRef>) -> AgentBuilder {
+        AgentBuilder::new(self.clone(), model.into())
+    }
+}
+
+impl Launch<Tool> for Client {
+    type Handle<C: AgentCallbacks + Send + 'static> = Agent<C>;
+    type Error = Error;
+
+    fn client_config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn describe(tool: &Tool) -> ToolDecl {
+        tool.decl()
+    }
+
+    fn launch<C: AgentCallbacks + Send + 'static>(
+        &self,
+        agent: Machine<C>,
+        tools: Vec<Tool>,
+        capacity: usize,
+    ) -> Result<Agent<C>, Error> {
+        let commands = run::spawn(Host::new(agent), self.inner.http.clone(), tools)
+            .map_err(|e| Error::Setup(format!("could not start the agent thread: {e}")))?;
+        Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })
+    }
+}
+
+/// What every handle of one agent shares; dropped with the last handle.
+struct Shared<C> {
+    client: Client,
+    commands: Sender<LoopInput<C>>,
+    capacity: usize,
+}
+
+impl<C> Drop for Shared<C> {
+    /// The last handle is gone: the agent stops. (The loop keeps a sender of its own for
+    /// its threads, so it needs this message to know.)
+    fn drop(&mut self) {
+        let _ = self.commands.send(LoopInput::HandlesGone);
+    }
+}
+
+/// A running agent. Clones are handles on the same agent (`Send + Sync`, usable from any
+/// thread); dropping the last one stops it. Every method blocks until the agent's
+/// thread answers, which it does between inputs, never waiting on the network or a tool.
+/// A stopped agent answers [`AgentError::Terminated`].
+///
+/// ```no_run
+/// use omni_blocking::{AgentEvent, Client, StreamEvent};
+///
+/// let client = Client::new()?; // keys from ANTHROPIC_API_KEY, OPENAI_API_KEY, ...
+/// let agent = client.agent("anthropic:claude-sonnet-4-5").system("Be brief.").start()?;
+/// let (_snapshot, events) = agent.subscribe()?;
+/// agent.prompt("Hi!")?;
+/// for event in events {
+///     match event {
+///         AgentEvent::Stream(StreamEvent::TextDelta { delta, .. }) => print!("{delta}"),
+///         AgentEvent::Turn { .. } => break,
+///         _ => {}
+///     }
+/// }
+/// println!("\n{} messages so far", agent.messages()?.len());
+/// # Ok::<(), omni_blocking::Error>(())
+/// ```
+pub struct Agent<C = NoCallbacks> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C> Clone for Agent<C> {
+    fn clone(&self) -> Self {
+        Agent { shared: self.shared.clone() }
+    }
+}
+
+impl<C> fmt::Debug for Agent<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent").field("handles", &Arc::strong_count(&self.shared)).finish_non_exhaustive()
+    }
+}
+
+impl<C: AgentCallbacks + Send + 'static> Agent<C> {
+    /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
+    /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
+    pub fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
+        let text = text.into();
+        Ok(self.ask(|reply| Command::Prompt(text, reply))??)
+    }
+
+    /// Answers the paused tool call.
+    pub fn resume(&self, decision: ToolDecision) -> Result<(), Error> {
+        Ok(self.ask(|reply| Command::Resume(decision, reply))??)
+    }
+
+    /// Stops the turn in flight and discards it (an error when idle).
+    pub fn cancel(&self) -> Result<(), Error> {
+        Ok(self.ask(Command::Cancel)??)
+    }
+
+    /// Changes model, key, system prompt, history, tools or options, all or nothing;
+    /// only while idle.
+    pub fn set_state(&self, change: StateChange) -> Result<(), Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let (patch, tools) = change.into_patch(&self.shared.client.inner.config, &env, Tool::decl)?;
+        Ok(self.request(|reply| LoopInput::SetState { patch: Box::new(patch), tools, reply })??)
+    }
+
+    /// Status, model, system prompt, committed history, tools and options.
+    pub fn state(&self) -> Result<AgentState, Error> {
+        self.ask(Command::State)
+    }
+
+    /// What the agent is doing.
+    pub fn status(&self) -> Result<Status, Error> {
+        Ok(self.state()?.status)
+    }
+
+    /// The committed history.
+    pub fn messages(&self) -> Result<Vec<Message>, Error> {
+        Ok(self.state()?.messages)
+    }
+
+    /// Committed, pending and partial messages.
+    pub fn snapshot(&self) -> Result<Snapshot, Error> {
+        self.ask(Command::Snapshot)
+    }
+
+    /// Subscribes to every later event. The snapshot is taken at the same moment, so
+    /// together they miss nothing. Dropping the subscription unsubscribes.
+    pub fn subscribe(&self) -> Result<(Snapshot, Subscription), Error> {
+        let (sink, subscription) = subscription::channel(self.shared.capacity);
+        let snapshot = self.ask(|reply| Command::Subscribe(Box::new(sink), reply))?;
+        Ok((snapshot, subscription))
+    }
+
+    /// Runs `f` on the callbacks (the application's private state) on the agent's
+    /// thread, between inputs, and returns what it returns.
+    pub fn with_callbacks<R: Send + 'static>(&self, f: impl FnOnce(&mut C) -> R + Send + 'static) -> Result<R, Error> {
+        self.request(|reply| {
+            LoopInput::Command(Command::Inspect(Box::new(move |callbacks: &mut C| reply(f(callbacks)))))
+        })
+    }
+
+    /// Sends a command and waits for its answer.
+    fn ask<T: Send + 'static>(&self, command: impl FnOnce(Reply<T>) -> Command<C>) -> Result<T, Error> {
+        self.request(|reply| LoopInput::Command(command(reply)))
+    }
+
+    /// Sends a message carrying a reply and waits for the reply. A loop that is gone
+    /// (stopped, or a callback panicked) drops the message or the reply unanswered.
+    fn request<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> LoopInput<C>) -> Result<T, Error> {
+        let (tx, answer) = mpsc::sync_channel(1);
+        let reply: Reply<T> = Box::new(move |value| {
+            let _ = tx.send(value);
+        });
+        let terminated = || Error::Agent(AgentError::Terminated);
+        self.shared.commands.send(message(reply)).map_err(|_| terminated())?;
+        answer.recv().map_err(|_| terminated())
+    }
+}

@@ -1,0 +1,199 @@
+//! The blocking agent handle's own behaviour: a chat turn through the public API,
+//! commands refused with typed errors, dropping the last handle stopping the agent's
+//! work, and a subscriber that falls behind being dropped and told.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, sockets, clocks
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use omni_blocking::{
+    AgentCallbacks, AgentError, AgentEvent, CancelToken, Client, Error, Message, StateChange, Status, Tool, ToolError,
+    TurnEnd,
+};
+use omni_conformance::agent_sim::transcript_line;
+use omni_conformance::replay::ReplayServer;
+use omni_conformance::scenarios::{self, paced, text_events, tool_events};
+use omni_conformance::sim::{BodyStep, Reply};
+use serde_json::json;
+
+fn client(server: &ReplayServer) -> Client {
+    Client::builder()
+        .base_url("anthropic", format!("{}/v1", server.base_url()))
+        .api_key("anthropic", "sk-replay")
+        .build()
+        .expect("client")
+}
+
+/// Waits until `done` holds, for at most 5 s.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Callbacks that count turns (private state read through `with_callbacks`) and say
+/// when the agent was terminated.
+#[derive(Default)]
+struct Watch {
+    turns: u32,
+    terminated: Arc<AtomicBool>,
+}
+
+impl AgentCallbacks for Watch {
+    fn handle_turn(&mut self, _response: &omni_blocking::Response) -> omni_blocking::TurnDecision {
+        self.turns += 1;
+        omni_blocking::TurnDecision::Stop
+    }
+    fn terminate(&mut self) {
+        self.terminated.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_chat_turn_through_the_handle() {
+    let server = ReplayServer::start(vec![paced(&text_events(&["Hello", " there."]), Duration::from_millis(5))])
+        .expect("replay server");
+    let agent = client(&server)
+        .agent(scenarios::model())
+        .system("Be brief.")
+        .callbacks(Watch::default())
+        .start()
+        .expect("agent starts");
+    let (snapshot, events) = agent.subscribe().expect("subscribe");
+    assert_eq!(snapshot.status, Status::Idle);
+    assert!(snapshot.committed.is_empty());
+    agent.prompt("Hi").expect("prompt accepted");
+    let mut lines = Vec::new();
+    for event in events {
+        lines.push(transcript_line(&event));
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+    }
+    let skeleton: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect();
+    assert_eq!(
+        skeleton,
+        [
+            "status busy",
+            r#"message user["Hi"]"#,
+            r#"message assistant["Hello there."]"#,
+            r#"step stop user=user["Hi"] assistant=assistant["Hello there."]"#,
+            "status idle",
+            "turn stop stop messages=2 usage=20/2",
+        ]
+    );
+    assert_eq!(agent.messages().expect("state").len(), 2);
+    assert_eq!(agent.with_callbacks(|watch| watch.turns).expect("callbacks"), 1);
+    assert!(matches!(agent.cancel(), Err(Error::Agent(AgentError::Idle))));
+    assert!(matches!(agent.resume(omni_blocking::ToolDecision::Execute), Err(Error::Agent(AgentError::NotPaused))));
+    // Refused while idle-only rules hold: a history ending with a user message.
+    let bad = StateChange::new().messages(vec![Message::user("dangling")]);
+    assert!(matches!(agent.set_state(bad), Err(Error::Agent(AgentError::InvalidMessages(_)))));
+    let state = agent.state().expect("state");
+    assert_eq!(state.system.as_deref(), Some("Be brief."));
+    assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
+    agent.set_state(StateChange::new().no_system()).expect("an idle agent takes a change");
+    assert_eq!(agent.state().expect("state").system, None);
+}
+
+#[test]
+fn the_handle_is_shared_across_threads() {
+    let server = ReplayServer::start(vec![]).expect("replay server");
+    let agent = client(&server).agent(scenarios::model()).start().expect("agent starts");
+    let clone = agent.clone();
+    let status = thread::spawn(move || clone.status().expect("status")).join().expect("no panic");
+    assert_eq!(status, Status::Idle);
+    assert_eq!(agent.snapshot().expect("snapshot").status, Status::Idle);
+}
+
+#[test]
+fn dropping_the_last_handle_stops_the_request_and_the_tools() {
+    // First request: a tool call; the tool hangs. Second agent: a stream that hangs.
+    let server = ReplayServer::start(vec![
+        paced(&tool_events(&[("toolu_1", "slow", r#"{}"#)]), Duration::from_millis(1)),
+        Reply::Http {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            // message_start, content_block_start, one delta, then nothing.
+            body: vec![BodyStep::Bytes(text_events(&["Hel"])[..3].concat().into_bytes()), BodyStep::Hang],
+        },
+    ])
+    .expect("replay server");
+    let started = Arc::new(AtomicBool::new(false));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (s, c) = (started.clone(), cancelled.clone());
+    let slow = Tool::new("slow", "Takes forever", json!({"type": "object"}), move |_| {
+        s.store(true, Ordering::SeqCst);
+        let was_cancelled = CancelToken::current().sleep(Duration::from_secs(30));
+        c.store(was_cancelled, Ordering::SeqCst);
+        Ok::<_, ToolError>("done")
+    });
+    let watch = Watch::default();
+    let terminated = watch.terminated.clone();
+    let client = client(&server);
+    let agent = client.agent(scenarios::model()).tool(slow).callbacks(watch).start().expect("agent starts");
+    let (_, events) = agent.subscribe().expect("subscribe");
+    let second = agent.clone();
+    agent.prompt("Go").expect("prompt");
+    assert!(eventually(|| started.load(Ordering::SeqCst)), "the tool runs");
+    drop(agent);
+    assert_eq!(second.status().expect("a clone keeps it alive"), Status::Busy);
+    assert!(!terminated.load(Ordering::SeqCst));
+    drop(second);
+    // The subscription ends without a turn: the agent stopped.
+    let mut ended_with_turn = false;
+    let mut events = events;
+    for event in events.by_ref() {
+        ended_with_turn |= matches!(event, AgentEvent::Turn { end: TurnEnd::Stop, .. });
+    }
+    assert!(!ended_with_turn);
+    assert!(!events.lagged());
+    assert!(terminated.load(Ordering::SeqCst), "terminate ran before the subscribers were let go");
+    assert!(eventually(|| cancelled.load(Ordering::SeqCst)), "the tool run's token was tripped");
+
+    // A request in flight is closed when the agent goes.
+    let agent = client.agent(scenarios::model()).start().expect("agent starts");
+    let (_, events) = agent.subscribe().expect("subscribe");
+    agent.prompt("Hi").expect("prompt");
+    for event in events {
+        if matches!(event, AgentEvent::Stream(_)) {
+            break;
+        }
+    }
+    drop(agent);
+    assert!(server.wait_for_disconnects(1, Duration::from_secs(5)), "the connection was closed");
+}
+
+#[test]
+fn a_subscriber_that_falls_behind_is_dropped_and_told() {
+    let words: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    // One event per chunk, 3 ms apart: a reader that keeps up never has more than a few
+    // queued (it would have to stall for ~100 ms to fall 32 behind).
+    let server =
+        ReplayServer::start(vec![paced(&text_events(&words), Duration::from_millis(3))]).expect("replay server");
+    let agent = client(&server).agent(scenarios::model()).subscriber_capacity(32).start().expect("agent starts");
+    let (_, slow) = agent.subscribe().expect("subscribe");
+    let (_, mut reader) = agent.subscribe().expect("subscribe");
+    agent.prompt("Count").expect("prompt");
+    let mut seen = 0;
+    for event in reader.by_ref() {
+        seen += 1;
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+    }
+    assert!(seen > 32, "the turn has more events than the capacity ({seen})");
+    assert!(!reader.lagged(), "a reader that keeps up is not dropped");
+    assert!(slow.lagged(), "the subscriber that never read was dropped");
+    // It still gets what was queued before, then its iterator ends.
+    assert_eq!(slow.count(), 32);
+}

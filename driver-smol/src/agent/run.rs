@@ -1,0 +1,83 @@
+//! The agent's task: commands in, effects executed, events published, deadlines kept.
+//! No decisions are taken here.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_lite::future;
+use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_core::async_tool::handlers_by_name;
+use smol::channel::{Receiver, Sender};
+
+use crate::executor::{input_or_deadline, Executor, Handlers};
+use crate::spawn::Spawner;
+use crate::tools::Tool;
+
+/// What a handle sends to the task.
+pub(crate) enum Message<C> {
+    Command(Command<C>),
+    /// `set_state`, whose new tools' handlers are swapped in only if the machine accepts it.
+    SetState {
+        patch: Box<StatePatch>,
+        tools: Option<Vec<Tool>>,
+        reply: Sender<Result<(), AgentError>>,
+    },
+}
+
+/// What woke the task.
+enum Wake<C> {
+    Message(Message<C>),
+    /// Every handle is gone.
+    Orphaned,
+    Input(crate::http::TaskInput),
+    Deadline,
+}
+
+pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
+    mut host: Host<C>,
+    tls: Arc<rustls::ClientConfig>,
+    spawner: Spawner,
+    mut handlers: Handlers,
+    commands: Receiver<Message<C>>,
+) {
+    let (mut executor, inputs) = Executor::new(tls, spawner);
+    loop {
+        while let Some(effect) = host.poll_effect() {
+            executor.execute(effect, &handlers);
+        }
+        host.publish();
+        let deadline = host.agent().poll_timeout();
+        let command = async {
+            match commands.recv().await {
+                Ok(message) => Wake::Message(message),
+                Err(_) => Wake::Orphaned,
+            }
+        };
+        let other = async {
+            match input_or_deadline(&inputs, deadline).await {
+                Some(input) => Wake::Input(input),
+                None => Wake::Deadline,
+            }
+        };
+        // Commands are looked at first.
+        match future::or(command, other).await {
+            Wake::Message(Message::Command(command)) => host.apply(command, Instant::now()),
+            Wake::Message(Message::SetState { patch, tools, reply }) => {
+                let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
+                if let (Ok(()), Some(tools)) = (&accepted, tools) {
+                    handlers = handlers_by_name(&tools);
+                }
+                let _ = reply.try_send(accepted);
+            }
+            Wake::Orphaned => {
+                host.terminate(Instant::now());
+                while let Some(effect) = host.poll_effect() {
+                    executor.execute(effect, &handlers);
+                }
+                return; // dropping the executor cancels whatever still runs
+            }
+            Wake::Input(input) => executor.feed(host.agent(), input),
+            Wake::Deadline => host.agent().handle_timeout(Instant::now()),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! A subscriber's end: a bounded queue of events, so a subscriber that stops reading
+//! costs bounded memory; when it is full the subscriber is dropped and told so.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use omni_core::agent::{AgentEvent, EventSink};
+use smol::channel::{self, Receiver, Sender, TrySendError};
+
+/// The agent's events after a subscription, as a [`Stream`](futures_core::Stream). It
+/// ends when the agent stops, or when this subscriber fell behind by more than the
+/// agent's subscriber capacity ([`Subscription::lagged`]). Dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription {
+    // Boxed: async-channel's receiver is not `Unpin`.
+    events: Pin<Box<Receiver<AgentEvent>>>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl Subscription {
+    /// The next event, or `None` once the subscription ended.
+    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+        self.events.recv().await.ok()
+    }
+
+    /// True when the subscription ended because this subscriber fell behind (events
+    /// after that point were not delivered to it).
+    pub fn lagged(&self) -> bool {
+        self.lagged.load(Ordering::Acquire)
+    }
+}
+
+impl futures_core::Stream for Subscription {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.events.as_mut().poll_next(cx)
+    }
+}
+
+/// The agent's end of a subscription.
+pub(crate) struct Sink {
+    events: Sender<AgentEvent>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl EventSink for Sink {
+    fn offer(&mut self, event: &AgentEvent) -> bool {
+        match self.events.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.lagged.store(true, Ordering::Release);
+                false
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+}
+
+pub(crate) fn channel(capacity: usize) -> (Sink, Subscription) {
+    let (tx, rx) = channel::bounded(capacity);
+    let lagged = Arc::new(AtomicBool::new(false));
+    (Sink { events: tx, lagged: lagged.clone() }, Subscription { events: Box::pin(rx), lagged })
+}

@@ -1,0 +1,61 @@
+//! The agent's task: commands in, effects executed, events published, deadlines kept.
+//! No decisions are taken here.
+
+use std::time::Instant;
+
+use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_core::async_tool::handlers_by_name;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::executor::{sleep_until, Executor, Handlers};
+use crate::tools::Tool;
+
+/// What a handle sends to the task.
+pub(crate) enum Message<C> {
+    Command(Command<C>),
+    /// `set_state`, whose new tools' handlers are swapped in only if the machine accepts it.
+    SetState {
+        patch: Box<StatePatch>,
+        tools: Option<Vec<Tool>>,
+        reply: oneshot::Sender<Result<(), AgentError>>,
+    },
+}
+
+pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
+    mut host: Host<C>,
+    http: reqwest::Client,
+    mut handlers: Handlers,
+    mut commands: mpsc::UnboundedReceiver<Message<C>>,
+) {
+    let (mut executor, mut inputs) = Executor::new(http);
+    loop {
+        while let Some(effect) = host.poll_effect() {
+            executor.execute(effect, &handlers);
+        }
+        host.publish();
+        let deadline = host.agent().poll_timeout();
+        tokio::select! {
+            biased;
+            message = commands.recv() => match message {
+                Some(Message::Command(command)) => host.apply(command, Instant::now()),
+                Some(Message::SetState { patch, tools, reply }) => {
+                    let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
+                    if let (Ok(()), Some(tools)) = (&accepted, tools) {
+                        handlers = handlers_by_name(&tools);
+                    }
+                    let _ = reply.send(accepted);
+                }
+                None => {
+                    // The last handle is gone.
+                    host.terminate(Instant::now());
+                    while let Some(effect) = host.poll_effect() {
+                        executor.execute(effect, &handlers);
+                    }
+                    return; // dropping the executor aborts whatever still runs
+                }
+            },
+            Some(input) = inputs.recv() => executor.feed(host.agent(), input),
+            _ = sleep_until(deadline), if deadline.is_some() => host.agent().handle_timeout(Instant::now()),
+        }
+    }
+}
