@@ -191,3 +191,19 @@ fn max_steps_stops_the_loop_with_the_pending_calls() {
     assert_eq!(r.requests.len(), 1, "one step allowed");
     assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::ToolUse));
 }
+
+#[test]
+fn a_forced_tool_choice_is_released_once_a_tool_was_called() {
+    let scenario = scenarios::all().into_iter().find(|s| s.name == "two_step_tool_loop").expect("scenario");
+    let mut config = scenarios::config(&scenario, "http://replay.invalid/v1");
+    config.options.tool_choice = Some(omni_core::ToolChoice::Tool("get_weather".into()));
+    let r = simulate(config, &scenario.scenario);
+    assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
+    let bodies: Vec<serde_json::Value> =
+        r.requests.iter().map(|q| serde_json::from_slice(&q.body).expect("JSON body")).collect();
+    assert_eq!(bodies.len(), 2);
+    // The first step is forced; forcing the second too would loop until max_steps.
+    assert_eq!(bodies[0]["tool_choice"], serde_json::json!({"type": "tool", "name": "get_weather"}));
+    assert!(bodies[1].get("tool_choice").is_none(), "{}", bodies[1]);
+    assert!(bodies[1]["tools"].is_array(), "the tools are still offered");
+}

@@ -41,7 +41,7 @@ use crate::event::StreamEvent;
 use crate::http::HttpRequest;
 use crate::message::{Context, Message, Role};
 use crate::model::Model;
-use crate::options::Options;
+use crate::options::{Options, ToolChoice};
 use crate::provider::{ApiKey, Provider};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
@@ -545,14 +545,27 @@ impl Generate {
 }
 
 /// Builds the request for the next step: the original context plus what this call added.
+///
+/// A tool choice that forces a call (`required`, a named tool) holds until the model has
+/// called a tool in this call. Forcing it again would make every step call a tool until
+/// `max_steps`, and the model could never answer the results; later steps leave the choice
+/// to the provider's default, as the OpenAI Agents SDK does (`reset_tool_choice`).
 fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec<Warning>), GenerateError> {
     let mut context = config.context.clone();
     context.messages.extend(added.iter().cloned());
+    let forced = matches!(config.options.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)));
+    let released;
+    let options = if forced && added.iter().any(|m| m.tool_uses().next().is_some()) {
+        released = Options { tool_choice: None, ..config.options.clone() };
+        &released
+    } else {
+        &config.options
+    };
     let spec = RequestSpec {
         model: &config.model,
         provider: &config.provider,
         context: &context,
-        options: &config.options,
+        options,
         api_key: config.api_key.as_ref(),
     };
     let built = config.model.dialect.build_request(&spec).map_err(GenerateError::Request)?;

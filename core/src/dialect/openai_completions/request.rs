@@ -288,8 +288,10 @@ fn assistant_message(message: &Message, reasoning_field: Option<&str>) -> Option
     }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
-    let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) };
-    out.insert("content".into(), content);
+    // Always a string, empty beside tool calls without text (as the Vercel AI SDK sends it):
+    // llama-cpp-python refuses `null` (HTTP 500, its request type wants a string) and cannot
+    // render a message without `content` (its chat templates read it unconditionally).
+    out.insert("content".into(), Value::String(text));
     if let (Some(field), false) = (reasoning_field, reasoning.is_empty()) {
         out.insert(field.to_string(), Value::String(reasoning));
     }

@@ -563,6 +563,24 @@ fn conversation_with_tool_results_images_and_pdf() {
 }
 
 #[test]
+fn tool_calls_without_text_send_empty_content() {
+    let call =
+        ToolUse { id: "call_1".into(), name: "weather".into(), input: json!({"city": "Paris"}), signature: None };
+    let context = Context::from(vec![
+        Message::user("Weather in Paris?"),
+        Message::new(Role::Assistant, vec![Block::ToolUse(call)]),
+        Message::new(Role::User, vec![Block::ToolResult(ToolResult::text("call_1", "weather", "sunny"))]),
+    ]);
+    let (body, _) = build(&model(), Quirks::default(), &context, &Options::default());
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}
+        ]})
+    );
+}
+
+#[test]
 fn unsupported_content_is_reported() {
     let context = Context::from(vec![Message::new(
         Role::User,

@@ -1,0 +1,235 @@
+//! One call, run through any of the three drivers, as a list of the events it produced.
+//!
+//! The cases are written once against this harness; each of them runs through tokio, smol
+//! and blocking, with the same model, context, options and tool.
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures_lite::StreamExt;
+use omni_core::generate::{GenerateError, GenerateEvent, TransportError, TransportErrorKind};
+use omni_core::tool::ToolError;
+use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
+use serde_json::Value;
+
+/// A driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    Tokio,
+    Smol,
+    Blocking,
+}
+
+impl Driver {
+    /// Every driver, in the order the cases run them.
+    pub const ALL: [Driver; 3] = [Driver::Tokio, Driver::Smol, Driver::Blocking];
+}
+
+impl fmt::Display for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Driver::Tokio => "tokio",
+            Driver::Smol => "smol",
+            Driver::Blocking => "blocking",
+        })
+    }
+}
+
+/// A tool the handler of which is the same plain function under every driver.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub schema: Value,
+    pub handler: Arc<dyn Fn(Value) -> Result<String, ToolError> + Send + Sync>,
+}
+
+/// What to ask.
+#[derive(Clone)]
+pub struct Request {
+    pub model: Model,
+    pub context: Context,
+    pub options: Options,
+    pub tool: Option<ToolDef>,
+}
+
+/// Everything a call produced, through its terminal event.
+#[derive(Debug)]
+pub struct Run {
+    pub events: Vec<GenerateEvent>,
+}
+
+impl Run {
+    /// The final response, or the error with the partial response.
+    pub fn outcome(&self) -> Result<&Response, (&GenerateError, &Response)> {
+        match self.events.last() {
+            Some(GenerateEvent::Finished(response)) => Ok(response),
+            Some(GenerateEvent::Failed { error, partial }) => Err((error, partial)),
+            other => panic!("the call did not end with Finished or Failed: {other:?}"),
+        }
+    }
+
+    /// The response of a call that must have succeeded.
+    pub fn response(&self) -> &Response {
+        match self.outcome() {
+            Ok(response) => response,
+            Err((error, partial)) => panic!("the call failed: {error} (partial: {partial:?})"),
+        }
+    }
+
+    /// The stream events of one step.
+    pub fn step_events(&self, step: u32) -> impl Iterator<Item = &StreamEvent> {
+        self.events.iter().filter_map(move |e| match e {
+            GenerateEvent::Stream { step: s, event } if *s == step => Some(event),
+            _ => None,
+        })
+    }
+
+    /// The text deltas of one step.
+    pub fn text_deltas(&self, step: u32) -> Vec<&str> {
+        self.step_events(step)
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `Done` event of one step.
+    pub fn done(&self, step: u32) -> Option<StopReason> {
+        self.step_events(step).find_map(|e| match e {
+            StreamEvent::Done { stop_reason, .. } => Some(*stop_reason),
+            _ => None,
+        })
+    }
+
+    /// Retries other than those after a connection the server had already closed.
+    ///
+    /// llama-server closes the connection after every streamed response although it
+    /// announces keep-alive; reqwest (the tokio driver) may pick that connection from its
+    /// pool for the next request before it sees the close, and the request fails before any
+    /// response (a `Connect` transport error, retried). Those are counted apart.
+    pub fn retries(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, GenerateEvent::Retry { .. }) && !is_closed_connection_retry(e))
+            .count()
+    }
+
+    /// Retries after a connection the server had closed (see [`Run::retries`]).
+    pub fn closed_connection_retries(&self) -> usize {
+        self.events.iter().filter(|e| is_closed_connection_retry(e)).count()
+    }
+}
+
+fn is_closed_connection_retry(event: &GenerateEvent) -> bool {
+    matches!(
+        event,
+        GenerateEvent::Retry {
+            error: GenerateError::Transport(TransportError { kind: TransportErrorKind::Connect, .. }),
+            ..
+        }
+    )
+}
+
+/// A client of each driver, all knowing the same providers.
+pub struct Clients {
+    runtime: tokio::runtime::Runtime,
+    tokio: omni_tokio::Client,
+    smol: omni_smol::Client,
+    blocking: omni_blocking::Client,
+}
+
+impl Clients {
+    pub fn new(providers: &[Provider]) -> Clients {
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+        let mut tokio = omni_tokio::Client::builder();
+        let mut smol = omni_smol::Client::builder();
+        let mut blocking = omni_blocking::Client::builder();
+        for p in providers {
+            tokio = tokio.provider(p.clone());
+            smol = smol.provider(p.clone());
+            blocking = blocking.provider(p.clone());
+        }
+        Clients {
+            runtime,
+            tokio: tokio.build().expect("tokio client"),
+            smol: smol.build().expect("smol client"),
+            blocking: blocking.build().expect("blocking client"),
+        }
+    }
+
+    /// Runs a call to its end.
+    pub fn run(&self, driver: Driver, request: &Request) -> Run {
+        self.run_until(driver, request, |_| false)
+    }
+
+    /// Runs a call and drops its stream (which cancels it) as soon as `stop` says so, or
+    /// runs it to its end. The events returned are those read before the drop.
+    pub fn run_until(&self, driver: Driver, request: &Request, mut stop: impl FnMut(&[GenerateEvent]) -> bool) -> Run {
+        let mut events = Vec::new();
+        let req = request.clone();
+        match driver {
+            Driver::Tokio => self.runtime.block_on(async {
+                let mut call = self.tokio.call(req.model, req.context).options(req.options);
+                if let Some(tool) = req.tool {
+                    let handler = tool.handler.clone();
+                    call = call.tool(omni_tokio::Tool::new(tool.name, tool.description, tool.schema, move |input| {
+                        let result = handler(input);
+                        async move { result }
+                    }));
+                }
+                let mut stream = call.stream().expect("tokio: start the call");
+                while let Some(event) = stream.next().await {
+                    events.push(event);
+                    if stop(&events) {
+                        break;
+                    }
+                }
+            }),
+            Driver::Smol => smol::block_on(async {
+                let mut call = self.smol.call(req.model, req.context).options(req.options);
+                if let Some(tool) = req.tool {
+                    let handler = tool.handler.clone();
+                    call = call.tool(omni_smol::Tool::new(tool.name, tool.description, tool.schema, move |input| {
+                        let result = handler(input);
+                        async move { result }
+                    }));
+                }
+                let mut stream = call.stream().expect("smol: start the call");
+                while let Some(event) = stream.next().await {
+                    events.push(event);
+                    if stop(&events) {
+                        break;
+                    }
+                }
+            }),
+            Driver::Blocking => {
+                let mut call = self.blocking.call(req.model, req.context).options(req.options);
+                if let Some(tool) = req.tool {
+                    let handler = tool.handler.clone();
+                    call =
+                        call.tool(omni_blocking::Tool::new(tool.name, tool.description, tool.schema, move |input| {
+                            handler(input)
+                        }));
+                }
+                let stream = call.stream().expect("blocking: start the call");
+                for event in stream {
+                    events.push(event);
+                    if stop(&events) {
+                        break;
+                    }
+                }
+            }
+        }
+        let run = Run { events };
+        CLOSED_CONNECTION_RETRIES[driver as usize].fetch_add(run.closed_connection_retries(), Ordering::Relaxed);
+        run
+    }
+}
+
+/// Retries after a closed pooled connection, by driver (in [`Driver::ALL`] order).
+pub static CLOSED_CONNECTION_RETRIES: [AtomicUsize; 3] =
+    [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
