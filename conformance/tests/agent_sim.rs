@@ -579,3 +579,18 @@ fn cancel_during_a_step_retry_wait_discards_the_turn() {
     assert_eq!(r.requests.len(), 1, "the retry was never sent");
     assert!(agent.messages().is_empty());
 }
+
+#[test]
+fn a_forced_tool_choice_holds_only_until_the_model_called_a_tool() {
+    let mut named = by_name("two_step_tool_turn");
+    named.config.options.tool_choice = Some(omni_core::ToolChoice::Tool("get_weather".into()));
+    let agent = Agent::new(named.config, named.callbacks).expect("a valid configuration");
+    let (r, _) = simulate_agent(agent, &named.scenario);
+    let choice = |i: usize| {
+        let body: serde_json::Value = serde_json::from_slice(&r.requests[i].body).expect("JSON body");
+        body.get("tool_choice").cloned()
+    };
+    assert_eq!(r.requests.len(), 2);
+    assert_eq!(choice(0), Some(serde_json::json!({"type": "tool", "name": "get_weather"})));
+    assert_eq!(choice(1), None, "the step after the calls leaves the choice to the model");
+}

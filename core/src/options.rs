@@ -155,6 +155,17 @@ impl fmt::Display for OptionsError {
 impl std::error::Error for OptionsError {}
 
 impl Options {
+    /// The options of a step that follows tool calls of the same call (or agent turn), if
+    /// they differ: a tool choice that forces a call (`required`, a named tool) holds only
+    /// until the model has called a tool. Forcing it again would make every step call a
+    /// tool until `max_steps`, and the model could never answer the results; later steps
+    /// leave the choice to the provider's default, as the OpenAI Agents SDK does
+    /// (`reset_tool_choice`).
+    pub fn after_tool_calls(&self) -> Option<Options> {
+        matches!(self.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)))
+            .then(|| Options { tool_choice: None, ..self.clone() })
+    }
+
     /// Checks ranges and consistency. Called once where options enter the library.
     pub fn validate(&self) -> Result<(), OptionsError> {
         let range = |option: &'static str, allowed: &'static str, v: f64, lo: f64, hi: f64| {

@@ -73,7 +73,10 @@ impl<C: AgentCallbacks> Agent<C> {
             messages,
             tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
         };
-        let mut options = self.config.options.clone();
+        // A forced tool choice holds until the model called a tool in this turn.
+        let called = turn.messages.iter().any(|m| m.tool_uses().next().is_some());
+        let released = if called { self.config.options.after_tool_calls() } else { None };
+        let mut options = released.unwrap_or_else(|| self.config.options.clone());
         options.max_steps = Some(1);
         let mut config = GenerateConfig::new(self.config.model.clone(), self.config.provider.clone(), context, options);
         config.api_key = self.config.api_key.clone();

@@ -41,7 +41,7 @@ use crate::event::StreamEvent;
 use crate::http::HttpRequest;
 use crate::message::{Context, Message, Role};
 use crate::model::Model;
-use crate::options::{Options, ToolChoice};
+use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
@@ -544,23 +544,14 @@ impl Generate {
     }
 }
 
-/// Builds the request for the next step: the original context plus what this call added.
-///
-/// A tool choice that forces a call (`required`, a named tool) holds until the model has
-/// called a tool in this call. Forcing it again would make every step call a tool until
-/// `max_steps`, and the model could never answer the results; later steps leave the choice
-/// to the provider's default, as the OpenAI Agents SDK does (`reset_tool_choice`).
+/// Builds the request for the next step: the original context plus what this call added
+/// (after tool calls, a forced tool choice is released: [`Options::after_tool_calls`]).
 fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec<Warning>), GenerateError> {
     let mut context = config.context.clone();
     context.messages.extend(added.iter().cloned());
-    let forced = matches!(config.options.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)));
-    let released;
-    let options = if forced && added.iter().any(|m| m.tool_uses().next().is_some()) {
-        released = Options { tool_choice: None, ..config.options.clone() };
-        &released
-    } else {
-        &config.options
-    };
+    let called = added.iter().any(|m| m.tool_uses().next().is_some());
+    let released = if called { config.options.after_tool_calls() } else { None };
+    let options = released.as_ref().unwrap_or(&config.options);
     let spec = RequestSpec {
         model: &config.model,
         provider: &config.provider,
