@@ -131,6 +131,7 @@ fn real_servers() {
             suite.case("llama-cpp-python chat", |d| cases::python_chat(&clients, d));
             suite.case("forced tool call through the tool loop", |d| cases::forced_tool_call(&clients, d));
             suite.case("auto tool choice, empty body", |d| cases::auto_tool_choice_empty_body(&clients, d));
+            suite.case("agent two-step turn", |d| cases::agent_two_step_turn(&clients, d));
         }
         None => eprintln!("real-server tests: llama-cpp-python cases skipped: {LLAMA_CPP_PYTHON_ENV} is not set"),
     }

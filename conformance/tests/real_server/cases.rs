@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use omni_core::agent::AgentEvent;
 use omni_core::error::ProviderErrorKind;
 use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::tool::ToolError;
@@ -229,6 +230,46 @@ pub fn forced_tool_call(clients: &Clients, driver: Driver) {
     assert!(!run.text_deltas(1).is_empty(), "the model answers after the tool result");
     assert!(matches!(response.stop_reason, Some(StopReason::Stop | StopReason::Length)));
     assert!(!response.text().trim().is_empty());
+}
+
+/// The agent's two-step turn against llama-cpp-python: the forced tool call runs, its
+/// result goes back with the forced choice released, the model answers, the turn commits.
+pub fn agent_two_step_turn(clients: &Clients, driver: Driver) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "unused", 60);
+    req.tool = Some(weather_tool(calls.clone()));
+    req.options.tool_choice = Some(ToolChoice::Tool("get_weather".into()));
+    let (events, committed) = clients.run_agent_turn(driver, &req, "What is the weather in Paris?");
+    let skeleton: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Status(s) => Some(format!("status {s:?}")),
+            AgentEvent::Message(m) => Some(format!("message {:?}", m.role)),
+            AgentEvent::ToolResult(r) => Some(format!("tool_result error={}", r.is_error)),
+            AgentEvent::Step { stop_reason, .. } => Some(format!("step {stop_reason:?}")),
+            AgentEvent::Turn { end, messages, .. } => Some(format!("turn {end:?} messages={}", messages.len())),
+            AgentEvent::Stream(_) => None,
+            other => Some(format!("{other:?}")),
+        })
+        .collect();
+    // The answer may stop by itself or at the token limit.
+    let answer_stop = skeleton.get(7).cloned().unwrap_or_default();
+    assert!(matches!(answer_stop.as_str(), "step Stop" | "step Length"), "{skeleton:#?}");
+    let expected = [
+        "status Busy",
+        "message User",
+        "message Assistant",
+        "step ToolUse",
+        "tool_result error=false",
+        "message User",
+        "message Assistant",
+        answer_stop.as_str(),
+        "status Idle",
+        "turn Stop messages=4",
+    ];
+    assert_eq!(skeleton, expected, "{events:#?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the handler ran once");
+    assert_eq!(committed, 4, "the turn joined the history");
 }
 
 /// llama-cpp-python answers `tool_choice: "auto"` with `stream: true` with 200 and an empty

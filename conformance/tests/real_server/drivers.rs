@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_lite::StreamExt;
+use omni_core::agent::AgentEvent;
 use omni_core::generate::{GenerateError, GenerateEvent, TransportError, TransportErrorKind};
 use omni_core::tool::ToolError;
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
@@ -227,6 +228,99 @@ impl Clients {
         let run = Run { events };
         CLOSED_CONNECTION_RETRIES[driver as usize].fetch_add(run.closed_connection_retries(), Ordering::Relaxed);
         run
+    }
+}
+
+impl Clients {
+    /// Runs one agent turn (prompt `text`) with the request's model, options and tool,
+    /// and returns the agent's events through the turn's end and its committed history.
+    pub fn run_agent_turn(&self, driver: Driver, request: &Request, text: &str) -> (Vec<AgentEvent>, usize) {
+        let req = request.clone();
+        let ends = |e: &AgentEvent| matches!(e, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled);
+        let mut events = Vec::new();
+        let committed;
+        match driver {
+            Driver::Tokio => {
+                committed = self.runtime.block_on(async {
+                    let mut builder = self.tokio.agent(req.model).options(req.options);
+                    if let Some(tool) = req.tool {
+                        let handler = tool.handler.clone();
+                        builder = builder.tool(omni_tokio::Tool::new(
+                            tool.name,
+                            tool.description,
+                            tool.schema,
+                            move |input| {
+                                let result = handler(input);
+                                async move { result }
+                            },
+                        ));
+                    }
+                    let agent = builder.start().expect("tokio: start the agent");
+                    let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+                    agent.prompt(text).await.expect("prompt");
+                    while let Some(event) = subscription.next_event().await {
+                        let end = ends(&event);
+                        events.push(event);
+                        if end {
+                            break;
+                        }
+                    }
+                    agent.messages().await.expect("messages").len()
+                });
+            }
+            Driver::Smol => {
+                committed = smol::block_on(async {
+                    let mut builder = self.smol.agent(req.model).options(req.options);
+                    if let Some(tool) = req.tool {
+                        let handler = tool.handler.clone();
+                        builder = builder.tool(omni_smol::Tool::new(
+                            tool.name,
+                            tool.description,
+                            tool.schema,
+                            move |input| {
+                                let result = handler(input);
+                                async move { result }
+                            },
+                        ));
+                    }
+                    let agent = builder.start().expect("smol: start the agent");
+                    let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+                    agent.prompt(text).await.expect("prompt");
+                    while let Some(event) = subscription.next_event().await {
+                        let end = ends(&event);
+                        events.push(event);
+                        if end {
+                            break;
+                        }
+                    }
+                    agent.messages().await.expect("messages").len()
+                });
+            }
+            Driver::Blocking => {
+                let mut builder = self.blocking.agent(req.model).options(req.options);
+                if let Some(tool) = req.tool {
+                    let handler = tool.handler.clone();
+                    builder = builder.tool(omni_blocking::Tool::new(
+                        tool.name,
+                        tool.description,
+                        tool.schema,
+                        move |input| handler(input),
+                    ));
+                }
+                let agent = builder.start().expect("blocking: start the agent");
+                let (_, subscription) = agent.subscribe().expect("subscribe");
+                agent.prompt(text).expect("prompt");
+                for event in subscription {
+                    let end = ends(&event);
+                    events.push(event);
+                    if end {
+                        break;
+                    }
+                }
+                committed = agent.messages().expect("messages").len();
+            }
+        }
+        (events, committed)
     }
 }
 
