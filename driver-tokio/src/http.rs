@@ -40,15 +40,26 @@ pub(crate) fn client(extra_roots: &[Vec<u8>]) -> Result<reqwest::Client, String>
 
 /// Sends `request` and streams its response into `tx`.
 pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequest, tx: UnboundedSender<TaskInput>) {
-    let method = match request.method {
-        omni_core::Method::Get => reqwest::Method::GET,
-        omni_core::Method::Post => reqwest::Method::POST,
+    let build = |http: &reqwest::Client| {
+        let method = match request.method {
+            omni_core::Method::Get => reqwest::Method::GET,
+            omni_core::Method::Post => reqwest::Method::POST,
+        };
+        let mut builder = http.request(method, &request.url);
+        for h in &request.headers {
+            builder = builder.header(&h.name, &h.value);
+        }
+        builder.body(request.body.clone())
     };
-    let mut builder = http.request(method, &request.url);
-    for h in &request.headers {
-        builder = builder.header(&h.name, &h.value);
+    let mut sent = build(&http).send().await;
+    // A pooled connection the server closed after its last response (servers that announce
+    // keep-alive and close anyway, like llama-server) fails before any response byte; the
+    // request was never read, so it goes out again at once on a fresh connection rather
+    // than through the core's retry and its backoff. Once only.
+    if sent.as_ref().is_err_and(closed_before_response) {
+        sent = build(&http).send().await;
     }
-    let mut response = match builder.body(request.body).send().await {
+    let mut response = match sent {
         Ok(r) => r,
         Err(e) => {
             let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Connect) });
@@ -80,6 +91,19 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
             }
         }
     }
+}
+
+/// True when the connection closed before any response arrived: hyper's "incomplete
+/// message" on a request that was written.
+fn closed_before_response(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message) {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Classifies a reqwest error; TLS failures are found in the source chain.
