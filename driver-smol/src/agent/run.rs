@@ -5,28 +5,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::future;
-use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_async::LoopMessage;
+use omni_core::agent::{AgentCallbacks, AgentInput, Host};
 use omni_core::async_tool::handlers_by_name;
-use smol::channel::{Receiver, Sender};
+use smol::channel::Receiver;
 
 use crate::executor::{input_or_deadline, Executor, Handlers};
 use crate::spawn::Spawner;
-use crate::tools::Tool;
-
-/// What a handle sends to the task.
-pub(crate) enum Message<C> {
-    Command(Command<C>),
-    /// `set_state`, whose new tools' handlers are swapped in only if the machine accepts it.
-    SetState {
-        patch: Box<StatePatch>,
-        tools: Option<Vec<Tool>>,
-        reply: Sender<Result<(), AgentError>>,
-    },
-}
 
 /// What woke the task.
 enum Wake<C> {
-    Message(Message<C>),
+    Message(LoopMessage<C>),
     /// Every handle is gone.
     Orphaned,
     Input(crate::http::TaskInput),
@@ -38,7 +27,7 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
     tls: Arc<rustls::ClientConfig>,
     spawner: Spawner,
     mut handlers: Handlers,
-    commands: Receiver<Message<C>>,
+    commands: Receiver<LoopMessage<C>>,
 ) {
     let (mut executor, inputs) = Executor::new(tls, spawner);
     loop {
@@ -61,8 +50,8 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
         };
         // Commands are looked at first.
         match future::or(command, other).await {
-            Wake::Message(Message::Command(command)) => host.apply(command, Instant::now()),
-            Wake::Message(Message::SetState { patch, tools, reply }) => {
+            Wake::Message(LoopMessage::Command(command)) => host.apply(command, Instant::now()),
+            Wake::Message(LoopMessage::SetState { patch, tools, reply }) => {
                 let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
                 if let (Ok(()), Some(tools)) = (&accepted, tools) {
                     handlers = handlers_by_name(&tools);

@@ -3,29 +3,17 @@
 
 use std::time::Instant;
 
-use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, StatePatch};
+use omni_async::LoopMessage;
+use omni_core::agent::{AgentCallbacks, AgentInput, Host};
 use omni_core::async_tool::handlers_by_name;
-use tokio::sync::{mpsc, oneshot};
 
 use crate::executor::{sleep_until, Executor, Handlers};
-use crate::tools::Tool;
-
-/// What a handle sends to the task.
-pub(crate) enum Message<C> {
-    Command(Command<C>),
-    /// `set_state`, whose new tools' handlers are swapped in only if the machine accepts it.
-    SetState {
-        patch: Box<StatePatch>,
-        tools: Option<Vec<Tool>>,
-        reply: oneshot::Sender<Result<(), AgentError>>,
-    },
-}
 
 pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
     mut host: Host<C>,
     http: reqwest::Client,
     mut handlers: Handlers,
-    mut commands: mpsc::UnboundedReceiver<Message<C>>,
+    commands: async_channel::Receiver<LoopMessage<C>>,
 ) {
     let (mut executor, mut inputs) = Executor::new(http);
     loop {
@@ -37,15 +25,15 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
         tokio::select! {
             biased;
             message = commands.recv() => match message {
-                Some(Message::Command(command)) => host.apply(command, Instant::now()),
-                Some(Message::SetState { patch, tools, reply }) => {
+                Ok(LoopMessage::Command(command)) => host.apply(command, Instant::now()),
+                Ok(LoopMessage::SetState { patch, tools, reply }) => {
                     let accepted = host.agent().handle_input(AgentInput::SetState(patch), Instant::now());
                     if let (Ok(()), Some(tools)) = (&accepted, tools) {
                         handlers = handlers_by_name(&tools);
                     }
-                    let _ = reply.send(accepted);
+                    let _ = reply.try_send(accepted);
                 }
-                None => {
+                Err(_) => {
                     // The last handle is gone.
                     host.terminate(Instant::now());
                     while let Some(effect) = host.poll_effect() {

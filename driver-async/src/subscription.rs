@@ -6,22 +6,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use async_channel::{Receiver, Sender, TrySendError};
 use omni_core::agent::{AgentEvent, EventSink};
-use tokio::sync::mpsc::{self, error::TrySendError};
 
 /// The agent's events after a subscription, as a [`Stream`](futures_core::Stream). It
 /// ends when the agent stops, or when this subscriber fell behind by more than the
 /// agent's subscriber capacity ([`Subscription::lagged`]). Dropping it unsubscribes.
 #[derive(Debug)]
 pub struct Subscription {
-    events: mpsc::Receiver<AgentEvent>,
+    // Boxed: async-channel's receiver is not `Unpin`.
+    events: Pin<Box<Receiver<AgentEvent>>>,
     lagged: Arc<AtomicBool>,
 }
 
 impl Subscription {
     /// The next event, or `None` once the subscription ended.
     pub async fn next_event(&mut self) -> Option<AgentEvent> {
-        self.events.recv().await
+        self.events.recv().await.ok()
     }
 
     /// True when the subscription ended because this subscriber fell behind (events
@@ -35,13 +36,13 @@ impl futures_core::Stream for Subscription {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.events.poll_recv(cx)
+        self.events.as_mut().poll_next(cx)
     }
 }
 
-/// The agent's end of a subscription.
+/// The agent's end of a subscription (given to the agent's [`Host`](omni_core::agent::Host)).
 pub(crate) struct Sink {
-    events: mpsc::Sender<AgentEvent>,
+    events: Sender<AgentEvent>,
     lagged: Arc<AtomicBool>,
 }
 
@@ -58,8 +59,9 @@ impl EventSink for Sink {
     }
 }
 
+/// A subscription of `capacity` events and the agent's end of it.
 pub(crate) fn channel(capacity: usize) -> (Sink, Subscription) {
-    let (tx, rx) = mpsc::channel(capacity);
+    let (tx, rx) = async_channel::bounded(capacity);
     let lagged = Arc::new(AtomicBool::new(false));
-    (Sink { events: tx, lagged: lagged.clone() }, Subscription { events: rx, lagged })
+    (Sink { events: tx, lagged: lagged.clone() }, Subscription { events: Box::pin(rx), lagged })
 }

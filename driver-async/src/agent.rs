@@ -1,0 +1,173 @@
+//! The async agent handle: methods that send the agent's task a command and await its
+//! answer, subscriptions as streams. The task itself (executing effects, deadlines) is the
+//! runtime's: each driver starts it with [`Agent::channel`] and hands out
+//! [`Agent::new`]'s handle. Dropping the last handle closes the command channel, which
+//! tells the task to terminate the agent.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_channel::{Receiver, Sender};
+use omni_core::agent::{
+    AgentCallbacks, AgentError, AgentState, Command, NoCallbacks, Reply, Snapshot, StatePatch, Status, ToolDecision,
+};
+use omni_core::async_tool::AsyncTool;
+use omni_core::client::ClientConfig;
+use omni_core::Message;
+
+use crate::error::Error;
+use crate::subscription::Subscription;
+
+/// What `set_state` changes; see [`omni_core::agent::StateChange`].
+pub type StateChange = omni_core::agent::StateChange<AsyncTool>;
+
+/// What a handle sends to the agent's task.
+pub enum LoopMessage<C> {
+    /// A command, applied with [`Host::apply`](omni_core::agent::Host::apply).
+    Command(Command<C>),
+    /// `set_state`, whose new tools' handlers the task swaps in only if the machine
+    /// accepts the patch.
+    SetState {
+        /// The machine's patch.
+        patch: Box<StatePatch>,
+        /// The new tools, if any.
+        tools: Option<Vec<AsyncTool>>,
+        /// Where the answer goes.
+        reply: Sender<Result<(), AgentError>>,
+    },
+}
+
+impl<C> fmt::Debug for LoopMessage<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoopMessage::Command(command) => command.fmt(f),
+            LoopMessage::SetState { .. } => f.write_str("SetState"),
+        }
+    }
+}
+
+struct Shared<C> {
+    /// For `set_state`: a new model is resolved as the client resolves a call's.
+    client: ClientConfig,
+    commands: Sender<LoopMessage<C>>,
+    capacity: usize,
+}
+
+/// A running agent. Clones are handles on the same agent; dropping the last one stops it.
+pub struct Agent<C = NoCallbacks> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C> Agent<C> {
+    /// For drivers: the channel between the handles and the agent's task.
+    pub fn channel() -> (Sender<LoopMessage<C>>, Receiver<LoopMessage<C>>) {
+        async_channel::unbounded()
+    }
+
+    /// For drivers: the first handle on an agent whose task reads `commands`' other end.
+    /// `client` resolves `set_state`'s models; `capacity` bounds each subscriber's queue.
+    pub fn new(client: ClientConfig, commands: Sender<LoopMessage<C>>, capacity: usize) -> Self {
+        Agent { shared: Arc::new(Shared { client, commands, capacity }) }
+    }
+}
+
+impl<C> Clone for Agent<C> {
+    fn clone(&self) -> Self {
+        Agent { shared: self.shared.clone() }
+    }
+}
+
+impl<C> fmt::Debug for Agent<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent").field("running", &!self.shared.commands.is_closed()).finish()
+    }
+}
+
+impl<C: AgentCallbacks + Send + 'static> Agent<C> {
+    /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
+    /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
+    pub async fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
+        let text = text.into();
+        Ok(self.ask(|reply| Command::Prompt(text, reply)).await??)
+    }
+
+    /// Answers the paused tool call.
+    pub async fn resume(&self, decision: ToolDecision) -> Result<(), Error> {
+        Ok(self.ask(|reply| Command::Resume(decision, reply)).await??)
+    }
+
+    /// Stops the turn in flight and discards it (an error when idle).
+    pub async fn cancel(&self) -> Result<(), Error> {
+        Ok(self.ask(Command::Cancel).await??)
+    }
+
+    /// Changes model, system prompt, history, tools or options, all or nothing; only
+    /// while idle.
+    pub async fn set_state(&self, change: StateChange) -> Result<(), Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let (patch, tools) = change.into_patch(&self.shared.client, &env, AsyncTool::decl)?;
+        let (reply, answer) = async_channel::bounded(1);
+        let message = LoopMessage::SetState { patch: Box::new(patch), tools, reply };
+        self.shared.commands.send(message).await.map_err(|_| Error::Agent(AgentError::Terminated))?;
+        Ok(answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))??)
+    }
+
+    /// Status, model, system prompt, committed history, tools and options.
+    pub async fn state(&self) -> Result<AgentState, Error> {
+        self.ask(Command::State).await
+    }
+
+    /// What the agent is doing.
+    pub async fn status(&self) -> Result<Status, Error> {
+        Ok(self.state().await?.status)
+    }
+
+    /// The committed history.
+    pub async fn messages(&self) -> Result<Vec<Message>, Error> {
+        Ok(self.state().await?.messages)
+    }
+
+    /// Committed, pending and partial messages.
+    pub async fn snapshot(&self) -> Result<Snapshot, Error> {
+        self.ask(Command::Snapshot).await
+    }
+
+    /// Subscribes to every later event. The snapshot is taken at the same moment, so
+    /// together they miss nothing. Dropping the subscription unsubscribes.
+    pub async fn subscribe(&self) -> Result<(Snapshot, Subscription), Error> {
+        let (sink, subscription) = crate::subscription::channel(self.shared.capacity);
+        let snapshot = self.ask(|reply| Command::Subscribe(Box::new(sink), reply)).await?;
+        Ok((snapshot, subscription))
+    }
+
+    /// Runs `f` on the callbacks (the application's private state) inside the agent.
+    pub async fn with_callbacks<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut C) -> R + Send + 'static,
+    ) -> Result<R, Error> {
+        let (reply, answer) = async_channel::bounded(1);
+        let command = Command::Inspect(Box::new(move |callbacks: &mut C| {
+            let _ = reply.try_send(f(callbacks));
+        }));
+        self.shared
+            .commands
+            .send(LoopMessage::Command(command))
+            .await
+            .map_err(|_| Error::Agent(AgentError::Terminated))?;
+        answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))
+    }
+
+    /// Sends a command and waits for its answer.
+    async fn ask<T: Send + 'static>(&self, command: impl FnOnce(Reply<T>) -> Command<C>) -> Result<T, Error> {
+        let (reply, answer) = async_channel::bounded(1);
+        let reply: Reply<T> = Box::new(move |value| {
+            let _ = reply.try_send(value);
+        });
+        self.shared
+            .commands
+            .send(LoopMessage::Command(command(reply)))
+            .await
+            .map_err(|_| Error::Agent(AgentError::Terminated))?;
+        answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))
+    }
+}
