@@ -21,6 +21,7 @@ pub mod client;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;
+pub mod driver_error;
 pub mod error;
 pub mod event;
 pub mod framing;

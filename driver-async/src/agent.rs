@@ -15,8 +15,8 @@ use omni_core::async_tool::AsyncTool;
 use omni_core::client::ClientConfig;
 use omni_core::Message;
 
-use crate::error::Error;
 use crate::subscription::Subscription;
+use omni_core::driver_error::Error;
 
 /// What `set_state` changes; see [`omni_core::agent::StateChange`].
 pub type StateChange = omni_core::agent::StateChange<AsyncTool>;

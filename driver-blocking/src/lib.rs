@@ -54,7 +54,6 @@
 mod agent_handle;
 mod blocking_client;
 mod call;
-mod driver_error;
 mod event_loop;
 mod executor;
 mod splice;
@@ -68,12 +67,12 @@ pub use omni_core::*;
 pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscription};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::Call;
-pub use driver_error::Error;
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
     ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
+pub use omni_core::driver_error::Error;
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};
 pub use stream::{CancelHandle, TextStream};

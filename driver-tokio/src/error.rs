@@ -1,3 +1,3 @@
-//! The driver's error type, shared with the other async driver.
+//! The driver's error type: the one every omni driver returns.
 
-pub use omni_async::Error;
+pub use omni_core::driver_error::Error;

@@ -1,11 +1,12 @@
-//! The driver's error type.
+//! The error type every driver returns (each re-exports it as its `Error`): one type,
+//! so code written against one driver moves to another unchanged.
 
 use std::fmt;
 
-use omni_core::agent::AgentError;
-use omni_core::client::ClientError;
-use omni_core::generate::GenerateError;
-use omni_core::Response;
+use crate::agent::AgentError;
+use crate::client::ClientError;
+use crate::generate::GenerateError;
+use crate::Response;
 
 /// Why a call failed. No variant ever carries an API key.
 #[derive(Debug)]
@@ -20,8 +21,8 @@ pub enum Error {
         /// Everything received until then.
         partial: Box<Response>,
     },
-    /// The driver could not start: the HTTP client could not be built, a bad
-    /// certificate, a thread that could not be spawned.
+    /// The driver could not start: no runtime, the HTTP client or TLS could not be
+    /// set up, a bad certificate, a thread that could not be spawned.
     Setup(String),
     /// An agent refused a command or a configuration (busy, idle, not paused, invalid
     /// history or tools, `init` refused, stopped).
