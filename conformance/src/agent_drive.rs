@@ -7,11 +7,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use omni_core::agent::{AgentError, AgentEvent, Snapshot, StatePatch};
+use omni_core::agent::{AgentBuilder, AgentError, AgentEvent, Launch, Snapshot, StateChange, StatePatch};
+use omni_core::driver_error::Error;
 
 use crate::agent_scenarios::NamedAgentScenario;
 use crate::agent_script::{action_line, check_late_subscriber, ActionScript};
-use crate::agent_sim::{transcript_line, Action};
+use crate::agent_sim::{transcript_line, Action, ScriptedCallbacks};
 use crate::replay::ReplayServer;
 
 /// Longest wait for the next expected event: generous (a loaded machine, the 5 s tool
@@ -32,13 +33,53 @@ pub trait AgentDriver {
     fn late(&mut self, limit: Duration) -> Option<(Snapshot, Vec<AgentEvent>)>;
 }
 
-/// The set_state patches of the scenarios use these fields only.
-pub fn patch_fields(patch: &StatePatch) -> (Option<Option<String>>, Option<Vec<omni_core::Message>>) {
+/// A scenario's `set_state` patch as a driver handle takes it (the scenarios change the
+/// system prompt and the history only).
+pub fn state_change<T>(patch: &StatePatch) -> StateChange<T> {
     assert!(
         patch.model.is_none() && patch.tools.is_none() && patch.options.is_none(),
         "the driver harness maps only system and messages"
     );
-    (patch.system.clone(), patch.messages.clone())
+    let mut change = StateChange::new();
+    change = match &patch.system {
+        Some(Some(system)) => change.system(system.clone()),
+        Some(None) => change.no_system(),
+        None => change,
+    };
+    match &patch.messages {
+        Some(messages) => change.messages(messages.clone()),
+        None => change,
+    }
+}
+
+/// A handle call's outcome as the scenario records it: the agent's refusal, or success.
+pub fn refusal(outcome: Result<(), Error>) -> Result<(), AgentError> {
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(Error::Agent(e)) => Err(e),
+        Err(other) => panic!("not an agent refusal: {other}"),
+    }
+}
+
+/// A driver's agent builder set up as the scenario says: history, tools (the driver's,
+/// built from the scenario's scripts), options, limits, callbacks and system prompt.
+pub fn configure<L: Launch<T>, T>(
+    builder: AgentBuilder<L, T>,
+    named: &NamedAgentScenario,
+    tools: impl IntoIterator<Item = T>,
+) -> AgentBuilder<L, T, ScriptedCallbacks> {
+    let config = &named.config;
+    let builder = builder
+        .messages(config.messages.clone())
+        .tools(tools)
+        .options(config.options.clone())
+        .tool_timeout(config.tool_timeout)
+        .error_backoff(config.error_backoff)
+        .callbacks(named.callbacks.clone());
+    match &config.system {
+        Some(system) => builder.system(system.clone()),
+        None => builder,
+    }
 }
 
 /// The simulation's transcript of `name`.

@@ -9,6 +9,7 @@ pub mod agent_sim;
 pub mod demo;
 pub mod fixtures;
 pub mod floor;
+pub mod logs;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;

@@ -8,9 +8,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use omni_core::async_tool::AsyncTool;
 use omni_core::generate::{
-    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId,
-    TransportError, TransportErrorKind,
+    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolDecl, ToolOutcome,
+    ToolRunId, TransportError, TransportErrorKind,
 };
 use omni_core::{HttpRequest, Response, StreamEvent};
 
@@ -104,6 +105,28 @@ pub async fn play_tool<F: std::future::Future<Output = ()>>(
             Err(ToolError::from("a hanging tool woke up"))
         }
         None => Err(ToolError(format!("no script for {name}"))),
+    }
+}
+
+/// A scenario tool for the async drivers: `decl`'s spec, its script played with the
+/// runtime's `sleep` (no handler when `decl` has none), `decl`'s time limit.
+pub fn scripted_async_tool<F, Fut>(decl: &ToolDecl, script: Option<ToolScript>, sleep: F) -> AsyncTool
+where
+    F: Fn(Duration) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let spec = decl.spec.clone();
+    if !decl.executable {
+        return AsyncTool::schema_only(spec.name, spec.description, spec.input_schema);
+    }
+    let name = spec.name.clone();
+    let tool = AsyncTool::new(spec.name, spec.description, spec.input_schema, move |_input| {
+        let (script, name, sleep) = (script.clone(), name.clone(), sleep.clone());
+        async move { play_tool(&name, script, sleep).await }
+    });
+    match decl.timeout {
+        Some(limit) => tool.timeout(limit),
+        None => tool,
     }
 }
 

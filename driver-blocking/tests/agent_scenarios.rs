@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use omni_blocking::{Agent, CancelToken, Client, Error, StateChange, Subscription, Tool, ToolError, ToolOutput};
-use omni_conformance::agent_drive::{patch_fields, run_agent_scenario, AgentDriver};
+use omni_blocking::{Agent, CancelToken, Client, Subscription, Tool, ToolError, ToolOutput};
+use omni_conformance::agent_drive::{configure, refusal, run_agent_scenario, state_change, AgentDriver};
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
@@ -49,14 +49,6 @@ struct BlockingAgent {
     late: Option<(Snapshot, Subscription)>,
 }
 
-fn refusal(outcome: Result<(), Error>) -> Result<(), AgentError> {
-    match outcome {
-        Ok(()) => Ok(()),
-        Err(Error::Agent(e)) => Err(e),
-        Err(other) => panic!("not an agent refusal: {other}"),
-    }
-}
-
 impl AgentDriver for BlockingAgent {
     fn perform(&mut self, action: Action) -> Result<(), AgentError> {
         let agent = &self.agent;
@@ -64,19 +56,7 @@ impl AgentDriver for BlockingAgent {
             Action::Prompt(text) => refusal(agent.prompt(text)),
             Action::Resume(decision) => refusal(agent.resume(decision)),
             Action::Cancel => refusal(agent.cancel()),
-            Action::SetState(patch) => {
-                let (system, messages) = patch_fields(&patch);
-                let mut change = StateChange::new();
-                change = match system {
-                    Some(Some(s)) => change.system(s),
-                    Some(None) => change.no_system(),
-                    None => change,
-                };
-                if let Some(messages) = messages {
-                    change = change.messages(messages);
-                }
-                refusal(agent.set_state(change))
-            }
+            Action::SetState(patch) => refusal(agent.set_state(state_change(&patch))),
             Action::Subscribe => {
                 let late = agent.subscribe().unwrap_or_else(|e| panic!("subscribe: {e}"));
                 self.late = Some(late);
@@ -107,17 +87,7 @@ fn run(named: NamedAgentScenario) -> Result<(), String> {
         .build()
         .expect("client");
     let tools = config.tools.iter().map(|decl| scripted_tool(decl, named.scenario.tools.get(&decl.spec.name).cloned()));
-    let mut builder = client
-        .agent(config.model.clone())
-        .messages(config.messages.clone())
-        .tools(tools)
-        .options(config.options.clone())
-        .tool_timeout(config.tool_timeout)
-        .error_backoff(config.error_backoff)
-        .callbacks(named.callbacks.clone());
-    if let Some(system) = &config.system {
-        builder = builder.system(system.clone());
-    }
+    let builder = configure(client.agent(config.model.clone()), &named, tools);
     let agent = builder.start().map_err(|e| format!("{}: start: {e}", named.name))?;
     let (_, events) = agent.subscribe().expect("subscribe");
     let mut driver = BlockingAgent { agent, events, late: None };

@@ -5,43 +5,18 @@
 
 use std::time::Duration;
 
-use omni_conformance::agent_drive::{patch_fields, run_agent_scenario, AgentDriver};
+use omni_conformance::agent_drive::{configure, refusal, run_agent_scenario, state_change, AgentDriver};
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::sim::{play_tool, ToolScript};
+use omni_conformance::sim::scripted_async_tool;
 use omni_core::agent::{AgentError, AgentEvent, Snapshot};
-use omni_core::generate::ToolDecl;
-use omni_smol::{Agent, Client, Error, StateChange, Subscription, Tool};
-
-fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>) -> Tool {
-    let spec = decl.spec.clone();
-    if !decl.executable {
-        return Tool::schema_only(spec.name, spec.description, spec.input_schema);
-    }
-    let name = spec.name.clone();
-    let tool = Tool::new(spec.name, spec.description, spec.input_schema, move |_input| {
-        let (script, name) = (script.clone(), name.clone());
-        async move { play_tool(&name, script, sleep_for).await }
-    });
-    match decl.timeout {
-        Some(limit) => tool.timeout(limit),
-        None => tool,
-    }
-}
+use omni_smol::{Agent, Client, Subscription};
 
 struct SmolAgent {
     agent: Agent<ScriptedCallbacks>,
     events: Subscription,
     late: Option<(Snapshot, Subscription)>,
-}
-
-fn refusal(outcome: Result<(), Error>) -> Result<(), AgentError> {
-    match outcome {
-        Ok(()) => Ok(()),
-        Err(Error::Agent(e)) => Err(e),
-        Err(other) => panic!("not an agent refusal: {other}"),
-    }
 }
 
 impl AgentDriver for SmolAgent {
@@ -52,19 +27,7 @@ impl AgentDriver for SmolAgent {
                 Action::Prompt(text) => refusal(agent.prompt(text).await),
                 Action::Resume(decision) => refusal(agent.resume(decision).await),
                 Action::Cancel => refusal(agent.cancel().await),
-                Action::SetState(patch) => {
-                    let (system, messages) = patch_fields(&patch);
-                    let mut change = StateChange::new();
-                    change = match system {
-                        Some(Some(s)) => change.system(s),
-                        Some(None) => change.no_system(),
-                        None => change,
-                    };
-                    if let Some(messages) = messages {
-                        change = change.messages(messages);
-                    }
-                    refusal(agent.set_state(change).await)
-                }
+                Action::SetState(patch) => refusal(agent.set_state(state_change(&patch)).await),
                 Action::Subscribe => {
                     let late = agent.subscribe().await.map_err(|e| panic!("subscribe: {e}"))?;
                     self.late = Some(late);
@@ -109,18 +72,11 @@ fn run(named: NamedAgentScenario) -> Result<(), String> {
         .stall_timeout(config.stall_timeout)
         .build()
         .expect("client");
-    let tools = config.tools.iter().map(|decl| scripted_tool(decl, named.scenario.tools.get(&decl.spec.name).cloned()));
-    let mut builder = client
-        .agent(config.model.clone())
-        .messages(config.messages.clone())
-        .tools(tools)
-        .options(config.options.clone())
-        .tool_timeout(config.tool_timeout)
-        .error_backoff(config.error_backoff)
-        .callbacks(named.callbacks.clone());
-    if let Some(system) = &config.system {
-        builder = builder.system(system.clone());
-    }
+    let tools = config
+        .tools
+        .iter()
+        .map(|decl| scripted_async_tool(decl, named.scenario.tools.get(&decl.spec.name).cloned(), sleep_for));
+    let builder = configure(client.agent(config.model.clone()), &named, tools);
     let agent = builder.start().map_err(|e| format!("{}: start: {e}", named.name))?;
     let (_, events) = smol::block_on(agent.subscribe()).expect("subscribe");
     let mut driver = SmolAgent { agent, events, late: None };

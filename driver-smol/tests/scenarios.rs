@@ -9,18 +9,10 @@ use std::time::{Duration, Instant};
 use futures_lite::{future, StreamExt};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
-use omni_conformance::sim::{play_tool, simulate, transcript_line, ToolScript};
+use omni_conformance::sim::{scripted_async_tool, simulate, transcript_line};
 use omni_core::generate::RetryPolicy;
-use omni_smol::{Client, Tool};
+use omni_smol::Client;
 use smol::Timer;
-
-fn scripted_tool(name: &'static str, script: Option<ToolScript>) -> Tool {
-    let schema = scenarios::tools().into_iter().find(|t| t.spec.name == name).expect("known tool").spec.input_schema;
-    Tool::new(name, format!("{name} for a city"), schema, move |_input| {
-        let script = script.clone();
-        async move { play_tool(name, script, sleep_for).await }
-    })
-}
 
 async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
     let server = ReplayServer::start(scenario.scenario.replies.clone()).expect("replay server");
@@ -31,7 +23,10 @@ async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
         .stall_timeout(scenario.stall_timeout)
         .build()
         .expect("client");
-    let tools = ["get_weather", "get_time"].map(|n| scripted_tool(n, scenario.scenario.tools.get(n).cloned()));
+    let tools = scenarios::tools()
+        .iter()
+        .map(|decl| scripted_async_tool(decl, scenario.scenario.tools.get(&decl.spec.name).cloned(), sleep_for))
+        .collect::<Vec<_>>();
     let config = scenarios::config(scenario, "unused");
     let mut stream = client
         .call(config.model, config.context)

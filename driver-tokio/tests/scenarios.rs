@@ -7,17 +7,9 @@ use std::path::Path;
 use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
-use omni_conformance::sim::{play_tool, transcript_line, ToolScript};
+use omni_conformance::sim::{scripted_async_tool, transcript_line};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
-use omni_tokio::{Client, Tool};
-
-fn scripted_tool(name: &'static str, script: Option<ToolScript>) -> Tool {
-    let schema = scenarios::tools().into_iter().find(|t| t.spec.name == name).expect("known tool").spec.input_schema;
-    Tool::new(name, format!("{name} for a city"), schema, move |_input| {
-        let script = script.clone();
-        async move { play_tool(name, script, tokio::time::sleep).await }
-    })
-}
+use omni_tokio::Client;
 
 async fn next(stream: &mut omni_tokio::TextStream) -> Option<GenerateEvent> {
     std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
@@ -32,7 +24,12 @@ async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
         .stall_timeout(scenario.stall_timeout)
         .build()
         .expect("client");
-    let tools = ["get_weather", "get_time"].map(|n| scripted_tool(n, scenario.scenario.tools.get(n).cloned()));
+    let tools = scenarios::tools()
+        .iter()
+        .map(|decl| {
+            scripted_async_tool(decl, scenario.scenario.tools.get(&decl.spec.name).cloned(), tokio::time::sleep)
+        })
+        .collect::<Vec<_>>();
     let config = scenarios::config(scenario, "unused");
     let mut stream = client
         .call(config.model, config.context)
