@@ -18,6 +18,7 @@ pub mod agent;
 pub mod async_tool;
 pub mod catalogue;
 pub mod client;
+pub mod client_builder;
 pub mod decoder;
 pub mod delta;
 pub mod dialect;

@@ -4,11 +4,11 @@
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use omni_core::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::generate::RetryPolicy;
-use omni_core::{ApiKey, Catalogue, Context, Model, Options, Provider, Response};
+use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::client_builder::{Built, Connect};
+use omni_core::{Context, Options, Response};
 
 use crate::call::Call;
 use crate::stream::TextStream;
@@ -99,105 +99,19 @@ impl Client {
     }
 }
 
-/// Builds a [`Client`].
-#[derive(Debug, Default)]
-#[must_use = "call .build()"]
-pub struct ClientBuilder {
-    catalogue: Option<Catalogue>,
-    providers: Vec<Provider>,
-    models: Vec<Model>,
-    api_keys: Vec<(String, ApiKey)>,
-    base_urls: Vec<(String, String)>,
-    default_options: Option<Options>,
-    retry: Option<RetryPolicy>,
-    stall_timeout: Option<Duration>,
-    root_certificates: Vec<Vec<u8>>,
-}
+/// Builds a [`Client`]; see [`omni_core::client_builder::ClientBuilder`].
+pub type ClientBuilder = omni_core::client_builder::ClientBuilder<Client>;
 
-impl ClientBuilder {
-    /// The key for a provider (wins over its environment variable).
-    pub fn api_key(mut self, provider: impl Into<String>, key: impl Into<ApiKey>) -> Self {
-        self.api_keys.push((provider.into(), key.into()));
-        self
+impl Connect for Client {
+    type Client = Client;
+
+    fn random_seed() -> u64 {
+        RandomState::new().hash_one(Instant::now())
     }
 
-    /// Sends a provider's requests to another base URL (a proxy, a local server).
-    pub fn base_url(mut self, provider: impl Into<String>, url: impl Into<String>) -> Self {
-        self.base_urls.push((provider.into(), url.into()));
-        self
-    }
-
-    /// Options every call starts from.
-    pub fn default_options(mut self, options: Options) -> Self {
-        self.default_options = Some(options);
-        self
-    }
-
-    /// Retry policy (its seed is then used as is; otherwise every call gets a random one).
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
-    }
-
-    /// How long a stream may make no progress (keep-alives do not count).
-    pub fn stall_timeout(mut self, limit: Duration) -> Self {
-        self.stall_timeout = Some(limit);
-        self
-    }
-
-    /// Registers (or replaces) a provider in the catalogue.
-    pub fn provider(mut self, provider: Provider) -> Self {
-        self.providers.push(provider);
-        self
-    }
-
-    /// Registers (or replaces) a model; its provider must be known.
-    pub fn model(mut self, model: Model) -> Self {
-        self.models.push(model);
-        self
-    }
-
-    /// Starts from this catalogue instead of the built-in one.
-    pub fn catalogue(mut self, catalogue: Catalogue) -> Self {
-        self.catalogue = Some(catalogue);
-        self
-    }
-
-    /// Trusts the CA certificate(s) in this PEM data, on top of the Mozilla roots.
-    pub fn root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.root_certificates.push(pem.into());
-        self
-    }
-
-    /// Builds the client: fails on catalogue data that does not fit or a certificate
-    /// that does not parse.
-    pub fn build(self) -> Result<Client, Error> {
-        let mut catalogue = match self.catalogue {
-            Some(c) => c,
-            None => Catalogue::builtin().map_err(ClientError::Catalogue)?,
-        };
-        for provider in self.providers {
-            catalogue.add_provider(provider).map_err(ClientError::Catalogue)?;
-        }
-        for model in self.models {
-            catalogue.add_model(model).map_err(ClientError::Catalogue)?;
-        }
-        let mut config = ClientConfig::with_catalogue(catalogue);
-        config.api_keys.extend(self.api_keys);
-        config.base_urls.extend(self.base_urls);
-        if let Some(options) = self.default_options {
-            config.default_options = options;
-        }
-        match self.retry {
-            Some(policy) => config.retry = policy,
-            // Agents take the client's policy as is: its seed must differ between
-            // clients too (calls get a fresh one each, see `Call::config`).
-            None => config.retry.seed = RandomState::new().hash_one(Instant::now()),
-        }
-        if let Some(limit) = self.stall_timeout {
-            config.stall_timeout = limit;
-        }
-        let http = Http::new(&self.root_certificates).map_err(Error::Setup)?;
-        Ok(Client { inner: Arc::new(Inner { config, http, random_retry_seed: self.retry.is_none() }) })
+    fn connect(built: Built) -> Result<Client, Error> {
+        let http = Http::new(&built.root_certificates).map_err(Error::Setup)?;
+        let inner = Inner { config: built.config, http, random_retry_seed: built.random_retry_seed };
+        Ok(Client { inner: Arc::new(inner) })
     }
 }

@@ -171,9 +171,9 @@ fn fixture() -> &'static Fixture {
         let local_client = Client::builder()
             .base_url("anthropic", format!("{}/v1", server.base_url()))
             .api_key("anthropic", "sk-replay")
-            .executor(executor.clone())
             .build()
-            .expect("omni client");
+            .expect("omni client")
+            .on_executor(executor.clone());
         Fixture { server, reply, client, local_client, executor, request }
     })
 }

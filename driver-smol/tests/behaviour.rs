@@ -178,9 +178,9 @@ fn calls_run_on_the_executor_the_application_gives() {
     let client = Client::builder()
         .base_url("anthropic", format!("{}/v1", server.base_url()))
         .api_key("anthropic", "sk-replay")
-        .executor(executor.clone())
         .build()
-        .unwrap();
+        .unwrap()
+        .on_executor(executor.clone());
     let stream = client.stream_text(scenarios::model(), "hi", Options::default()).unwrap();
     // Nobody drives the executor yet: nothing may have been sent.
     std::thread::sleep(Duration::from_millis(200));

@@ -1,0 +1,169 @@
+//! The client builder every driver hands out (`Client::builder()`): the same setters in
+//! every runtime, and one place that assembles a [`ClientConfig`] from them. A driver
+//! implements [`Connect`] (its randomness and its HTTP/TLS setup) and names the builder
+//! with a type alias.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::catalogue::Catalogue;
+use crate::client::{ClientConfig, ClientError};
+use crate::driver_error::Error;
+use crate::generate::RetryPolicy;
+use crate::model::Model;
+use crate::options::Options;
+use crate::provider::{ApiKey, Provider};
+
+/// What [`ClientBuilder::build`] hands the driver.
+#[derive(Debug)]
+pub struct Built {
+    /// The configuration every call starts from.
+    pub config: ClientConfig,
+    /// PEM data of extra trusted roots, for the driver's TLS setup.
+    pub root_certificates: Vec<Vec<u8>>,
+    /// True unless the application set a retry policy: calls may then draw a fresh
+    /// jitter seed each (the configuration's policy already has a random one).
+    pub random_retry_seed: bool,
+}
+
+/// A driver's side of [`ClientBuilder::build`].
+pub trait Connect {
+    /// The driver's client.
+    type Client;
+    /// A random number for retry jitter (the core has no randomness), so that many
+    /// clients do not retry in lockstep.
+    fn random_seed() -> u64;
+    /// Sets up HTTP and TLS and makes the client.
+    fn connect(built: Built) -> Result<Self::Client, Error>;
+}
+
+/// Builds a driver's `Client`: catalogue, keys, base URLs, defaults, retries, TLS roots.
+#[must_use = "call .build()"]
+pub struct ClientBuilder<D> {
+    catalogue: Option<Catalogue>,
+    providers: Vec<Provider>,
+    models: Vec<Model>,
+    api_keys: Vec<(String, ApiKey)>,
+    base_urls: Vec<(String, String)>,
+    default_options: Option<Options>,
+    retry: Option<RetryPolicy>,
+    stall_timeout: Option<Duration>,
+    root_certificates: Vec<Vec<u8>>,
+    driver: std::marker::PhantomData<fn() -> D>,
+}
+
+impl<D> Default for ClientBuilder<D> {
+    fn default() -> Self {
+        ClientBuilder {
+            catalogue: None,
+            providers: Vec::new(),
+            models: Vec::new(),
+            api_keys: Vec::new(),
+            base_urls: Vec::new(),
+            default_options: None,
+            retry: None,
+            stall_timeout: None,
+            root_certificates: Vec::new(),
+            driver: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<D> fmt::Debug for ClientBuilder<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Keys are never printed: only which providers have one.
+        let keyed: Vec<&String> = self.api_keys.iter().map(|(p, _)| p).collect();
+        f.debug_struct("ClientBuilder")
+            .field("api_keys_for", &keyed)
+            .field("base_urls", &self.base_urls)
+            .field("providers", &self.providers.len())
+            .field("models", &self.models.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Connect> ClientBuilder<D> {
+    /// The key for a provider (wins over its environment variable).
+    pub fn api_key(mut self, provider: impl Into<String>, key: impl Into<ApiKey>) -> Self {
+        self.api_keys.push((provider.into(), key.into()));
+        self
+    }
+
+    /// Sends a provider's requests to another base URL (a proxy, a local server).
+    pub fn base_url(mut self, provider: impl Into<String>, url: impl Into<String>) -> Self {
+        self.base_urls.push((provider.into(), url.into()));
+        self
+    }
+
+    /// Options every call starts from.
+    pub fn default_options(mut self, options: Options) -> Self {
+        self.default_options = Some(options);
+        self
+    }
+
+    /// Retry policy, its seed used as is (default: 2 retries with exponential backoff and
+    /// a random seed).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// How long a stream may make no progress (keep-alives do not count).
+    pub fn stall_timeout(mut self, limit: Duration) -> Self {
+        self.stall_timeout = Some(limit);
+        self
+    }
+
+    /// Registers (or replaces) a provider, e.g. [`Provider::openai_compatible`].
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.providers.push(provider);
+        self
+    }
+
+    /// Registers (or replaces) a model; its provider must be known.
+    pub fn model(mut self, model: Model) -> Self {
+        self.models.push(model);
+        self
+    }
+
+    /// Starts from this catalogue instead of the built-in one.
+    pub fn catalogue(mut self, catalogue: Catalogue) -> Self {
+        self.catalogue = Some(catalogue);
+        self
+    }
+
+    /// Trusts the CA certificate(s) in this PEM data, on top of the Mozilla roots (a
+    /// local proxy's, a test server's).
+    pub fn root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
+        self
+    }
+
+    /// Builds the client: fails on catalogue data that does not fit, invalid default
+    /// options, or a certificate the driver cannot use.
+    pub fn build(self) -> Result<D::Client, Error> {
+        let mut catalogue = match self.catalogue {
+            Some(c) => c,
+            None => Catalogue::builtin().map_err(ClientError::Catalogue)?,
+        };
+        for provider in self.providers {
+            catalogue.add_provider(provider).map_err(ClientError::Catalogue)?;
+        }
+        for model in self.models {
+            catalogue.add_model(model).map_err(ClientError::Catalogue)?;
+        }
+        let mut config = ClientConfig::with_catalogue(catalogue);
+        config.api_keys.extend(self.api_keys);
+        config.base_urls.extend(self.base_urls);
+        if let Some(options) = self.default_options {
+            options.validate().map_err(ClientError::InvalidOptions)?;
+            config.default_options = options;
+        }
+        let random_retry_seed = self.retry.is_none();
+        config.retry = self.retry.unwrap_or(RetryPolicy { seed: D::random_seed(), ..RetryPolicy::default() });
+        if let Some(limit) = self.stall_timeout {
+            config.stall_timeout = limit;
+        }
+        D::connect(Built { config, root_certificates: self.root_certificates, random_retry_seed })
+    }
+}
