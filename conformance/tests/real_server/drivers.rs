@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_lite::StreamExt;
-use omni_core::agent::AgentEvent;
+use omni_core::agent::{AgentBuilder, AgentEvent, Launch, NoCallbacks};
+use omni_core::async_tool::AsyncTool;
 use omni_core::generate::{GenerateError, GenerateEvent, TransportError, TransportErrorKind};
 use omni_core::tool::ToolError;
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
@@ -236,66 +237,9 @@ impl Clients {
     /// and returns the agent's events through the turn's end and its committed history.
     pub fn run_agent_turn(&self, driver: Driver, request: &Request, text: &str) -> (Vec<AgentEvent>, usize) {
         let req = request.clone();
-        let ends = |e: &AgentEvent| matches!(e, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled);
-        let mut events = Vec::new();
-        let committed;
         match driver {
-            Driver::Tokio => {
-                committed = self.runtime.block_on(async {
-                    let mut builder = self.tokio.agent(req.model).options(req.options);
-                    if let Some(tool) = req.tool {
-                        let handler = tool.handler.clone();
-                        builder = builder.tool(omni_tokio::Tool::new(
-                            tool.name,
-                            tool.description,
-                            tool.schema,
-                            move |input| {
-                                let result = handler(input);
-                                async move { result }
-                            },
-                        ));
-                    }
-                    let agent = builder.start().expect("tokio: start the agent");
-                    let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
-                    agent.prompt(text).await.expect("prompt");
-                    while let Some(event) = subscription.next_event().await {
-                        let end = ends(&event);
-                        events.push(event);
-                        if end {
-                            break;
-                        }
-                    }
-                    agent.messages().await.expect("messages").len()
-                });
-            }
-            Driver::Smol => {
-                committed = smol::block_on(async {
-                    let mut builder = self.smol.agent(req.model).options(req.options);
-                    if let Some(tool) = req.tool {
-                        let handler = tool.handler.clone();
-                        builder = builder.tool(omni_smol::Tool::new(
-                            tool.name,
-                            tool.description,
-                            tool.schema,
-                            move |input| {
-                                let result = handler(input);
-                                async move { result }
-                            },
-                        ));
-                    }
-                    let agent = builder.start().expect("smol: start the agent");
-                    let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
-                    agent.prompt(text).await.expect("prompt");
-                    while let Some(event) = subscription.next_event().await {
-                        let end = ends(&event);
-                        events.push(event);
-                        if end {
-                            break;
-                        }
-                    }
-                    agent.messages().await.expect("messages").len()
-                });
-            }
+            Driver::Tokio => self.runtime.block_on(async_agent_turn(self.tokio.agent(req.model.clone()), req, text)),
+            Driver::Smol => smol::block_on(async_agent_turn(self.smol.agent(req.model.clone()), req, text)),
             Driver::Blocking => {
                 let mut builder = self.blocking.agent(req.model).options(req.options);
                 if let Some(tool) = req.tool {
@@ -310,18 +254,55 @@ impl Clients {
                 let agent = builder.start().expect("blocking: start the agent");
                 let (_, subscription) = agent.subscribe().expect("subscribe");
                 agent.prompt(text).expect("prompt");
-                for event in subscription {
-                    let end = ends(&event);
-                    events.push(event);
-                    if end {
-                        break;
-                    }
-                }
-                committed = agent.messages().expect("messages").len();
+                let events = until_turn_end(subscription);
+                (events, agent.messages().expect("messages").len())
             }
         }
-        (events, committed)
     }
+}
+
+/// The turn through either async driver: both hand out omni-async's agent handle.
+async fn async_agent_turn<L>(builder: AgentBuilder<L, AsyncTool>, req: Request, text: &str) -> (Vec<AgentEvent>, usize)
+where
+    L: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent>,
+    L::Error: fmt::Debug,
+{
+    let mut builder = builder.options(req.options);
+    if let Some(tool) = req.tool {
+        let handler = tool.handler.clone();
+        builder = builder.tool(AsyncTool::new(tool.name, tool.description, tool.schema, move |input| {
+            let result = handler(input);
+            async move { result }
+        }));
+    }
+    let agent = builder.start().expect("start the agent");
+    let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+    agent.prompt(text).await.expect("prompt");
+    let mut events = Vec::new();
+    while let Some(event) = subscription.next_event().await {
+        let end = is_turn_end(&event);
+        events.push(event);
+        if end {
+            break;
+        }
+    }
+    (events, agent.messages().await.expect("messages").len())
+}
+
+fn is_turn_end(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
+}
+
+fn until_turn_end(events: impl IntoIterator<Item = AgentEvent>) -> Vec<AgentEvent> {
+    let mut seen = Vec::new();
+    for event in events {
+        let end = is_turn_end(&event);
+        seen.push(event);
+        if end {
+            break;
+        }
+    }
+    seen
 }
 
 /// Retries after a closed pooled connection, by driver (in [`Driver::ALL`] order).
