@@ -1,0 +1,185 @@
+//! One call on an async driver: the builder and the event stream handed to the
+//! application. The driver only runs the generate machine in its runtime
+//! ([`StartCall::spawn_call`]).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+use async_channel::{Receiver, Sender};
+use omni_core::async_tool::handlers_by_name;
+use omni_core::async_tool::{AsyncHandler, AsyncTool};
+use omni_core::client::ClientConfig;
+use omni_core::client::{CallSpec, ModelRef};
+use omni_core::driver_error::Error;
+use omni_core::generate::{Generate, GenerateEvent};
+use omni_core::schema::Validator;
+use omni_core::{ApiKey, Context, Options, Response};
+
+/// Tool handlers by name.
+pub type Handlers = std::collections::BTreeMap<String, AsyncHandler>;
+
+/// A driver's side of a call: its client's configuration, and running the machine.
+pub trait StartCall: Clone {
+    /// The configuration calls start from.
+    fn client_config(&self) -> &ClientConfig;
+    /// Runs `machine` in the driver's runtime: its effects executed with `handlers`, its
+    /// events sent on `events` until it finishes, and an input of `Cancel` once
+    /// `cancelled` closes (the stream was dropped).
+    fn spawn_call(
+        &self,
+        machine: Generate,
+        handlers: Handlers,
+        events: Sender<GenerateEvent>,
+        cancelled: Receiver<()>,
+    ) -> Result<(), Error>;
+}
+
+/// A call being set up: model, context, options, tools, key.
+#[derive(Debug)]
+pub struct Call<D> {
+    client: D,
+    model: ModelRef,
+    context: Context,
+    options: Options,
+    tools: Vec<AsyncTool>,
+    api_key: Option<ApiKey>,
+    output_validator: Option<Arc<dyn Validator>>,
+}
+
+impl<D: StartCall> Call<D> {
+    /// A call on `client` (drivers: what `client.call(model, context)` returns).
+    pub fn new(client: D, model: ModelRef, context: Context) -> Self {
+        Call {
+            client,
+            model,
+            context,
+            options: Options::default(),
+            tools: Vec::new(),
+            api_key: None,
+            output_validator: None,
+        }
+    }
+
+    /// Options for this call, over the client's defaults.
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: AsyncTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = AsyncTool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// A key for this call only.
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Checks structured output with `validator` instead of the schema of the `output`
+    /// option (without one, the validator's schema is sent as the output schema). An
+    /// invalid reply is sent back to the model for a correction, as usual.
+    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Self {
+        self.output_validator = Some(validator);
+        self
+    }
+
+    /// Starts the call and returns its events; dropping the stream cancels the call. The
+    /// call runs in its own task (omni-tokio needs a running tokio runtime here; omni-smol
+    /// works inside or outside an executor).
+    pub fn stream(self) -> Result<TextStream, Error> {
+        let handlers = handlers_by_name(&self.tools);
+        let spec = CallSpec {
+            model: self.model,
+            context: self.context,
+            options: self.options,
+            tools: self.tools.iter().map(AsyncTool::decl).collect(),
+            api_key: self.api_key,
+        };
+        let mut config = self.client.client_config().prepare(spec, &|name| std::env::var(name).ok())?;
+        config.output_validator = self.output_validator;
+        let machine = Generate::new(config, Instant::now())
+            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
+        let (events_tx, events) = async_channel::unbounded();
+        // Never sent on: the stream's drop closes it, which is how the driver learns of it.
+        let (cancel, cancelled) = async_channel::bounded(1);
+        self.client.spawn_call(machine, handlers, events_tx, cancelled)?;
+        Ok(TextStream { events: Box::pin(events), _cancel: cancel, terminal: None })
+    }
+
+    /// Runs the call to the end and returns the final response.
+    pub async fn generate(self) -> Result<Response, Error> {
+        self.stream()?.response().await
+    }
+
+    /// Runs the call asking for a `T` (structured output with `T`'s schema, named after
+    /// the type) and decodes it. Invalid replies are sent back for a correction (up to 3);
+    /// when none is usable the error is [`Error::Output`] with the last problem.
+    ///
+    /// (See the README's structured output section for an example.)
+    #[cfg(feature = "schemars")]
+    pub async fn generate_object<T>(mut self) -> Result<T, Error>
+    where
+        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+    {
+        self.options.output = Some(omni_core::schema::output_for::<T>());
+        let response = self.generate().await?;
+        omni_core::schema::decode_output(&response)
+            .map_err(|error| Error::Output { error, response: Box::new(response) })
+    }
+}
+
+/// The events of a call, as an async stream. Dropping it cancels the call: the request
+/// in flight is aborted (its connection closed) and running tools are stopped.
+#[derive(Debug)]
+pub struct TextStream {
+    // Boxed: async-channel's receiver is not `Unpin`.
+    events: Pin<Box<Receiver<GenerateEvent>>>,
+    _cancel: Sender<()>,
+    terminal: Option<GenerateEvent>,
+}
+
+impl TextStream {
+    /// Waits for the end of the call (consuming the remaining events).
+    pub async fn response(mut self) -> Result<Response, Error> {
+        while self.terminal.is_none() {
+            match self.events.recv().await {
+                Ok(event) => self.observe(&event),
+                Err(_) => break,
+            }
+        }
+        match self.terminal.take() {
+            Some(GenerateEvent::Finished(response)) => Ok(*response),
+            Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error, partial }),
+            _ => Err(Error::Setup("the call ended without a response".into())),
+        }
+    }
+
+    fn observe(&mut self, event: &GenerateEvent) {
+        if matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }) {
+            self.terminal = Some(event.clone());
+        }
+    }
+}
+
+impl futures_core::Stream for TextStream {
+    type Item = GenerateEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
+        let polled = self.events.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.observe(event);
+        }
+        polled
+    }
+}
