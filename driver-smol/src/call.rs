@@ -9,7 +9,7 @@ use omni_core::generate::{Generate, GenerateEvent};
 
 use crate::client::Client;
 use crate::driver::drive;
-use crate::error::Error;
+use crate::Error;
 
 /// A call being set up; see [`omni_async::Call`].
 pub type Call = omni_async::Call<Client>;

@@ -12,8 +12,8 @@ use omni_core::{Context, Options, Response};
 use smol::Executor;
 
 use crate::call::{Call, TextStream};
-use crate::error::Error;
 use crate::spawn::Spawner;
+use crate::Error;
 
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,

@@ -24,7 +24,6 @@ mod agent;
 mod call;
 mod client;
 mod driver;
-mod error;
 mod executor;
 mod http;
 mod spawn;
@@ -33,7 +32,7 @@ mod tools;
 pub use agent::{Agent, AgentBuilder, StateChange, Subscription};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
-pub use error::Error;
+pub use omni_core::driver_error::Error;
 pub use tools::Tool;
 
 pub use omni_core as core;

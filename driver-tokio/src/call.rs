@@ -10,8 +10,8 @@ use omni_core::client::ClientConfig;
 use omni_core::generate::{Generate, GenerateEvent, Input};
 
 use crate::client::Client;
-use crate::error::Error;
 use crate::executor::{sleep_until, Executor};
+use crate::Error;
 
 /// A call being set up; see [`omni_async::Call`].
 pub type Call = omni_async::Call<Client>;

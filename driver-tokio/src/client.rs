@@ -10,7 +10,7 @@ use omni_core::client_builder::{Built, Connect};
 use omni_core::{Context, Options, Response};
 
 use crate::call::{Call, TextStream};
-use crate::error::Error;
+use crate::Error;
 
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,

@@ -15,8 +15,8 @@ use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
 
 use crate::client::Client;
-use crate::error::Error;
 use crate::tools::Tool;
+use crate::Error;
 pub use omni_async::{Agent, StateChange, Subscription};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
