@@ -1,0 +1,185 @@
+//! The async agent handle's own behaviour (omni-async's, under omni-tokio and omni-smol),
+//! written once: a chat turn through the public API, commands refused with typed errors,
+//! dropping the last handle stopping the agent's work, a lagging subscriber dropped. Each
+//! driver's test starts the replay server with the replies named here and calls these
+//! with its client in its runtime.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use omni_async::StateChange;
+use omni_core::agent::{AgentBuilder, AgentError, AgentEvent, Launch, NoCallbacks, Status, TurnEnd};
+use omni_core::async_tool::AsyncTool;
+use omni_core::driver_error::Error;
+use omni_core::tool::ToolError;
+use omni_core::Message;
+use serde_json::json;
+
+use crate::agent_sim::transcript_line;
+use crate::replay::ReplayServer;
+use crate::scenarios::{self, paced, text_events, tool_events};
+use crate::sim::{BodyStep, Reply};
+
+/// An async driver's client: it launches omni-async's agent handle.
+pub trait AsyncLaunch: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent, Error = Error> {}
+
+impl<L: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent, Error = Error>> AsyncLaunch for L {}
+
+/// The replies of [`chat_turn`].
+pub fn chat_replies() -> Vec<Reply> {
+    vec![paced(&text_events(&["Hello", " there."]), Duration::from_millis(5))]
+}
+
+/// The replies of [`dropping_the_last_handle`]: a tool call (the tool hangs), then a
+/// stream that hangs after one delta.
+pub fn drop_replies() -> Vec<Reply> {
+    vec![
+        paced(&tool_events(&[("toolu_1", "slow", r#"{}"#)]), Duration::from_millis(1)),
+        Reply::Http {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            // message_start, content_block_start, one delta, then nothing.
+            body: vec![BodyStep::Bytes(text_events(&["Hel"])[..3].concat().into_bytes()), BodyStep::Hang],
+        },
+    ]
+}
+
+/// The replies of [`lagging_subscriber`]: 50 words, one event per chunk, so a reader that
+/// keeps up never has more than a few queued.
+pub fn lagging_replies() -> Vec<Reply> {
+    let words: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    vec![paced(&text_events(&words), Duration::from_millis(1))]
+}
+
+/// Lets other tasks run once, in any runtime.
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// A chat turn through the handle, then commands refused with typed errors that change
+/// nothing. `client` talks to `server`, which must have been started with [`chat_replies`].
+pub async fn chat_turn<L: AsyncLaunch>(client: L) {
+    let agent = AgentBuilder::new(client, scenarios::model().into()).system("Be brief.").start().expect("agent starts");
+    let (snapshot, mut events) = agent.subscribe().await.expect("subscribe");
+    assert_eq!(snapshot.status, Status::Idle);
+    assert!(snapshot.committed.is_empty());
+    agent.prompt("Hi").await.expect("prompt accepted");
+    let mut lines = Vec::new();
+    while let Some(event) = events.next_event().await {
+        lines.push(transcript_line(&event));
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+    }
+    let skeleton: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect();
+    assert_eq!(
+        skeleton,
+        [
+            "status busy",
+            r#"message user["Hi"]"#,
+            r#"message assistant["Hello there."]"#,
+            r#"step stop user=user["Hi"] assistant=assistant["Hello there."]"#,
+            "status idle",
+            "turn stop stop messages=2 usage=20/2",
+        ]
+    );
+    assert_eq!(agent.messages().await.expect("state").len(), 2);
+    assert!(matches!(agent.cancel().await, Err(Error::Agent(AgentError::Idle))));
+    // Refused while idle-only rules hold: a history ending with a user message.
+    let bad = StateChange::new().messages(vec![Message::user("dangling")]);
+    assert!(matches!(agent.set_state(bad).await, Err(Error::Agent(AgentError::InvalidMessages(_)))));
+    let state = agent.state().await.expect("state");
+    assert_eq!(state.system.as_deref(), Some("Be brief."));
+    assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
+}
+
+/// Dropping the last handle stops a tool run and closes a request in flight. `client`
+/// talks to `server`, started with [`drop_replies`]; `sleep` is the runtime's timer. The
+/// disconnect check blocks its thread: the agents must run elsewhere (a multi-threaded
+/// runtime, smol's global executor).
+pub async fn dropping_the_last_handle<L, F, Fut>(client: L, server: &ReplayServer, sleep: F)
+where
+    L: AsyncLaunch + Clone,
+    F: Fn(Duration) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let started = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicBool::new(false));
+    let (s, f) = (started.clone(), finished.clone());
+    let nap = sleep.clone();
+    let slow = AsyncTool::new("slow", "Takes forever", json!({"type": "object"}), move |_| {
+        let (s, f, nap) = (s.clone(), f.clone(), nap.clone());
+        async move {
+            s.store(true, Ordering::SeqCst);
+            nap(Duration::from_secs(30)).await;
+            f.store(true, Ordering::SeqCst);
+            Ok::<_, ToolError>("done")
+        }
+    });
+    let agent = AgentBuilder::new(client.clone(), scenarios::model().into()).tool(slow).start().expect("agent starts");
+    let (_, mut events) = agent.subscribe().await.expect("subscribe");
+    let second = agent.clone();
+    agent.prompt("Go").await.expect("prompt");
+    while !started.load(Ordering::SeqCst) {
+        sleep(Duration::from_millis(5)).await;
+    }
+    drop(agent);
+    assert_eq!(second.status().await.expect("a clone keeps it alive"), Status::Busy);
+    drop(second);
+    // The subscription ends without a turn: the agent stopped.
+    let mut ended_with_turn = false;
+    while let Some(event) = events.next_event().await {
+        ended_with_turn |= matches!(event, AgentEvent::Turn { end: TurnEnd::Stop, .. });
+    }
+
+    assert!(!ended_with_turn);
+    assert!(!events.lagged());
+    sleep(Duration::from_millis(50)).await;
+    assert!(!finished.load(Ordering::SeqCst), "the tool run was aborted");
+
+    // A request in flight is closed when the agent goes.
+    let agent = AgentBuilder::new(client, scenarios::model().into()).start().expect("agent starts");
+    let (_, mut events) = agent.subscribe().await.expect("subscribe");
+    agent.prompt("Hi").await.expect("prompt");
+    while let Some(event) = events.next_event().await {
+        if matches!(event, AgentEvent::Stream(_)) {
+            break;
+        }
+    }
+    drop(agent);
+    assert!(server.wait_for_disconnects(1, Duration::from_secs(5)), "the connection was closed");
+}
+
+/// A subscriber that never reads is dropped and told; one that keeps up is not. `client`
+/// talks to `server`, started with [`lagging_replies`].
+pub async fn lagging_subscriber<L: AsyncLaunch>(client: L) {
+    let agent =
+        AgentBuilder::new(client, scenarios::model().into()).subscriber_capacity(32).start().expect("agent starts");
+    let (_, slow) = agent.subscribe().await.expect("subscribe");
+    let (_, mut reader) = agent.subscribe().await.expect("subscribe");
+    agent.prompt("Count").await.expect("prompt");
+    let mut seen = 0;
+    while let Some(event) = reader.next_event().await {
+        seen += 1;
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+        yield_now().await;
+    }
+    assert!(!reader.lagged(), "a reader that keeps up is not dropped ({seen} events)");
+    assert!(slow.lagged(), "the subscriber that never read was dropped");
+}
