@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -28,7 +28,23 @@ pub trait AsyncLaunch: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent
 
 impl<L: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent, Error = Error>> AsyncLaunch for L {}
 
-/// The replies of [`chat_turn`].
+/// The transcript of a plain chat turn (prompt "Hi", reply "Hello there."), streaming
+/// lines left out: what every subscriber of [`chat_replies`]' turn sees.
+pub const CHAT_TURN: [&str; 6] = [
+    "status busy",
+    r#"message user["Hi"]"#,
+    r#"message assistant["Hello there."]"#,
+    r#"step stop user=user["Hi"] assistant=assistant["Hello there."]"#,
+    "status idle",
+    "turn stop stop messages=2 usage=20/2",
+];
+
+/// The transcript lines of `events` without the streaming ones (indented).
+pub fn skeleton(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect()
+}
+
+/// The replies of [`chat_turn`] and [`subscribers_from_the_start`].
 pub fn chat_replies() -> Vec<Reply> {
     vec![paced(&text_events(&["Hello", " there."]), Duration::from_millis(5))]
 }
@@ -85,18 +101,7 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
             break;
         }
     }
-    let skeleton: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect();
-    assert_eq!(
-        skeleton,
-        [
-            "status busy",
-            r#"message user["Hi"]"#,
-            r#"message assistant["Hello there."]"#,
-            r#"step stop user=user["Hi"] assistant=assistant["Hello there."]"#,
-            "status idle",
-            "turn stop stop messages=2 usage=20/2",
-        ]
-    );
+    assert_eq!(skeleton(&lines), CHAT_TURN);
     assert_eq!(agent.messages().await.expect("state").len(), 2);
     assert!(matches!(agent.cancel().await, Err(Error::Agent(AgentError::Idle))));
     // Refused while idle-only rules hold: a history ending with a user message.
@@ -105,6 +110,35 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
     let state = agent.state().await.expect("state");
     assert_eq!(state.system.as_deref(), Some("Be brief."));
     assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
+}
+
+/// Subscribers given to the builder see the agent's events from the first one on: a
+/// driver's subscription channel gets the whole chat turn; a closure runs on every event
+/// until it returns `false`, and is then dropped. `client` talks to a server started with
+/// [`chat_replies`].
+pub async fn subscribers_from_the_start<L: AsyncLaunch>(client: L) {
+    let (subscriber, mut events) = omni_async::Subscription::channel(100);
+    let first_two = Arc::new(Mutex::new(Vec::new()));
+    let seen = first_two.clone();
+    let agent = AgentBuilder::new(client, scenarios::model().into())
+        .subscriber(subscriber)
+        .subscriber(move |event: &AgentEvent| {
+            let mut seen = seen.lock().expect("not poisoned");
+            seen.push(transcript_line(event));
+            seen.len() < 2
+        })
+        .start()
+        .expect("agent starts");
+    agent.prompt("Hi").await.expect("prompt accepted");
+    let mut lines = Vec::new();
+    while let Some(event) = events.next_event().await {
+        lines.push(transcript_line(&event));
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+    }
+    assert_eq!(skeleton(&lines), CHAT_TURN, "the channel subscriber saw the whole turn");
+    assert_eq!(*first_two.lock().expect("not poisoned"), lines[..2], "the closure saw two events, then left");
 }
 
 /// Dropping the last handle stops a tool run and closes a request in flight. `client`

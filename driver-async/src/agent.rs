@@ -135,7 +135,7 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Subscribes to every later event. The snapshot is taken at the same moment, so
     /// together they miss nothing. Dropping the subscription unsubscribes.
     pub async fn subscribe(&self) -> Result<(Snapshot, Subscription), Error> {
-        let (sink, subscription) = crate::subscription::channel(self.shared.capacity);
+        let (sink, subscription) = Subscription::channel(self.shared.capacity);
         let snapshot = self.ask(|reply| Command::Subscribe(Box::new(sink), reply)).await?;
         Ok((snapshot, subscription))
     }

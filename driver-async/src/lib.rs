@@ -12,4 +12,4 @@ mod subscription;
 pub use agent::{Agent, LoopMessage, StateChange};
 pub use call::{Call, Handlers, StartCall, TextStream};
 pub use omni_core::driver_error::Error;
-pub use subscription::Subscription;
+pub use subscription::{Subscriber, Subscription};

@@ -20,6 +20,16 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// A subscription whose queue holds up to `capacity` unread events, and the agent's
+    /// end of it, for the agent builder's `subscriber`:
+    /// `let (subscriber, events) = Subscription::channel(1_000);`
+    pub fn channel(capacity: usize) -> (Subscriber, Subscription) {
+        let capacity = capacity.max(1);
+        let (tx, rx) = async_channel::bounded(capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
+        (Subscriber { events: tx, lagged: lagged.clone() }, Subscription { events: Box::pin(rx), lagged })
+    }
+
     /// The next event, or `None` once the subscription ended.
     pub async fn next_event(&mut self) -> Option<AgentEvent> {
         self.events.recv().await.ok()
@@ -40,13 +50,15 @@ impl futures_core::Stream for Subscription {
     }
 }
 
-/// The agent's end of a subscription (given to the agent's [`Host`](omni_core::agent::Host)).
-pub(crate) struct Sink {
+/// The agent's end of a subscription: given to the agent by `subscribe`, or by the
+/// builder's `subscriber` for a subscription from the start.
+#[derive(Debug)]
+pub struct Subscriber {
     events: Sender<AgentEvent>,
     lagged: Arc<AtomicBool>,
 }
 
-impl EventSink for Sink {
+impl EventSink for Subscriber {
     fn offer(&mut self, event: &AgentEvent) -> bool {
         match self.events.try_send(event.clone()) {
             Ok(()) => true,
@@ -57,11 +69,4 @@ impl EventSink for Sink {
             Err(TrySendError::Closed(_)) => false,
         }
     }
-}
-
-/// A subscription of `capacity` events and the agent's end of it.
-pub(crate) fn channel(capacity: usize) -> (Sink, Subscription) {
-    let (tx, rx) = async_channel::bounded(capacity);
-    let lagged = Arc::new(AtomicBool::new(false));
-    (Sink { events: tx, lagged: lagged.clone() }, Subscription { events: Box::pin(rx), lagged })
 }

@@ -5,15 +5,16 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, sockets, clocks
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use omni_blocking::{
-    AgentCallbacks, AgentError, AgentEvent, CancelToken, Client, Error, Message, StateChange, Status, Tool, ToolError,
-    TurnEnd,
+    AgentCallbacks, AgentError, AgentEvent, CancelToken, Client, Error, Message, StateChange, Status, Subscription,
+    Tool, ToolError, TurnEnd,
 };
 use omni_conformance::agent_sim::transcript_line;
+use omni_conformance::async_agent::{chat_replies, skeleton, CHAT_TURN};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{BodyStep, Reply};
@@ -59,8 +60,7 @@ impl AgentCallbacks for Watch {
 
 #[test]
 fn a_chat_turn_through_the_handle() {
-    let server = ReplayServer::start(vec![paced(&text_events(&["Hello", " there."]), Duration::from_millis(5))])
-        .expect("replay server");
+    let server = ReplayServer::start(chat_replies()).expect("replay server");
     let agent = client(&server)
         .agent(scenarios::model())
         .system("Be brief.")
@@ -78,18 +78,7 @@ fn a_chat_turn_through_the_handle() {
             break;
         }
     }
-    let skeleton: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect();
-    assert_eq!(
-        skeleton,
-        [
-            "status busy",
-            r#"message user["Hi"]"#,
-            r#"message assistant["Hello there."]"#,
-            r#"step stop user=user["Hi"] assistant=assistant["Hello there."]"#,
-            "status idle",
-            "turn stop stop messages=2 usage=20/2",
-        ]
-    );
+    assert_eq!(skeleton(&lines), CHAT_TURN);
     assert_eq!(agent.messages().expect("state").len(), 2);
     assert_eq!(agent.with_callbacks(|watch| watch.turns).expect("callbacks"), 1);
     assert!(matches!(agent.cancel(), Err(Error::Agent(AgentError::Idle))));
@@ -102,6 +91,37 @@ fn a_chat_turn_through_the_handle() {
     assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
     agent.set_state(StateChange::new().no_system()).expect("an idle agent takes a change");
     assert_eq!(agent.state().expect("state").system, None);
+}
+
+/// Subscribers given to the builder see the agent's events from the first one on: a
+/// subscription channel gets the whole turn; a closure runs on every event until it
+/// returns `false`, and is then dropped.
+#[test]
+fn subscribers_given_to_the_builder_see_every_event() {
+    let server = ReplayServer::start(chat_replies()).expect("replay server");
+    let (subscriber, events) = Subscription::channel(100);
+    let first_two = Arc::new(Mutex::new(Vec::new()));
+    let seen = first_two.clone();
+    let agent = client(&server)
+        .agent(scenarios::model())
+        .subscriber(subscriber)
+        .subscriber(move |event: &AgentEvent| {
+            let mut seen = seen.lock().expect("not poisoned");
+            seen.push(transcript_line(event));
+            seen.len() < 2
+        })
+        .start()
+        .expect("agent starts");
+    agent.prompt("Hi").expect("prompt accepted");
+    let mut lines = Vec::new();
+    for event in events {
+        lines.push(transcript_line(&event));
+        if matches!(event, AgentEvent::Turn { .. }) {
+            break;
+        }
+    }
+    assert_eq!(skeleton(&lines), CHAT_TURN, "the channel subscriber saw the whole turn");
+    assert_eq!(*first_two.lock().expect("not poisoned"), lines[..2], "the closure saw two events, then left");
 }
 
 #[test]

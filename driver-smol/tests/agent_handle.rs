@@ -1,6 +1,6 @@
 //! The agent handle's own behaviour on smol (the checks are omni_conformance::async_agent's,
 //! shared with omni-tokio): a chat turn and typed refusals, dropping the last handle stopping
-//! the agent's work, a lagging subscriber dropped and told.
+//! the agent's work, subscribers from the start, a lagging subscriber dropped and told.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::time::Duration;
@@ -35,6 +35,12 @@ fn a_chat_turn_through_the_handle() {
 fn dropping_the_last_handle_stops_the_request_and_the_tools() {
     let (server, client) = serve(drop_replies());
     smol::block_on(async_agent::dropping_the_last_handle(client, &server, sleep_for));
+}
+
+#[test]
+fn subscribers_given_to_the_builder_see_every_event() {
+    let (_server, client) = serve(chat_replies());
+    smol::block_on(async_agent::subscribers_from_the_start(client));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The agent handle's own behaviour on tokio (the checks are omni_conformance::async_agent's,
 //! shared with omni-smol): a chat turn and typed refusals, dropping the last handle stopping
-//! the agent's work, a lagging subscriber dropped and told.
+//! the agent's work, subscribers from the start, a lagging subscriber dropped and told.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use omni_conformance::async_agent::{self, chat_replies, drop_replies, lagging_replies};
@@ -29,6 +29,12 @@ async fn a_chat_turn_through_the_handle() {
 async fn dropping_the_last_handle_stops_the_request_and_the_tools() {
     let (server, client) = serve(drop_replies());
     async_agent::dropping_the_last_handle(client, &server, tokio::time::sleep).await;
+}
+
+#[tokio::test]
+async fn subscribers_given_to_the_builder_see_every_event() {
+    let (_server, client) = serve(chat_replies());
+    async_agent::subscribers_from_the_start(client).await;
 }
 
 #[tokio::test]

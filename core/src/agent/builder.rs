@@ -12,7 +12,7 @@ use crate::message::Message;
 use crate::options::Options;
 use crate::provider::ApiKey;
 
-use super::{Agent, AgentCallbacks, AgentError, NoCallbacks};
+use super::{Agent, AgentCallbacks, AgentError, EventSink, Host, NoCallbacks};
 
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
@@ -30,10 +30,10 @@ pub trait Launch<T> {
     fn env(&self, name: &str) -> Option<String>;
     /// What the machine is told about a tool.
     fn describe(tool: &T) -> ToolDecl;
-    /// Runs the agent in the driver's runtime, with the tools' handlers.
+    /// Runs the hosted agent in the driver's runtime, with the tools' handlers.
     fn launch<C: AgentCallbacks + Send + 'static>(
         &self,
-        agent: Agent<C>,
+        host: Host<C>,
         tools: Vec<T>,
         subscriber_capacity: usize,
     ) -> Result<Self::Handle<C>, Self::Error>;
@@ -51,6 +51,7 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
     capacity: usize,
+    subscribers: Vec<Box<dyn EventSink>>,
     callbacks: C,
 }
 
@@ -60,6 +61,7 @@ impl<L, T: fmt::Debug, C> fmt::Debug for AgentBuilder<L, T, C> {
             .field("model", &self.model)
             .field("tools", &self.tools)
             .field("messages", &self.messages.len())
+            .field("subscribers", &self.subscribers.len())
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +80,7 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
             tool_timeout: None,
             error_backoff: None,
             capacity: DEFAULT_SUBSCRIBER_CAPACITY,
+            subscribers: Vec::new(),
             callbacks: NoCallbacks,
         }
     }
@@ -139,6 +142,16 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         self
     }
 
+    /// A subscriber from the start: it sees every event the agent publishes, from the
+    /// first prompt on. Any [`EventSink`]: a driver's subscription channel
+    /// (`Subscription::channel`), or a closure `|event: &AgentEvent| -> bool` that runs on
+    /// the agent's task or thread between inputs and returns `false` to unsubscribe.
+    /// Subscribers added later with the handle's `subscribe` get a snapshot instead.
+    pub fn subscriber(mut self, sink: impl EventSink + 'static) -> Self {
+        self.subscribers.push(Box::new(sink));
+        self
+    }
+
     /// The callbacks, which also hold the application's private state.
     pub fn callbacks<D: AgentCallbacks + Send + 'static>(self, callbacks: D) -> AgentBuilder<L, T, D> {
         AgentBuilder {
@@ -152,6 +165,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,
             capacity: self.capacity,
+            subscribers: self.subscribers,
             callbacks,
         }
     }
@@ -173,6 +187,6 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             config.error_backoff = policy;
         }
         let agent = Agent::new(config, self.callbacks)?;
-        launcher.launch(agent, self.tools, self.capacity)
+        launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
     }
 }

@@ -25,6 +25,14 @@ pub trait EventSink: Send {
     fn offer(&mut self, event: &AgentEvent) -> bool;
 }
 
+/// A closure is a subscriber: it sees each event as the agent publishes it (on the
+/// agent's task or thread, so it should be quick) and returns `false` to unsubscribe.
+impl<F: FnMut(&AgentEvent) -> bool + Send> EventSink for F {
+    fn offer(&mut self, event: &AgentEvent) -> bool {
+        self(event)
+    }
+}
+
 /// An application call on an agent handle.
 pub enum Command<C> {
     /// `prompt(text)`.
@@ -75,7 +83,13 @@ impl<C: AgentCallbacks> fmt::Debug for Host<C> {
 impl<C: AgentCallbacks> Host<C> {
     /// Hosts an agent with no subscribers yet.
     pub fn new(agent: Agent<C>) -> Self {
-        Host { agent, subscribers: Vec::new() }
+        Self::with_subscribers(agent, Vec::new())
+    }
+
+    /// Hosts an agent whose first subscribers are there from the start (the builder's
+    /// `subscriber`): they see every event the agent ever publishes.
+    pub fn with_subscribers(agent: Agent<C>, subscribers: Vec<Box<dyn EventSink>>) -> Self {
+        Host { agent, subscribers }
     }
 
     /// The agent, for the driver's effects, reports and deadlines.

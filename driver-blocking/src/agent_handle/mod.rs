@@ -20,8 +20,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 
 use omni_core::agent::{
-    Agent as Machine, AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot,
-    Status, ToolDecision,
+    AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot, Status, ToolDecision,
 };
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
@@ -32,14 +31,14 @@ use crate::tools::Tool;
 use crate::Error;
 use run::LoopInput;
 
-pub use subscription::Subscription;
+pub use subscription::{Subscriber, Subscription};
 
 /// What [`Agent::set_state`] changes; see [`omni_core::agent::StateChange`].
 pub type StateChange = omni_core::agent::StateChange<Tool>;
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`] (its
 /// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,
-/// `error_backoff`, `api_key`, `subscriber_capacity`, `callbacks`; then `start`).
+/// `error_backoff`, `api_key`, `subscriber_capacity`, `subscriber`, `callbacks`; then `start`).
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
 
 impl Client {
@@ -68,11 +67,11 @@ impl Launch<Tool> for Client {
 
     fn launch<C: AgentCallbacks + Send + 'static>(
         &self,
-        agent: Machine<C>,
+        host: Host<C>,
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        let commands = run::spawn(Host::new(agent), self.inner.http.clone(), tools)
+        let commands = run::spawn(host, self.inner.http.clone(), tools)
             .map_err(|e| Error::Setup(format!("could not start the agent thread: {e}")))?;
         Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })
     }
@@ -180,7 +179,7 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Subscribes to every later event. The snapshot is taken at the same moment, so
     /// together they miss nothing. Dropping the subscription unsubscribes.
     pub fn subscribe(&self) -> Result<(Snapshot, Subscription), Error> {
-        let (sink, subscription) = subscription::channel(self.shared.capacity);
+        let (sink, subscription) = Subscription::channel(self.shared.capacity);
         let snapshot = self.ask(|reply| Command::Subscribe(Box::new(sink), reply))?;
         Ok((snapshot, subscription))
     }

@@ -19,6 +19,16 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// A subscription whose queue holds up to `capacity` unread events, and the agent's
+    /// end of it, for the agent builder's `subscriber`:
+    /// `let (subscriber, events) = Subscription::channel(1_000);`
+    pub fn channel(capacity: usize) -> (Subscriber, Subscription) {
+        let capacity = capacity.max(1);
+        let (tx, rx) = mpsc::sync_channel(capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
+        (Subscriber { events: tx, lagged: lagged.clone() }, Subscription { events: rx, lagged })
+    }
+
     /// Waits at most `limit` for the next event. `Err(Timeout)` when none came in time,
     /// `Err(Disconnected)` once the subscription ended.
     pub fn recv_timeout(&self, limit: Duration) -> Result<AgentEvent, RecvTimeoutError> {
@@ -46,13 +56,15 @@ impl Iterator for Subscription {
     }
 }
 
-/// The agent's end of a subscription.
-pub(crate) struct Sink {
+/// The agent's end of a subscription: given to the agent by `subscribe`, or by the
+/// builder's `subscriber` for a subscription from the start.
+#[derive(Debug)]
+pub struct Subscriber {
     events: SyncSender<AgentEvent>,
     lagged: Arc<AtomicBool>,
 }
 
-impl EventSink for Sink {
+impl EventSink for Subscriber {
     fn offer(&mut self, event: &AgentEvent) -> bool {
         match self.events.try_send(event.clone()) {
             Ok(()) => true,
@@ -66,13 +78,6 @@ impl EventSink for Sink {
     }
 }
 
-/// A subscription whose queue holds up to `capacity` unread events.
-pub(crate) fn channel(capacity: usize) -> (Sink, Subscription) {
-    let (tx, rx) = mpsc::sync_channel(capacity);
-    let lagged = Arc::new(AtomicBool::new(false));
-    (Sink { events: tx, lagged: lagged.clone() }, Subscription { events: rx, lagged })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,7 +85,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_the_subscriber_and_says_so() {
-        let (mut sink, subscription) = channel(2);
+        let (mut sink, subscription) = Subscription::channel(2);
         let event = AgentEvent::Status(Status::Busy);
         assert!(sink.offer(&event) && sink.offer(&event));
         assert!(!subscription.lagged());
@@ -92,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_dropped_subscription_drops_the_sink_without_lag() {
-        let (mut sink, subscription) = channel(2);
+        let (mut sink, subscription) = Subscription::channel(2);
         let lagged = subscription.lagged.clone();
         drop(subscription);
         assert!(!sink.offer(&AgentEvent::Status(Status::Idle)));

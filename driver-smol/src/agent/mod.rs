@@ -9,7 +9,7 @@
 
 mod run;
 
-use omni_core::agent::{Agent as Machine, AgentCallbacks, Host, Launch, NoCallbacks};
+use omni_core::agent::{AgentCallbacks, Host, Launch, NoCallbacks};
 use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
@@ -17,7 +17,7 @@ use omni_core::generate::ToolDecl;
 use crate::client::Client;
 use crate::tools::Tool;
 use crate::Error;
-pub use omni_async::{Agent, StateChange, Subscription};
+pub use omni_async::{Agent, StateChange, Subscriber, Subscription};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
@@ -48,13 +48,13 @@ impl Launch<Tool> for Client {
 
     fn launch<C: AgentCallbacks + Send + 'static>(
         &self,
-        agent: Machine<C>,
+        host: Host<C>,
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
         let (commands, rx) = Agent::channel();
         let inner = &self.inner;
-        let task = run::run(Host::new(agent), inner.tls.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
+        let task = run::run(host, inner.tls.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
         // Detached: the task ends on its own once every handle is gone.
         inner.spawner.spawn(task).detach();
         Ok(Agent::new(inner.config.clone(), commands, capacity))

@@ -9,7 +9,7 @@
 
 mod run;
 
-use omni_core::agent::{Agent as Machine, AgentCallbacks, Host, Launch, NoCallbacks};
+use omni_core::agent::{AgentCallbacks, Host, Launch, NoCallbacks};
 use omni_core::async_tool::handlers_by_name;
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
@@ -17,7 +17,7 @@ use omni_core::generate::ToolDecl;
 use crate::client::Client;
 use crate::tools::Tool;
 use crate::Error;
-pub use omni_async::{Agent, StateChange, Subscription};
+pub use omni_async::{Agent, StateChange, Subscriber, Subscription};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
@@ -48,14 +48,14 @@ impl Launch<Tool> for Client {
 
     fn launch<C: AgentCallbacks + Send + 'static>(
         &self,
-        agent: Machine<C>,
+        host: Host<C>,
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
         let (commands, rx) = Agent::channel();
-        runtime.spawn(run::run(Host::new(agent), self.inner.http.clone(), handlers_by_name(&tools), rx));
+        runtime.spawn(run::run(host, self.inner.http.clone(), handlers_by_name(&tools), rx));
         Ok(Agent::new(self.inner.config.clone(), commands, capacity))
     }
 }
