@@ -10,6 +10,7 @@ pub mod async_agent;
 pub mod demo;
 pub mod fixtures;
 pub mod floor;
+pub mod keepalive;
 pub mod logs;
 pub mod replay;
 pub mod scenarios;

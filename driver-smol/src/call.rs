@@ -28,7 +28,7 @@ impl StartCall for Client {
         cancelled: Receiver<()>,
     ) -> Result<(), Error> {
         let inner = &self.inner;
-        let task = drive(machine, inner.tls.clone(), inner.spawner.clone(), handlers, events, cancelled);
+        let task = drive(machine, inner.http.clone(), inner.spawner.clone(), handlers, events, cancelled);
         // Detached: the driver ends on its own once the machine finishes (a cancel included).
         inner.spawner.spawn(task).detach();
         Ok(())

@@ -12,12 +12,13 @@ use omni_core::{Context, Options, Response};
 use smol::Executor;
 
 use crate::call::{Call, TextStream};
+use crate::http::Connections;
 use crate::spawn::Spawner;
 use crate::Error;
 
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,
-    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) http: Arc<Connections>,
     pub(crate) spawner: Spawner,
 }
 
@@ -95,7 +96,7 @@ impl Client {
     pub fn on_executor(&self, executor: Arc<Executor<'static>>) -> Client {
         let inner = &self.inner;
         let spawner = Spawner::Executor(executor);
-        Client { inner: Arc::new(Inner { config: inner.config.clone(), tls: inner.tls.clone(), spawner }) }
+        Client { inner: Arc::new(Inner { config: inner.config.clone(), http: inner.http.clone(), spawner }) }
     }
 }
 
@@ -111,7 +112,7 @@ impl Connect for Client {
     }
 
     fn connect(built: Built) -> Result<Client, Error> {
-        let tls = crate::http::tls_config(&built.root_certificates).map_err(Error::Setup)?;
-        Ok(Client { inner: Arc::new(Inner { config: built.config, tls, spawner: Spawner::Global }) })
+        let http = Connections::new(&built.root_certificates).map_err(Error::Setup)?;
+        Ok(Client { inner: Arc::new(Inner { config: built.config, http, spawner: Spawner::Global }) })
     }
 }

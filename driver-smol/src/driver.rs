@@ -9,19 +9,20 @@ use omni_core::generate::{Generate, GenerateEvent, Input};
 use smol::channel::{Receiver, Sender};
 
 use crate::executor::{input_or_deadline, Executor, Handlers};
+use crate::http::Connections;
 use crate::spawn::Spawner;
 
 /// Runs one call to its end. Leaving the loop drops the executor, which cancels
 /// whatever still runs.
 pub(crate) async fn drive(
     mut machine: Generate,
-    tls: Arc<rustls::ClientConfig>,
+    http: Arc<Connections>,
     spawner: Spawner,
     handlers: Handlers,
     events: Sender<GenerateEvent>,
     cancelled: Receiver<()>,
 ) {
-    let (mut executor, inputs) = Executor::new(tls, spawner);
+    let (mut executor, inputs) = Executor::new(http, spawner);
     loop {
         while let Some(effect) = machine.poll_effect() {
             executor.execute(effect, &handlers);

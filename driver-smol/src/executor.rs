@@ -12,7 +12,7 @@ use omni_core::machine::{Machine, Report};
 use smol::channel::{self, Receiver, Sender};
 use smol::{Task, Timer};
 
-use crate::http::{self, TaskInput};
+use crate::http::{self, Connections, TaskInput};
 use crate::spawn::Spawner;
 use crate::tools::{self, Handler};
 
@@ -21,7 +21,7 @@ pub(crate) type Handlers = BTreeMap<String, Handler>;
 
 /// The work in flight of one machine.
 pub(crate) struct Executor {
-    tls: Arc<rustls::ClientConfig>,
+    http: Arc<Connections>,
     spawner: Spawner,
     inputs: Sender<TaskInput>,
     requests: BTreeMap<RequestId, Task<()>>,
@@ -30,16 +30,16 @@ pub(crate) struct Executor {
 
 impl Executor {
     /// An executor and the receiver of what its tasks report.
-    pub(crate) fn new(tls: Arc<rustls::ClientConfig>, spawner: Spawner) -> (Executor, Receiver<TaskInput>) {
+    pub(crate) fn new(http: Arc<Connections>, spawner: Spawner) -> (Executor, Receiver<TaskInput>) {
         let (inputs, rx) = channel::unbounded();
-        (Executor { tls, spawner, inputs, requests: BTreeMap::new(), runs: BTreeMap::new() }, rx)
+        (Executor { http, spawner, inputs, requests: BTreeMap::new(), runs: BTreeMap::new() }, rx)
     }
 
     /// Starts or stops work as the effect says.
     pub(crate) fn execute(&mut self, effect: Effect, handlers: &Handlers) {
         match effect {
             Effect::SendRequest { id, request } => {
-                let task = self.spawner.spawn(http::send(self.tls.clone(), id, request, self.inputs.clone()));
+                let task = self.spawner.spawn(http::send(self.http.clone(), id, request, self.inputs.clone()));
                 self.requests.insert(id, task);
             }
             Effect::CancelRequest { id } => drop(self.requests.remove(&id)),

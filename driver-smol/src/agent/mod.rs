@@ -54,7 +54,7 @@ impl Launch<Tool> for Client {
     ) -> Result<Agent<C>, Error> {
         let (commands, rx) = Agent::channel();
         let inner = &self.inner;
-        let task = run::run(host, inner.tls.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
+        let task = run::run(host, inner.http.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
         // Detached: the task ends on its own once every handle is gone.
         inner.spawner.spawn(task).detach();
         Ok(Agent::new(inner.config.clone(), commands, capacity))

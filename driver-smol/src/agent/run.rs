@@ -11,6 +11,7 @@ use omni_core::async_tool::handlers_by_name;
 use smol::channel::Receiver;
 
 use crate::executor::{input_or_deadline, Executor, Handlers};
+use crate::http::Connections;
 use crate::spawn::Spawner;
 
 /// What woke the task.
@@ -24,12 +25,12 @@ enum Wake<C> {
 
 pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
     mut host: Host<C>,
-    tls: Arc<rustls::ClientConfig>,
+    http: Arc<Connections>,
     spawner: Spawner,
     mut handlers: Handlers,
     commands: Receiver<LoopMessage<C>>,
 ) {
-    let (mut executor, inputs) = Executor::new(tls, spawner);
+    let (mut executor, inputs) = Executor::new(http, spawner);
     loop {
         while let Some(effect) = host.poll_effect() {
             executor.execute(effect, &handlers);

@@ -15,8 +15,8 @@ use ureq_proto::http::Uri;
 pub(crate) trait Connection: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Connection for T {}
 
-/// Where a request goes.
-#[derive(Debug)]
+/// Where a request goes (and which idle connections may carry it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Target {
     host: String,
     port: u16,
@@ -35,7 +35,8 @@ impl Target {
             return Err(failure(TransportErrorKind::Other, format_args!("no host in {uri}")));
         };
         // An IPv6 literal comes bracketed in the URL; sockets and TLS want it bare.
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        // Host names are case-insensitive: one server, one pool entry.
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         Ok(Target { host, port, tls })
     }

@@ -1,14 +1,16 @@
-//! One HTTP/1.1 exchange per request: a fresh connection (see [`connect`]), the request
-//! framed by ureq-proto's sans-IO client, and the response fed back as inputs: the head,
-//! then each body chunk as it arrives, then the end or a transport failure.
+//! One HTTP/1.1 exchange per request: a keep-alive connection from the pool or a fresh
+//! one (see [`connect`] and [`pool`]), the request framed by ureq-proto's sans-IO client,
+//! and the response fed back as inputs: the head, then each body chunk as it arrives,
+//! then the end or a transport failure.
 //!
 //! Failure kinds, by phase: before a response head, `Connect` (the simulation's view of a
 //! server that drops the connection); TLS handshake, `Tls`; the body cut, `Reset`; bytes
 //! that are not HTTP, `Other`. Cancelling is dropping the task, which closes the socket.
 
 mod connect;
+mod pool;
 
-pub(crate) use connect::tls_config;
+use connect::tls_config;
 
 use std::sync::Arc;
 
@@ -16,8 +18,8 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use omni_core::HttpRequest;
 use smol::channel::Sender;
-use ureq_proto::client::state::{Prepare, RecvBody, RecvResponse};
-use ureq_proto::client::{Await100Result, Call, RecvResponseResult, SendRequestResult};
+use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
+use ureq_proto::client::{Await100Result, Call, RecvBodyResult, RecvResponseResult, SendRequestResult};
 use ureq_proto::http::{self, HeaderName, HeaderValue, Uri};
 use ureq_proto::BodyMode;
 
@@ -38,14 +40,28 @@ pub(crate) enum TaskInput {
     Tool { id: ToolRunId, outcome: ToolOutcome },
 }
 
-/// Sends `request` and streams its response into `inputs`.
-pub(crate) async fn send(
+/// What a client's requests share: the TLS configuration and the idle connections.
+pub(crate) struct Connections {
     tls: Arc<rustls::ClientConfig>,
-    id: RequestId,
-    request: HttpRequest,
-    inputs: Sender<TaskInput>,
-) {
-    let last = match exchange(&tls, id, request, &inputs).await {
+    pool: pool::Pool,
+}
+
+impl Connections {
+    /// Trusts Mozilla's roots plus `extra_roots` (PEM); no connection is opened yet.
+    pub(crate) fn new(extra_roots: &[Vec<u8>]) -> Result<Arc<Connections>, String> {
+        Ok(Arc::new(Connections { tls: tls_config(extra_roots)?, pool: pool::Pool::default() }))
+    }
+}
+
+impl std::fmt::Debug for Connections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connections").finish_non_exhaustive()
+    }
+}
+
+/// Sends `request` and streams its response into `inputs`.
+pub(crate) async fn send(http: Arc<Connections>, id: RequestId, request: HttpRequest, inputs: Sender<TaskInput>) {
+    let last = match exchange(&http, id, request, &inputs).await {
         Ok(()) => TaskInput::End { id },
         Err(error) => TaskInput::Failed { id, error },
     };
@@ -54,31 +70,57 @@ pub(crate) async fn send(
 }
 
 async fn exchange(
-    tls: &Arc<rustls::ClientConfig>,
+    http: &Connections,
     id: RequestId,
     request: HttpRequest,
     inputs: &Sender<TaskInput>,
 ) -> Result<(), TransportError> {
-    let (call, target) = prepare(&request)?;
-    let mut connection = connect::open(tls, &target).await?;
-    let call = write_request(&mut *connection, call, &request).await?;
-    // Bytes read past the part being parsed (the head's tail is the body's start).
-    let mut carry = Vec::with_capacity(READ_SIZE);
-    let (status, headers, call) = read_head(&mut *connection, call, &mut carry).await?;
+    let mut may_reuse = true;
+    let (mut connection, (status, headers, call), mut carry, target) = loop {
+        let (call, target) = prepare(&request)?;
+        let pooled = if may_reuse { http.pool.checkout(&target).await } else { None };
+        let reused = pooled.is_some();
+        let mut connection = match pooled {
+            Some(connection) => connection,
+            None => connect::open(&http.tls, &target).await?,
+        };
+        // Bytes read past the part being parsed (the head's tail is the body's start).
+        let mut carry = Vec::with_capacity(READ_SIZE);
+        let mut heard = false;
+        let head = match write_request(&mut *connection, call, &request).await {
+            Ok(call) => read_head(&mut *connection, call, &mut carry, &mut heard).await,
+            Err(e) => Err(e),
+        };
+        match head {
+            Ok(head) => break (connection, head, carry, target),
+            // A pooled connection the server closed (its keep-alive timeout racing this
+            // request) fails before any response byte: the request was never answered,
+            // so it goes out again at once on a fresh connection rather than through the
+            // core's retry and its backoff. Once only.
+            Err(e) if reused && !heard && e.kind == TransportErrorKind::Connect => may_reuse = false,
+            Err(e) => return Err(e),
+        }
+    };
     if inputs.try_send(TaskInput::Head { id, status, headers }).is_err() {
         return Ok(());
     }
-    match call.proceed() {
-        Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, carry, id, inputs).await,
-        // No body (e.g. 204) or a redirect without one: the core decides what the status means.
-        Some(RecvResponseResult::Redirect(_) | RecvResponseResult::Cleanup(_)) => Ok(()),
-        None => Err(failure(TransportErrorKind::Other, "incomplete response head")),
+    let finished = match call.proceed() {
+        Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, id, inputs).await?,
+        // No body (e.g. 204): the core decides what the status means.
+        Some(RecvResponseResult::Cleanup(cleanup)) => Some(cleanup),
+        // A redirect: the core sees the status; the connection is not kept.
+        Some(RecvResponseResult::Redirect(_)) => None,
+        None => return Err(failure(TransportErrorKind::Other, "incomplete response head")),
+    };
+    // Kept before the core hears of the end, so the request it sends next finds it.
+    if finished.is_some_and(|cleanup| !cleanup.must_close_connection()) && carry.is_empty() {
+        http.pool.put(target, connection);
     }
+    Ok(())
 }
 
-/// The ureq-proto call for `request`: the core's headers, a content-length for the body,
-/// and `connection: close` since each connection carries one request. ureq-proto adds
-/// the Host header from the URL.
+/// The ureq-proto call for `request`: the core's headers and a content-length for the
+/// body. ureq-proto adds the Host header from the URL.
 fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportError> {
     let invalid =
         |what: &str, e: &dyn std::fmt::Display| failure(TransportErrorKind::Other, format_args!("{what}: {e}"));
@@ -97,7 +139,7 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportEr
     if !request.body.is_empty() || request.method == omni_core::Method::Post {
         builder = builder.header(http::header::CONTENT_LENGTH, request.body.len());
     }
-    let built = builder.header(http::header::CONNECTION, "close").body(()).map_err(|e| invalid("request", &e))?;
+    let built = builder.body(()).map_err(|e| invalid("request", &e))?;
     let call = Call::new(built).map_err(|e| invalid("request", &e))?;
     Ok((call, target))
 }
@@ -180,11 +222,13 @@ async fn flushed(
 
 type Head = (u16, Vec<(String, String)>, Call<RecvResponse>);
 
-/// Reads until the response head is complete (skipping any 1xx).
+/// Reads until the response head is complete (skipping any 1xx); `heard` is set once
+/// any byte came back.
 async fn read_head(
     connection: &mut dyn Connection,
     mut call: Call<RecvResponse>,
     carry: &mut Vec<u8>,
+    heard: &mut bool,
 ) -> Result<Head, TransportError> {
     loop {
         if !carry.is_empty() {
@@ -209,20 +253,22 @@ async fn read_head(
         }
         match read_more(connection, carry).await {
             Ok(0) => return Err(failure(TransportErrorKind::Connect, "the connection closed before a response")),
-            Ok(_) => {}
+            Ok(_) => *heard = true,
             Err(e) => return Err(failure(TransportErrorKind::Connect, format_args!("awaiting the response: {e}"))),
         }
     }
 }
 
-/// Decodes the body as it arrives and sends each decoded piece at once.
+/// Decodes the body as it arrives and sends each decoded piece at once. The call's
+/// cleanup state comes back when the body ended by its own framing (length or last
+/// chunk) and was all delivered: only then may the connection carry another request.
 async fn read_body(
     connection: &mut dyn Connection,
     mut call: Call<RecvBody>,
-    mut carry: Vec<u8>,
+    carry: &mut Vec<u8>,
     id: RequestId,
     inputs: &Sender<TaskInput>,
-) -> Result<(), TransportError> {
+) -> Result<Option<Call<Cleanup>>, TransportError> {
     let close_delimited = call.body_mode() == BodyMode::CloseDelimited;
     let mut decoded = vec![0u8; READ_SIZE];
     loop {
@@ -236,7 +282,7 @@ async fn read_body(
             if produced > 0 {
                 let bytes = decoded.get(..produced).unwrap_or_default().to_vec();
                 if inputs.try_send(TaskInput::Body { id, bytes }).is_err() {
-                    return Ok(());
+                    return Ok(None);
                 }
             }
             if used == 0 && produced == 0 {
@@ -246,10 +292,13 @@ async fn read_body(
         // Only the unparsed tail stays (at most a partial chunk line), so this is linear.
         carry.drain(..start.min(carry.len()));
         if !close_delimited && call.can_proceed() {
-            return Ok(());
+            return Ok(match call.proceed() {
+                Some(RecvBodyResult::Cleanup(cleanup)) => Some(cleanup),
+                _ => None,
+            });
         }
-        match read_more(connection, &mut carry).await {
-            Ok(0) if close_delimited || call.is_ended_chunked() => return Ok(()),
+        match read_more(connection, carry).await {
+            Ok(0) if close_delimited || call.is_ended_chunked() => return Ok(None),
             Ok(0) => return Err(failure(TransportErrorKind::Reset, "the connection closed before the body ended")),
             Ok(_) => {}
             Err(e) => return Err(failure(TransportErrorKind::Reset, format_args!("reading the body: {e}"))),

@@ -1,0 +1,213 @@
+//! A loopback HTTP/1.1 server that keeps its connections open, for the drivers'
+//! connection-reuse tests: every response has a content-length and says
+//! `connection: keep-alive`, and what each accepted connection does is scripted
+//! ([`Plan`]), so a test can count the connections a run of requests took and make a
+//! pooled connection go stale the way real servers do (llama-server closes idle
+//! keep-alive connections after a few seconds; others drop the next request on them).
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+/// What one accepted connection does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Answers every request on it until the client closes it.
+    Serve,
+    /// Answers `n` requests, then closes the connection at once, idle (a server's
+    /// keep-alive timeout).
+    CloseAfter(usize),
+    /// Answers `n` requests, reads the next one and closes without answering (the race
+    /// of a keep-alive timeout with a request already written).
+    DropNextAfter(usize),
+}
+
+/// The server. Connections past the plans given follow [`Plan::Serve`].
+#[derive(Debug)]
+pub struct KeepAliveServer {
+    addr: SocketAddr,
+    /// Requests received (answered or not), per accepted connection, in accept order.
+    received: Arc<Mutex<Vec<usize>>>,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl KeepAliveServer {
+    /// Starts serving `body` (an event stream) to every request.
+    pub fn start(body: String, plans: Vec<Plan>) -> io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (counts, stop) = (received.clone(), stopping.clone());
+        let acceptor = thread::Builder::new().name("keepalive-accept".into()).spawn(move || {
+            let body = Arc::new(body);
+            for (index, conn) in listener.incoming().enumerate() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let plan = plans.get(index).copied().unwrap_or(Plan::Serve);
+                let slot = {
+                    let mut counts = counts.lock().expect("not poisoned");
+                    counts.push(0);
+                    counts.len() - 1
+                };
+                let (counts, body) = (counts.clone(), body.clone());
+                let _ = thread::Builder::new().name("keepalive-conn".into()).spawn(move || {
+                    serve(conn, plan, &body, |received| counts.lock().expect("not poisoned")[slot] = received)
+                });
+            }
+        })?;
+        Ok(KeepAliveServer { addr, received, stopping, acceptor: Some(acceptor) })
+    }
+
+    /// The base URL of an Anthropic-style provider here (`http://addr/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Requests received on each connection accepted so far, in accept order (a
+    /// request a [`Plan::DropNextAfter`] connection dropped counts).
+    pub fn requests_per_connection(&self) -> Vec<usize> {
+        self.received.lock().expect("not poisoned").clone()
+    }
+}
+
+impl Drop for KeepAliveServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+/// Follows `plan` on one connection; `record` is told the running count of requests.
+fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize)) {
+    // A client that neither sends nor closes does not keep the thread forever.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+    let limit = match plan {
+        Plan::Serve => usize::MAX,
+        Plan::CloseAfter(n) | Plan::DropNextAfter(n) => n,
+    };
+    let mut received = 0;
+    let mut pending = Vec::new();
+    while read_request(&mut conn, &mut pending) {
+        // Counted before the answer, so a client that has its response sees the count.
+        received += 1;
+        record(received);
+        if received > limit || respond(&mut conn, body).is_err() {
+            break; // DropNextAfter: this one goes unanswered
+        }
+        if received == limit && matches!(plan, Plan::CloseAfter(_)) {
+            break;
+        }
+    }
+    // Dropping closes the connection without a response.
+}
+
+/// Reads one request (head and content-length body) from `conn`, keeping bytes of a
+/// following request in `pending`; false when the client closed or sent garbage.
+fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let total = end + 4 + length;
+            if pending.len() >= total {
+                pending.drain(..total);
+                return true;
+            }
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn respond(conn: &mut TcpStream, body: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: keep-alive\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(body.as_bytes())?;
+    conn.flush()
+}
+
+/// What a driver's connection-reuse test runs: `requests` calls one after another (with
+/// a short pause, so a close has arrived), each of which must succeed with no retry,
+/// against a server whose connections follow `plans`; then the requests each connection
+/// carried must be `expected`.
+#[derive(Debug, Clone)]
+pub struct ReuseCase {
+    /// What the case shows.
+    pub name: &'static str,
+    /// The connections' plans, in accept order.
+    pub plans: Vec<Plan>,
+    /// Calls made, one after another.
+    pub requests: usize,
+    /// Requests received per connection.
+    pub expected: Vec<usize>,
+}
+
+/// The cases every driver passes.
+pub fn reuse_cases() -> Vec<ReuseCase> {
+    vec![
+        ReuseCase {
+            name: "calls one after another share one connection",
+            plans: vec![Plan::Serve],
+            requests: 3,
+            expected: vec![3],
+        },
+        ReuseCase {
+            name: "a connection the server closed while idle is not used",
+            plans: vec![Plan::CloseAfter(1)],
+            requests: 2,
+            expected: vec![1, 1],
+        },
+        ReuseCase {
+            name: "a request the server dropped on a pooled connection is resent at once on a new one",
+            plans: vec![Plan::DropNextAfter(1)],
+            requests: 2,
+            expected: vec![2, 1],
+        },
+    ]
+}
+
+/// The event stream every request of a reuse case is answered with; its text is "Hi".
+pub fn reuse_body() -> String {
+    crate::scenarios::text_events(&["Hi"]).concat()
+}
+
+/// The pause between the calls of a case.
+pub const PAUSE: Duration = Duration::from_millis(30);
+
+impl ReuseCase {
+    /// Runs the case with `call`, which makes one call to the provider at the base URL
+    /// it is given (a client per case, built once) and returns the text and how many
+    /// retries the call reported.
+    pub fn run<C>(&self, client: impl FnOnce(&str) -> C, mut call: impl FnMut(&C) -> (String, usize)) {
+        let server = KeepAliveServer::start(reuse_body(), self.plans.clone()).expect("keep-alive server");
+        let client = client(&server.base_url());
+        for n in 0..self.requests {
+            let (text, retries) = call(&client);
+            assert_eq!(text, "Hi", "{}: call {n}", self.name);
+            assert_eq!(retries, 0, "{}: call {n} went through no retry and no backoff", self.name);
+            thread::sleep(PAUSE);
+        }
+        assert_eq!(server.requests_per_connection(), self.expected, "{}", self.name);
+    }
+}
