@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -25,10 +25,16 @@ pub enum Plan {
     DropNextAfter(usize),
 }
 
+/// The key every request must carry (`x-api-key`, as Anthropic's API takes it): a kept
+/// connection must carry it on its second request as on its first.
+pub const KEY: &str = "sk-keepalive-test";
+
 /// The server. Connections past the plans given follow [`Plan::Serve`].
 #[derive(Debug)]
 pub struct KeepAliveServer {
     addr: SocketAddr,
+    /// Requests that came without [`KEY`].
+    unkeyed: Arc<AtomicUsize>,
     /// Requests received (answered or not), per accepted connection, in accept order.
     received: Arc<Mutex<Vec<usize>>>,
     stopping: Arc<AtomicBool>,
@@ -42,7 +48,8 @@ impl KeepAliveServer {
         let addr = listener.local_addr()?;
         let received = Arc::new(Mutex::new(Vec::new()));
         let stopping = Arc::new(AtomicBool::new(false));
-        let (counts, stop) = (received.clone(), stopping.clone());
+        let unkeyed = Arc::new(AtomicUsize::new(0));
+        let (counts, stop, missing) = (received.clone(), stopping.clone(), unkeyed.clone());
         let acceptor = thread::Builder::new().name("keepalive-accept".into()).spawn(move || {
             let body = Arc::new(body);
             for (index, conn) in listener.incoming().enumerate() {
@@ -56,13 +63,18 @@ impl KeepAliveServer {
                     counts.push(0);
                     counts.len() - 1
                 };
-                let (counts, body) = (counts.clone(), body.clone());
+                let (counts, body, missing) = (counts.clone(), body.clone(), missing.clone());
                 let _ = thread::Builder::new().name("keepalive-conn".into()).spawn(move || {
-                    serve(conn, plan, &body, |received| counts.lock().expect("not poisoned")[slot] = received)
+                    serve(conn, plan, &body, |received, keyed| {
+                        if !keyed {
+                            missing.fetch_add(1, Ordering::SeqCst);
+                        }
+                        counts.lock().expect("not poisoned")[slot] = received;
+                    })
                 });
             }
         })?;
-        Ok(KeepAliveServer { addr, received, stopping, acceptor: Some(acceptor) })
+        Ok(KeepAliveServer { addr, unkeyed, received, stopping, acceptor: Some(acceptor) })
     }
 
     /// The base URL of an Anthropic-style provider here (`http://addr/v1`).
@@ -74,6 +86,11 @@ impl KeepAliveServer {
     /// request a [`Plan::DropNextAfter`] connection dropped counts).
     pub fn requests_per_connection(&self) -> Vec<usize> {
         self.received.lock().expect("not poisoned").clone()
+    }
+
+    /// How many requests came without `x-api-key: KEY`.
+    pub fn requests_without_key(&self) -> usize {
+        self.unkeyed.load(Ordering::SeqCst)
     }
 }
 
@@ -88,8 +105,9 @@ impl Drop for KeepAliveServer {
     }
 }
 
-/// Follows `plan` on one connection; `record` is told the running count of requests.
-fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize)) {
+/// Follows `plan` on one connection; `record` is told the running count of requests and
+/// whether the last one carried the key.
+fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize, bool)) {
     // A client that neither sends nor closes does not keep the thread forever.
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let limit = match plan {
@@ -98,10 +116,10 @@ fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize)) {
     };
     let mut received = 0;
     let mut pending = Vec::new();
-    while read_request(&mut conn, &mut pending) {
+    while let Some(keyed) = read_request(&mut conn, &mut pending) {
         // Counted before the answer, so a client that has its response sees the count.
         received += 1;
-        record(received);
+        record(received, keyed);
         if received > limit || respond(&mut conn, body).is_err() {
             break; // DropNextAfter: this one goes unanswered
         }
@@ -113,8 +131,9 @@ fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize)) {
 }
 
 /// Reads one request (head and content-length body) from `conn`, keeping bytes of a
-/// following request in `pending`; false when the client closed or sent garbage.
-fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
+/// following request in `pending`: whether it carried [`KEY`], or `None` when the client
+/// closed or sent garbage.
+fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> Option<bool> {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -126,12 +145,13 @@ fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
                 .unwrap_or(0);
             let total = end + 4 + length;
             if pending.len() >= total {
+                let keyed = head.lines().any(|l| l == format!("x-api-key: {}", KEY.to_ascii_lowercase()));
                 pending.drain(..total);
-                return true;
+                return Some(keyed);
             }
         }
         match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return None,
             Ok(n) => pending.extend_from_slice(&buf[..n]),
         }
     }
@@ -196,12 +216,12 @@ pub fn reuse_body() -> String {
 pub const PAUSE: Duration = Duration::from_millis(30);
 
 impl ReuseCase {
-    /// Runs the case with `call`, which makes one call to the provider at the base URL
-    /// it is given (a client per case, built once) and returns the text and how many
-    /// retries the call reported.
-    pub fn run<C>(&self, client: impl FnOnce(&str) -> C, mut call: impl FnMut(&C) -> (String, usize)) {
+    /// Runs the case with `call`, which makes one call with the `client` built for the
+    /// Anthropic base URL and key it is given, and returns the text and how many retries
+    /// the call reported.
+    pub fn run<C>(&self, client: impl FnOnce(&str, &str) -> C, mut call: impl FnMut(&C) -> (String, usize)) {
         let server = KeepAliveServer::start(reuse_body(), self.plans.clone()).expect("keep-alive server");
-        let client = client(&server.base_url());
+        let client = client(&server.base_url(), KEY);
         for n in 0..self.requests {
             let (text, retries) = call(&client);
             assert_eq!(text, "Hi", "{}: call {n}", self.name);
@@ -209,5 +229,6 @@ impl ReuseCase {
             thread::sleep(PAUSE);
         }
         assert_eq!(server.requests_per_connection(), self.expected, "{}", self.name);
+        assert_eq!(server.requests_without_key(), 0, "{}: every request carried the key", self.name);
     }
 }

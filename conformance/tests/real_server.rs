@@ -136,12 +136,6 @@ fn real_servers() {
         None => eprintln!("real-server tests: llama-cpp-python cases skipped: {LLAMA_CPP_PYTHON_ENV} is not set"),
     }
 
-    for driver in Driver::ALL {
-        let retries = drivers::CLOSED_CONNECTION_RETRIES[driver as usize].load(std::sync::atomic::Ordering::Relaxed);
-        if retries > 0 {
-            eprintln!("real-server: {driver} retried {retries} request(s) sent on a connection the server had closed");
-        }
-    }
     eprintln!(
         "real-server tests: {} ran (tokio/smol/blocking), {} passed, {} failed",
         suite.ran,

@@ -5,7 +5,7 @@
 //!
 //! The core ([`omni_core`], re-exported here) decides everything; this crate runs its
 //! generate machine on a thread, sends its requests (one thread per request, the body
-//! streamed as it arrives), runs tool handlers on threads with panics caught, and
+//! streamed as it arrives, connections kept alive between requests), runs tool handlers on threads with panics caught, and
 //! delivers events through a channel behind [`TextStream`].
 //!
 //! Threads: one for the machine loop of each call or agent (it waits for the next input
@@ -56,6 +56,7 @@ mod blocking_client;
 mod call;
 mod event_loop;
 mod executor;
+mod keep_alive;
 mod splice;
 mod stream;
 mod tools;

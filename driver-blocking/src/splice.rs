@@ -1,7 +1,9 @@
 //! Keys stay out of ureq's logs: ureq-proto logs the bytes of the request head it writes
 //! at trace level, so the sensitive headers (the key) are not given to ureq at all. A
 //! connector at the end of ureq's chain (after TLS wrapping, so on plaintext) splices
-//! them into the head as it goes out, before the blank line that ends it.
+//! them into each request head as it goes out, before the blank line that ends it: the
+//! first write after the connection opened or after a response was read is a head (ureq
+//! writes a whole head at once), and a kept connection carries one request after another.
 
 use std::fmt;
 use std::sync::Arc;
@@ -50,15 +52,17 @@ impl Connector<Box<dyn Transport>> for SpliceHeaders {
         _details: &ConnectionDetails,
         chained: Option<Box<dyn Transport>>,
     ) -> Result<Option<Self::Out>, Error> {
-        Ok(chained.map(|inner| Box::new(Splicing { inner, lines: Some(self.lines.clone()) }) as Box<dyn Transport>))
+        Ok(chained
+            .map(|inner| Box::new(Splicing { inner, lines: self.lines.clone(), at_head: true }) as Box<dyn Transport>))
     }
 }
 
-/// A transport that adds header lines to the first request head it sends.
+/// A transport that adds header lines to every request head it sends.
 struct Splicing {
     inner: Box<dyn Transport>,
-    /// Still to splice.
-    lines: Option<Arc<[u8]>>,
+    lines: Arc<[u8]>,
+    /// The next write starts a request head.
+    at_head: bool,
 }
 
 impl fmt::Debug for Splicing {
@@ -87,12 +91,15 @@ impl Transport for Splicing {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), Error> {
+        if !std::mem::replace(&mut self.at_head, false) {
+            return self.inner.transmit_output(amount, timeout);
+        }
         let output = self.inner.buffers().output();
-        let head_end = output.get(..amount).and_then(|sent| sent.windows(4).position(|w| w == b"\r\n\r\n"));
-        let (Some(lines), Some(end)) = (self.lines.clone(), head_end) else {
+        // Only the head's own write is searched: a body may contain a blank line too.
+        let Some(end) = output.get(..amount).and_then(|sent| sent.windows(4).position(|w| w == b"\r\n\r\n")) else {
             return self.inner.transmit_output(amount, timeout);
         };
-        self.lines = None;
+        let lines = self.lines.clone();
         // Up to and including the last header line's CRLF; then ours; then the blank line
         // and whatever body followed in this write.
         let split = end + 2;
@@ -103,6 +110,8 @@ impl Transport for Splicing {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
+        // Reading means the request went out: whatever is written next is a new head.
+        self.at_head = true;
         self.inner.await_input(timeout)
     }
 

@@ -7,29 +7,35 @@
 //! name resolution and connecting are bounded ([`CONNECT_TIMEOUT`] each), because
 //! nothing can interrupt them once started.
 //!
-//! # Cancellation
+//! # Cancellation and keep-alive
 //!
-//! Every request runs on its own [`ureq::Agent`] (cheap: a handle over a connection
-//! pool; the ureq configuration is built once per client and cloned). Cancelling calls
-//! [`ureq::Agent::shutdown`] on the loop's clone of that agent: ureq shuts every
-//! socket of the agent down, so a read blocked on a silent server returns at once, a
-//! TLS handshake in progress fails, and the connection is closed. A shared flag, set
-//! first, stops the thread from sending anything more. Dropping the agent's last clone
-//! closes its pool, so a finished request never keeps a connection open either; the
-//! price is no connection reuse across requests (one handshake per request, small
-//! next to a model's latency). The alternative, a short read timeout polled in a loop,
-//! would wake every thread periodically and delay a cancel by up to one period.
+//! Every request runs on a [`ureq::Agent`] of its own (cheap: a handle over a
+//! connection pool; the ureq configuration is built once per client and cloned).
+//! Cancelling calls [`ureq::Agent::shutdown`] on the loop's clone of that agent: ureq
+//! shuts every socket of the agent down, so a read blocked on a silent server returns at
+//! once, a TLS handshake in progress fails, and the connection is closed. A shared flag,
+//! set first, stops the thread from sending anything more. The alternative, a short read
+//! timeout polled in a loop, would wake every thread periodically and delay a cancel by
+//! up to one period.
+//!
+//! An agent whose response was read to the end is kept with its idle connection
+//! ([`crate::keep_alive`]) for the next request to the same server, so a conversation
+//! or an agent's steps pay one handshake, not one per request. A request sent on such a
+//! connection that the server closed meanwhile (its keep-alive timeout racing the
+//! request) fails before any response byte: it goes out again at once on a fresh
+//! connection, once, rather than through the core's retry and its backoff.
 
 use std::fmt;
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::{HttpRequest, Method};
 
+use crate::keep_alive::{IdleAgents, Server, IDLE_LIMIT};
 use crate::splice::{take_sensitive, SpliceHeaders};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
@@ -52,11 +58,12 @@ pub(crate) enum HttpEvent {
     Failed(TransportError),
 }
 
-/// The HTTP client of one omni client: a ureq configuration, cloned into a fresh
-/// agent per request.
+/// The HTTP client of one omni client: a ureq configuration, cloned into an agent per
+/// request, and the agents kept alive between requests.
 #[derive(Clone)]
 pub(crate) struct Http {
     config: ureq::config::Config,
+    idle: Arc<IdleAgents>,
 }
 
 impl fmt::Debug for Http {
@@ -67,7 +74,10 @@ impl fmt::Debug for Http {
 
 /// The loop's handle on a running request.
 pub(crate) struct RequestHandle {
-    agent: ureq::Agent,
+    /// The agent the request is on now (a resend replaces it); taken out once the
+    /// request completed and the agent was kept for another, which a late cancel must
+    /// not shut down.
+    agent: Arc<Mutex<Option<ureq::Agent>>>,
     cancelled: Arc<AtomicBool>,
 }
 
@@ -75,7 +85,9 @@ impl RequestHandle {
     /// Stops the request thread promptly and closes its connection.
     pub(crate) fn cancel(self) {
         self.cancelled.store(true, Ordering::SeqCst);
-        self.agent.shutdown();
+        if let Some(agent) = self.agent.lock().ok().and_then(|mut agent| agent.take()) {
+            agent.shutdown();
+        }
     }
 }
 
@@ -93,8 +105,13 @@ impl Http {
             .timeout_resolve(Some(CONNECT_TIMEOUT))
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .tls_config(tls.build())
+            // One connection per agent (an agent carries one request at a time), kept
+            // idle as long as the agent is.
+            .max_idle_connections(1)
+            .max_idle_connections_per_host(1)
+            .max_idle_age(IDLE_LIMIT)
             .build();
-        Ok(Http { config })
+        Ok(Http { config, idle: Arc::default() })
     }
 
     /// Starts `request` on a new thread; `sink` receives its events and returns false
@@ -106,25 +123,66 @@ impl Http {
     ) -> io::Result<RequestHandle> {
         let mut request = request;
         let secret = take_sensitive(&mut request);
-        let agent = match &secret {
-            Ok(lines) if !lines.is_empty() => {
-                let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.clone()));
-                ureq::Agent::with_parts(self.config.clone(), connector, DefaultResolver::default())
-            }
-            _ => ureq::Agent::new_with_config(self.config.clone()),
-        };
+        let server = secret.as_ref().ok().and_then(|lines| Server::of(&request.url, lines));
+        let kept = server.as_ref().and_then(|server| self.idle.take(server));
+        let reused = kept.is_some();
+        let lines = secret.as_deref().unwrap_or_default();
+        let agent = kept.unwrap_or_else(|| self.fresh_agent(lines));
         let cancelled = Arc::new(AtomicBool::new(false));
-        let handle = RequestHandle { agent: agent.clone(), cancelled: cancelled.clone() };
+        let current = Arc::new(Mutex::new(Some(agent.clone())));
+        let handle = RequestHandle { agent: current.clone(), cancelled: cancelled.clone() };
+        let http = self.clone();
         thread::Builder::new().name("omni-http".into()).spawn(move || {
-            let mut emit = |event| !cancelled.load(Ordering::SeqCst) && sink(event);
-            match secret {
-                Ok(_) => run(&agent, request, &mut emit),
+            let is_cancelled = || cancelled.load(Ordering::SeqCst);
+            let mut emit = |event| !is_cancelled() && sink(event);
+            let lines = match secret {
+                Ok(lines) => lines,
                 Err(message) => {
                     emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
+                    return;
                 }
+            };
+            let mut agent = agent;
+            let mut outcome = run(&agent, &request, &mut emit);
+            if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
+                agent = http.fresh_agent(&lines);
+                if let Ok(mut current) = current.lock() {
+                    *current = Some(agent.clone());
+                }
+                // A cancel that came before the swap shut the old agent down only.
+                if is_cancelled() {
+                    return;
+                }
+                outcome = run(&agent, &request, &mut emit);
+            }
+            match outcome {
+                Outcome::Complete => {
+                    // Kept before the core hears of the end, so the request it sends next
+                    // finds it; taken from the handle under its lock, so a cancel either
+                    // came first (and shut it down: not kept) or finds nothing to shut down.
+                    let released =
+                        current.lock().ok().and_then(|mut current| if is_cancelled() { None } else { current.take() });
+                    if let (Some(server), Some(_)) = (server, released) {
+                        http.idle.put(server, agent);
+                    }
+                    emit(HttpEvent::End);
+                }
+                Outcome::NoResponse(error) => {
+                    emit(HttpEvent::Failed(classify_before_head(&error)));
+                }
+                Outcome::Abandoned => {}
             }
         })?;
         Ok(handle)
+    }
+
+    /// A new agent on the client's configuration, splicing `lines` into its requests.
+    fn fresh_agent(&self, lines: &[u8]) -> ureq::Agent {
+        if lines.is_empty() {
+            return ureq::Agent::new_with_config(self.config.clone());
+        }
+        let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.to_vec()));
+        ureq::Agent::with_parts(self.config.clone(), connector, DefaultResolver::default())
     }
 }
 
@@ -156,21 +214,28 @@ fn root_certs(pems: &[Vec<u8>]) -> Result<RootCerts, String> {
     Ok(RootCerts::new_with_certs(&certs))
 }
 
-/// The body of a request thread.
-fn run(agent: &ureq::Agent, request: HttpRequest, emit: &mut dyn FnMut(HttpEvent) -> bool) {
-    let request = match to_http(request) {
+/// How a request thread's exchange ended.
+enum Outcome {
+    /// The body was read to its end (not yet reported: the caller says `End`).
+    Complete,
+    /// No response head came; not yet reported, since it may be sent again.
+    NoResponse(ureq::Error),
+    /// Reported as failed, or nobody listens any more.
+    Abandoned,
+}
+
+/// Sends `request` on `agent` and reports the head and each piece of body as it arrives.
+fn run(agent: &ureq::Agent, request: &HttpRequest, emit: &mut dyn FnMut(HttpEvent) -> bool) -> Outcome {
+    let http_request = match to_http(request) {
         Ok(r) => r,
         Err(message) => {
             emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
-            return;
+            return Outcome::Abandoned;
         }
     };
-    let response = match agent.run(request) {
+    let response = match agent.run(http_request) {
         Ok(r) => r,
-        Err(e) => {
-            emit(HttpEvent::Failed(classify_before_head(&e)));
-            return;
-        }
+        Err(e) => return Outcome::NoResponse(e),
     };
     let (parts, body) = response.into_parts();
     let headers = parts
@@ -179,25 +244,44 @@ fn run(agent: &ureq::Agent, request: HttpRequest, emit: &mut dyn FnMut(HttpEvent
         .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
     if !emit(HttpEvent::Head { status: parts.status.as_u16(), headers }) {
-        return;
+        return Outcome::Abandoned;
     }
     let mut reader = body.into_reader();
     let mut buf = vec![0u8; READ_BUFFER];
     loop {
-        let event = match reader.read(&mut buf) {
-            Ok(0) => HttpEvent::End,
-            Ok(n) => HttpEvent::Body(buf.get(..n).unwrap_or_default().to_vec()),
+        match reader.read(&mut buf) {
+            Ok(0) => return Outcome::Complete,
+            Ok(n) => {
+                if !emit(HttpEvent::Body(buf.get(..n).unwrap_or_default().to_vec())) {
+                    return Outcome::Abandoned;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => HttpEvent::Failed(classify_in_body(&e)),
-        };
-        let last = matches!(event, HttpEvent::End | HttpEvent::Failed(_));
-        if !emit(event) || last {
-            return;
+            Err(e) => {
+                emit(HttpEvent::Failed(classify_in_body(&e)));
+                return Outcome::Abandoned;
+            }
         }
     }
 }
 
-fn to_http(request: HttpRequest) -> Result<http::Request<Vec<u8>>, String> {
+/// True for the ways a kept connection the server had closed fails: the request could
+/// not be written, or the connection ended before any response byte.
+fn closed_before_response(error: &ureq::Error) -> bool {
+    match error {
+        ureq::Error::Io(e) => matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
+    }
+}
+
+/// The ureq request for `request`, its body borrowed (a resend needs it again).
+fn to_http(request: &HttpRequest) -> Result<http::Request<&[u8]>, String> {
     let method = match request.method {
         Method::Get => http::Method::GET,
         Method::Post => http::Method::POST,
@@ -209,7 +293,7 @@ fn to_http(request: HttpRequest) -> Result<http::Request<Vec<u8>>, String> {
         builder = builder.header(header.name.as_str(), value);
     }
     // The error names the URL or a header name, never a value.
-    builder.body(request.body).map_err(|e| format!("invalid request: {e}"))
+    builder.body(request.body.as_slice()).map_err(|e| format!("invalid request: {e}"))
 }
 
 /// A failure before the response head: connecting, TLS, or the connection breaking

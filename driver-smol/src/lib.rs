@@ -2,7 +2,7 @@
 //!
 //! The smol driver of omni: it executes the pure core's effects with smol tasks and a
 //! small HTTP/1.1 client (ureq-proto's sans-IO framing over smol's TCP, futures-rustls
-//! for https), and hands the application an async [`Stream`](futures_core::Stream) of
+//! for https, connections kept alive per client), and hands the application an async [`Stream`](futures_core::Stream) of
 //! events plus a future of the final response. No tokio crate is involved.
 //!
 //! ```no_run

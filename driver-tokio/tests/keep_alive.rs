@@ -13,13 +13,9 @@ fn connections_are_reused_and_stale_ones_cost_no_retry() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for case in reuse_cases() {
         case.run(
-            |base_url| {
+            |base_url, key| {
                 let _entered = runtime.enter();
-                Client::builder()
-                    .base_url("anthropic", base_url)
-                    .api_key("anthropic", "sk-test")
-                    .build()
-                    .expect("client")
+                Client::builder().base_url("anthropic", base_url).api_key("anthropic", key).build().expect("client")
             },
             |client| {
                 runtime.block_on(async {

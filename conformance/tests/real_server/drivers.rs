@@ -4,13 +4,12 @@
 //! and blocking, with the same model, context, options and tool.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_lite::StreamExt;
 use omni_core::agent::{AgentBuilder, AgentEvent, Launch, NoCallbacks};
 use omni_core::async_tool::AsyncTool;
-use omni_core::generate::{GenerateError, GenerateEvent, TransportError, TransportErrorKind};
+use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::tool::ToolError;
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use serde_json::Value;
@@ -106,33 +105,13 @@ impl Run {
         })
     }
 
-    /// Retries other than those after a connection the server had already closed.
-    ///
-    /// llama-server closes the connection after every streamed response although it
-    /// announces keep-alive; reqwest (the tokio driver) may pick that connection from its
-    /// pool for the next request before it sees the close, and the request fails before any
-    /// response (a `Connect` transport error, retried). Those are counted apart.
+    /// Retries of any kind. llama-server closes the connection after every streamed
+    /// response although it announces keep-alive; every driver keeps connections alive,
+    /// and one that sends a request on such a connection must send it again at once on a
+    /// fresh one, not through the core's retry: so none is expected, ever.
     pub fn retries(&self) -> usize {
-        self.events
-            .iter()
-            .filter(|e| matches!(e, GenerateEvent::Retry { .. }) && !is_closed_connection_retry(e))
-            .count()
+        self.events.iter().filter(|e| matches!(e, GenerateEvent::Retry { .. })).count()
     }
-
-    /// Retries after a connection the server had closed (see [`Run::retries`]).
-    pub fn closed_connection_retries(&self) -> usize {
-        self.events.iter().filter(|e| is_closed_connection_retry(e)).count()
-    }
-}
-
-fn is_closed_connection_retry(event: &GenerateEvent) -> bool {
-    matches!(
-        event,
-        GenerateEvent::Retry {
-            error: GenerateError::Transport(TransportError { kind: TransportErrorKind::Connect, .. }),
-            ..
-        }
-    )
 }
 
 /// A client of each driver, all knowing the same providers.
@@ -226,9 +205,7 @@ impl Clients {
                 }
             }
         }
-        let run = Run { events };
-        CLOSED_CONNECTION_RETRIES[driver as usize].fetch_add(run.closed_connection_retries(), Ordering::Relaxed);
-        run
+        Run { events }
     }
 }
 
@@ -304,7 +281,3 @@ fn until_turn_end(events: impl IntoIterator<Item = AgentEvent>) -> Vec<AgentEven
     }
     seen
 }
-
-/// Retries after a closed pooled connection, by driver (in [`Driver::ALL`] order).
-pub static CLOSED_CONNECTION_RETRIES: [AtomicUsize; 3] =
-    [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];

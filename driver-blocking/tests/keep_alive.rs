@@ -1,0 +1,32 @@
+//! Keep-alive connections: calls one after another share a connection; one the server
+//! closed is never used; a request dropped on a pooled connection goes out again at once
+//! on a new one (the cases are omni_conformance::keepalive's, run by every driver).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use omni_blocking::{Client, GenerateEvent, Options};
+use omni_conformance::keepalive::reuse_cases;
+use omni_conformance::scenarios;
+
+#[test]
+fn connections_are_reused_and_stale_ones_cost_no_retry() {
+    for case in reuse_cases() {
+        case.run(
+            |base_url, key| {
+                Client::builder().base_url("anthropic", base_url).api_key("anthropic", key).build().expect("client")
+            },
+            |client| {
+                let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+                let (mut text, mut retries) = (String::new(), 0);
+                for event in stream {
+                    match event {
+                        GenerateEvent::Retry { .. } => retries += 1,
+                        GenerateEvent::Finished(response) => text = response.text(),
+                        GenerateEvent::Failed { error, .. } => panic!("{}: failed: {error}", case.name),
+                        _ => {}
+                    }
+                }
+                (text, retries)
+            },
+        );
+    }
+}
