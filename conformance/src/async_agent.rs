@@ -44,6 +44,36 @@ pub fn skeleton(lines: &[String]) -> Vec<&str> {
     lines.iter().map(String::as_str).filter(|l| !l.starts_with("  ")).collect()
 }
 
+/// Adds `event`'s transcript line to `lines`; true once it was the turn's end.
+pub fn record_until_turn(lines: &mut Vec<String>, event: &AgentEvent) -> bool {
+    lines.push(transcript_line(event));
+    matches!(event, AgentEvent::Turn { .. })
+}
+
+/// The transcript lines of a blocking subscription's events through the turn's end.
+pub fn lines_until_turn(events: impl IntoIterator<Item = AgentEvent>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for event in events {
+        if record_until_turn(&mut lines, &event) {
+            break;
+        }
+    }
+    lines
+}
+
+/// A closure subscriber that records the transcript lines of the first `n` events, then
+/// returns `false` (unsubscribes); and what it recorded.
+pub fn first_events_subscriber(n: usize) -> (impl FnMut(&AgentEvent) -> bool + Send, Arc<Mutex<Vec<String>>>) {
+    let recorded = Arc::new(Mutex::new(Vec::new()));
+    let seen = recorded.clone();
+    let subscriber = move |event: &AgentEvent| {
+        let mut seen = seen.lock().expect("not poisoned");
+        seen.push(transcript_line(event));
+        seen.len() < n
+    };
+    (subscriber, recorded)
+}
+
 /// The replies of [`chat_turn`] and [`subscribers_from_the_start`].
 pub fn chat_replies() -> Vec<Reply> {
     vec![paced(&text_events(&["Hello", " there."]), Duration::from_millis(5))]
@@ -96,8 +126,7 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
     agent.prompt("Hi").await.expect("prompt accepted");
     let mut lines = Vec::new();
     while let Some(event) = events.next_event().await {
-        lines.push(transcript_line(&event));
-        if matches!(event, AgentEvent::Turn { .. }) {
+        if record_until_turn(&mut lines, &event) {
             break;
         }
     }
@@ -118,22 +147,16 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
 /// [`chat_replies`].
 pub async fn subscribers_from_the_start<L: AsyncLaunch>(client: L) {
     let (subscriber, mut events) = omni_async::Subscription::channel(100);
-    let first_two = Arc::new(Mutex::new(Vec::new()));
-    let seen = first_two.clone();
+    let (first_two_only, first_two) = first_events_subscriber(2);
     let agent = AgentBuilder::new(client, scenarios::model().into())
         .subscriber(subscriber)
-        .subscriber(move |event: &AgentEvent| {
-            let mut seen = seen.lock().expect("not poisoned");
-            seen.push(transcript_line(event));
-            seen.len() < 2
-        })
+        .subscriber(first_two_only)
         .start()
         .expect("agent starts");
     agent.prompt("Hi").await.expect("prompt accepted");
     let mut lines = Vec::new();
     while let Some(event) = events.next_event().await {
-        lines.push(transcript_line(&event));
-        if matches!(event, AgentEvent::Turn { .. }) {
+        if record_until_turn(&mut lines, &event) {
             break;
         }
     }

@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use omni_core::generate::GenerateEvent;
+
 /// What one accepted connection does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -216,6 +218,21 @@ pub fn reuse_body() -> String {
 pub const PAUSE: Duration = Duration::from_millis(30);
 
 impl ReuseCase {
+    /// The text of a call's events and how many retries they hold; a failed call fails
+    /// the case.
+    pub fn outcome(&self, events: impl IntoIterator<Item = GenerateEvent>) -> (String, usize) {
+        let (mut text, mut retries) = (String::new(), 0);
+        for event in events {
+            match event {
+                GenerateEvent::Retry { .. } => retries += 1,
+                GenerateEvent::Finished(response) => text = response.text(),
+                GenerateEvent::Failed { error, .. } => panic!("{}: failed: {error}", self.name),
+                _ => {}
+            }
+        }
+        (text, retries)
+    }
+
     /// Runs the case with `call`, which makes one call with the `client` built for the
     /// Anthropic base URL and key it is given, and returns the text and how many retries
     /// the call reported.

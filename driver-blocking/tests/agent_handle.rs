@@ -5,7 +5,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, sockets, clocks
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -13,8 +13,7 @@ use omni_blocking::{
     AgentCallbacks, AgentError, AgentEvent, CancelToken, Client, Error, Message, StateChange, Status, Subscription,
     Tool, ToolError, TurnEnd,
 };
-use omni_conformance::agent_sim::transcript_line;
-use omni_conformance::async_agent::{chat_replies, skeleton, CHAT_TURN};
+use omni_conformance::async_agent::{chat_replies, first_events_subscriber, lines_until_turn, skeleton, CHAT_TURN};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{BodyStep, Reply};
@@ -71,13 +70,7 @@ fn a_chat_turn_through_the_handle() {
     assert_eq!(snapshot.status, Status::Idle);
     assert!(snapshot.committed.is_empty());
     agent.prompt("Hi").expect("prompt accepted");
-    let mut lines = Vec::new();
-    for event in events {
-        lines.push(transcript_line(&event));
-        if matches!(event, AgentEvent::Turn { .. }) {
-            break;
-        }
-    }
+    let lines = lines_until_turn(events);
     assert_eq!(skeleton(&lines), CHAT_TURN);
     assert_eq!(agent.messages().expect("state").len(), 2);
     assert_eq!(agent.with_callbacks(|watch| watch.turns).expect("callbacks"), 1);
@@ -100,26 +93,15 @@ fn a_chat_turn_through_the_handle() {
 fn subscribers_given_to_the_builder_see_every_event() {
     let server = ReplayServer::start(chat_replies()).expect("replay server");
     let (subscriber, events) = Subscription::channel(100);
-    let first_two = Arc::new(Mutex::new(Vec::new()));
-    let seen = first_two.clone();
+    let (first_two_only, first_two) = first_events_subscriber(2);
     let agent = client(&server)
         .agent(scenarios::model())
         .subscriber(subscriber)
-        .subscriber(move |event: &AgentEvent| {
-            let mut seen = seen.lock().expect("not poisoned");
-            seen.push(transcript_line(event));
-            seen.len() < 2
-        })
+        .subscriber(first_two_only)
         .start()
         .expect("agent starts");
     agent.prompt("Hi").expect("prompt accepted");
-    let mut lines = Vec::new();
-    for event in events {
-        lines.push(transcript_line(&event));
-        if matches!(event, AgentEvent::Turn { .. }) {
-            break;
-        }
-    }
+    let lines = lines_until_turn(events);
     assert_eq!(skeleton(&lines), CHAT_TURN, "the channel subscriber saw the whole turn");
     assert_eq!(*first_two.lock().expect("not poisoned"), lines[..2], "the closure saw two events, then left");
 }

@@ -3,7 +3,7 @@
 //! on a new one (the cases are omni_conformance::keepalive's, run by every driver).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use omni_blocking::{Client, GenerateEvent, Options};
+use omni_blocking::{Client, Options};
 use omni_conformance::keepalive::reuse_cases;
 use omni_conformance::scenarios;
 
@@ -16,16 +16,7 @@ fn connections_are_reused_and_stale_ones_cost_no_retry() {
             },
             |client| {
                 let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
-                let (mut text, mut retries) = (String::new(), 0);
-                for event in stream {
-                    match event {
-                        GenerateEvent::Retry { .. } => retries += 1,
-                        GenerateEvent::Finished(response) => text = response.text(),
-                        GenerateEvent::Failed { error, .. } => panic!("{}: failed: {error}", case.name),
-                        _ => {}
-                    }
-                }
-                (text, retries)
+                case.outcome(stream)
             },
         );
     }

@@ -5,7 +5,7 @@
 
 use omni_conformance::keepalive::reuse_cases;
 use omni_conformance::scenarios;
-use omni_smol::{Client, GenerateEvent, Options};
+use omni_smol::{Client, Options};
 use smol::stream::StreamExt;
 
 #[test]
@@ -17,17 +17,8 @@ fn connections_are_reused_and_stale_ones_cost_no_retry() {
             },
             |client| {
                 smol::block_on(async {
-                    let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
-                    let (mut text, mut retries) = (String::new(), 0);
-                    while let Some(event) = stream.next().await {
-                        match event {
-                            GenerateEvent::Retry { .. } => retries += 1,
-                            GenerateEvent::Finished(response) => text = response.text(),
-                            GenerateEvent::Failed { error, .. } => panic!("{}: failed: {error}", case.name),
-                            _ => {}
-                        }
-                    }
-                    (text, retries)
+                    let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+                    case.outcome(stream.collect::<Vec<_>>().await)
                 })
             },
         );

@@ -19,24 +19,19 @@ fn connections_are_reused_and_stale_ones_cost_no_retry() {
             },
             |client| {
                 runtime.block_on(async {
-                    let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
-                    let (mut text, mut retries) = (String::new(), 0);
-                    while let Some(event) = next_event(&mut stream).await {
-                        match event {
-                            GenerateEvent::Retry { .. } => retries += 1,
-                            GenerateEvent::Finished(response) => text = response.text(),
-                            GenerateEvent::Failed { error, .. } => panic!("{}: failed: {error}", case.name),
-                            _ => {}
-                        }
-                    }
-                    (text, retries)
+                    let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+                    case.outcome(collect(stream).await)
                 })
             },
         );
     }
 }
 
-async fn next_event(stream: &mut omni_tokio::TextStream) -> Option<GenerateEvent> {
+async fn collect(mut stream: omni_tokio::TextStream) -> Vec<GenerateEvent> {
     use futures_core::Stream;
-    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
+    let mut events = Vec::new();
+    while let Some(event) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await {
+        events.push(event);
+    }
+    events
 }
