@@ -19,12 +19,8 @@ fn last_error(events: &[StreamEvent]) -> Option<&StreamError> {
 /// (Test-only file reading of the corpus in place; the library itself does no I/O.)
 #[test]
 fn upstream_raw_and_json_lines_recordings_decode() {
-    // `OMNI_SHARED_FIXTURES` (as in the conformance crate) serves git worktrees that do
-    // not sit next to `shared/`.
-    let root = std::env::var_os("OMNI_SHARED_FIXTURES")
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures").to_string());
-    let dir = format!("{root}/upstream/gemini");
+    let root = omni_conformance::upstream::shared_fixtures_dir().unwrap_or_default();
+    let dir = format!("{}/upstream/gemini", root.display());
     let Ok(entries) = std::fs::read_dir(&dir) else {
         println!("upstream corpus not found at {dir}; skipped");
         return;

@@ -10,15 +10,7 @@ use std::path::PathBuf;
 use omni_core::{Dialect, Response, StopReason, StreamError, StreamEvent};
 
 fn corpus_dir() -> Option<PathBuf> {
-    // The workspace's sibling `shared/`; from a git worktree under `wt/`, one level up.
-    if let Some(root) = std::env::var_os("OMNI_SHARED_FIXTURES") {
-        return Some(PathBuf::from(root).join("upstream/ollama")).filter(|p| p.is_dir());
-    }
-    let crate_dir = env!("CARGO_MANIFEST_DIR");
-    ["/../../shared/fixtures/upstream/ollama", "/../../../shared/fixtures/upstream/ollama"]
-        .iter()
-        .map(|rel| PathBuf::from(format!("{crate_dir}{rel}")))
-        .find(|p| p.is_dir())
+    omni_conformance::upstream::shared_fixtures_dir().map(|d| d.join("upstream/ollama")).filter(|p| p.is_dir())
 }
 
 fn replay(body: &str) -> (Vec<StreamEvent>, Response) {

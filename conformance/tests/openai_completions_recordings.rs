@@ -10,10 +10,9 @@ use std::path::PathBuf;
 
 use omni_core::{decode_body, Dialect, Response, StopReason, StreamError, StreamEvent};
 
-/// `shared/fixtures`, found by walking up from the crate (main checkout or a worktree).
+/// `shared/fixtures` (see [`omni_conformance::upstream::shared_fixtures_dir`]).
 fn shared_fixtures() -> Option<PathBuf> {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.ancestors().map(|dir| dir.join("shared/fixtures")).find(|p| p.is_dir())
+    omni_conformance::upstream::shared_fixtures_dir()
 }
 
 /// What a recording must decode to.

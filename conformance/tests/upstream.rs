@@ -14,7 +14,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use omni_conformance::upstream::expect::{self, Expectation, Outcome};
 use omni_conformance::upstream::{self, Recording};
@@ -22,31 +21,15 @@ use omni_core::{Response, StreamDecoder, StreamEvent};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-const DEFAULT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
 const EXPECTATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/upstream-expectations.json");
-
-fn fixtures_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OMNI_SHARED_FIXTURES").map(PathBuf::from).unwrap_or_else(|| DEFAULT_FIXTURES.into());
-    if dir.join("upstream").is_dir() {
-        Some(dir)
-    } else {
-        println!("upstream corpus not found at {}/upstream: skipping", dir.display());
-        None
-    }
-}
 
 /// Every recording: the upstream corpus, then the local peers (when present).
 fn load_all() -> Option<(Vec<Recording>, Vec<upstream::Skipped>)> {
-    let dir = fixtures_dir()?;
-    let corpus = upstream::load_corpus_report(&dir.join("upstream")).unwrap_or_else(|e| panic!("{e}"));
-    let mut recordings = corpus.recordings;
-    let peers = dir.join("local-peers");
-    if peers.is_dir() {
-        recordings.extend(upstream::load_local_peers(&peers).unwrap_or_else(|e| panic!("{e}")));
-    } else {
-        println!("local-peers not found at {}: only the upstream corpus is replayed", peers.display());
-    }
-    Some((recordings, corpus.skipped))
+    let Some(corpus) = upstream::load_shared_recordings() else {
+        println!("shared fixtures not found: skipping (set OMNI_SHARED_FIXTURES)");
+        return None;
+    };
+    Some((corpus.recordings, corpus.skipped))
 }
 
 fn expectations() -> BTreeMap<(String, usize), Expectation> {
@@ -78,7 +61,7 @@ fn every_file_loads() {
         println!("  skipped {}#{}: {}", s.file, s.interaction, s.reason);
     }
     // Every file of the five dialect folders yields at least one recording or skip.
-    let dir = fixtures_dir().expect("present");
+    let dir = upstream::shared_fixtures_dir().expect("present");
     for folder in ["anthropic", "openai-chat", "openai-responses", "gemini", "ollama"] {
         let entries = std::fs::read_dir(dir.join("upstream").join(folder)).expect("folder");
         for entry in entries {

@@ -26,6 +26,34 @@ use std::path::{Path, PathBuf};
 
 use omni_core::Dialect;
 
+/// The shared fixtures folder (holding `upstream/` and `local-peers/`): the one named by
+/// `OMNI_SHARED_FIXTURES`, else the `shared/fixtures` found walking up from this crate
+/// (the workspace's sibling in a checkout, further up from a git worktree). `None` when
+/// there is none; tests that need it then say so and pass.
+pub fn shared_fixtures_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("OMNI_SHARED_FIXTURES") {
+        return Some(PathBuf::from(dir)).filter(|d| d.is_dir());
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().map(|dir| dir.join("shared/fixtures")).find(|d| d.is_dir())
+}
+
+/// Every recording of the shared fixtures (the upstream corpus, then the
+/// local peers), or `None` when the fixtures are absent. A corpus that fails to load
+/// panics: a broken file is never skipped silently.
+pub fn load_shared_recordings() -> Option<Corpus> {
+    let dir = shared_fixtures_dir()?;
+    let upstream = dir.join("upstream");
+    if !upstream.is_dir() {
+        return None;
+    }
+    let mut corpus = load_corpus_report(&upstream).unwrap_or_else(|e| panic!("{e}"));
+    let peers = dir.join("local-peers");
+    if peers.is_dir() {
+        corpus.recordings.extend(load_local_peers(&peers).unwrap_or_else(|e| panic!("{e}")));
+    }
+    Some(corpus)
+}
+
 /// How a corpus file wraps its response(s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ContainerFormat {
