@@ -55,7 +55,11 @@ pub struct Cost {
 impl Usage {
     /// Total tokens (input, cached and output).
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+        // Saturating, here and in `add`: the counts are whatever the provider sent.
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+            .saturating_add(self.output_tokens)
     }
 
     /// Sets [`Usage::cost`] from prices given per million tokens.
@@ -88,11 +92,11 @@ impl Add for Usage {
     type Output = Usage;
     fn add(self, o: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens + o.input_tokens,
-            output_tokens: self.output_tokens + o.output_tokens,
-            cache_read_tokens: self.cache_read_tokens + o.cache_read_tokens,
-            cache_write_tokens: self.cache_write_tokens + o.cache_write_tokens,
-            reasoning_tokens: self.reasoning_tokens + o.reasoning_tokens,
+            input_tokens: self.input_tokens.saturating_add(o.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(o.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(o.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_add(o.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(o.reasoning_tokens),
             cost: match (self.cost, o.cost) {
                 (Some(a), Some(b)) => Some(a + b),
                 (a, b) => a.or(b),

@@ -13,8 +13,10 @@ use serde_json::{Map, Number, Value};
 
 use super::wire::Str;
 
-/// An array index beyond this is treated as malformed rather than allocated.
-const MAX_ARRAY_INDEX: usize = 100_000;
+/// How far past an array's end a leaf may land (the elements between become nulls).
+/// Elements stream in order, so a leaf much further out is malformed: it is dropped
+/// rather than allowed to turn a few bytes of path into megabytes of nulls.
+const MAX_INDEX_GAP: usize = 1_000;
 
 /// One `PartialArg`.
 #[derive(Debug, Deserialize)]
@@ -91,7 +93,8 @@ impl PartialArgs {
     }
 
     /// The slot at `path`, creating objects and arrays on the way; `None` for a path
-    /// that cannot be built (the root is an object, an index is absurdly large).
+    /// that cannot be built (the root is an object, an index lies too far past its array's
+    /// end).
     fn leaf(&mut self, path: &[Segment<'_>]) -> Option<&mut Value> {
         let (first, rest) = path.split_first()?;
         let Segment::Key(key) = first else { return None };
@@ -105,7 +108,7 @@ impl PartialArgs {
                     slot.as_object_mut()?.entry(key.as_ref()).or_insert(Value::Null)
                 }
                 Segment::Index(i) => {
-                    if *i > MAX_ARRAY_INDEX {
+                    if *i > slot.as_array().map_or(0, Vec::len).saturating_add(MAX_INDEX_GAP) {
                         return None;
                     }
                     if !slot.is_array() {
@@ -181,6 +184,19 @@ mod tests {
         assert_eq!(parse_path("$['a b'][\"c\"]"), [Key("a b".into()), Key("c".into())]);
         assert_eq!(parse_path("not a path"), [Key("not a path".into())]);
         assert_eq!(parse_path("$[0]"), [Key("$[0]".into())]);
+    }
+
+    #[test]
+    fn a_leaf_far_past_the_end_of_its_array_is_dropped_not_allocated() {
+        let mut args = PartialArgs::default();
+        args.apply(&arg("$.xs[2]", serde_json::json!({"numberValue": 1})));
+        args.apply(&arg("$.xs[5000000]", serde_json::json!({"numberValue": 2})));
+        args.apply(&arg("$.ys[1001]", serde_json::json!({"numberValue": 3})));
+        args.apply(&arg("$.zs[1000]", serde_json::json!({"numberValue": 4})));
+        let value: serde_json::Value = serde_json::from_str(&args.into_json()).unwrap();
+        assert_eq!(value["xs"], serde_json::json!([null, null, 1]));
+        assert_eq!(value["ys"], serde_json::Value::Null, "the leaf was dropped");
+        assert_eq!(value["zs"].as_array().map(Vec::len), Some(1001), "a gap of up to 1,000 is filled");
     }
 
     #[test]

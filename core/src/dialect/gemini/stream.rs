@@ -307,8 +307,9 @@ fn usage_update(u: &UsageMetadata) -> Option<UsageUpdate> {
     let thoughts = u.thoughts_token_count.unwrap_or(0);
     let prompt = u.prompt_token_count.unwrap_or(0).saturating_sub(cached);
     Some(UsageUpdate {
-        input_tokens: Some(prompt + u.tool_use_prompt_token_count.unwrap_or(0)),
-        output_tokens: Some(u.candidates_token_count.unwrap_or(0) + thoughts),
+        // Saturating: a count is whatever the stream says, and a sum must not overflow.
+        input_tokens: Some(prompt.saturating_add(u.tool_use_prompt_token_count.unwrap_or(0))),
+        output_tokens: Some(u.candidates_token_count.unwrap_or(0).saturating_add(thoughts)),
         cache_read_tokens: Some(cached),
         cache_write_tokens: None,
         reasoning_tokens: Some(thoughts),
