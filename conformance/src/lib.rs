@@ -17,6 +17,7 @@ pub mod scenarios;
 pub mod sim;
 pub mod structured;
 pub mod synth;
+pub mod ttfe;
 pub mod upstream;
 
 /// The README's examples, compiled (and run where they need no network) as doc tests of

@@ -41,26 +41,20 @@
 use std::io::Read;
 use std::sync::{mpsc, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use divan::Bencher;
 use omni_blocking::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::scenarios::{paced, text_events};
 use omni_conformance::sim::Reply;
+use omni_conformance::ttfe::{
+    contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
+};
 
-const MODEL: &str = "anthropic:claude-sonnet-4-5";
-const PROMPT: &str = "Say hello.";
-const SAMPLES: u32 = 300;
-const PAIRS: usize = 300;
-const SETTLE: Duration = Duration::from_millis(2);
 const READ_BUFFER: usize = 16 * 1024;
 
 fn main() {
     divan::main();
-    let args: Vec<String> = std::env::args().collect();
-    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
-    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
+    if under_cargo_bench() {
         let f = fixture();
         paired(
             "blocking",
@@ -76,55 +70,6 @@ fn main() {
             || drop(bare_first_delta(&t.agent, &t.request)),
         );
     }
-}
-
-/// The same measurement with omni and the baseline interleaved (alternating which goes
-/// first), so that the machine's load drifting between two divan benchmarks cannot
-/// bias the ratio. Prints the medians, quartiles and `omni / baseline` of the medians.
-/// Here the drop of the stream is timed too (it is cheap: a channel close).
-fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
-    let (mut omni_times, mut baseline_times) = (Vec::new(), Vec::new());
-    for i in 0..PAIRS {
-        let timed = |f: &dyn Fn(), into: &mut Vec<Duration>| {
-            prepare();
-            let started = Instant::now();
-            f();
-            into.push(started.elapsed());
-        };
-        if i % 2 == 0 {
-            timed(&omni, &mut omni_times);
-            timed(&baseline, &mut baseline_times);
-        } else {
-            timed(&baseline, &mut baseline_times);
-            timed(&omni, &mut omni_times);
-        }
-    }
-    let (o, b) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
-    println!(
-        "paired {name}, {PAIRS} pairs: omni {}, baseline {}; omni/baseline: median {:.2}, fastest {:.2}",
-        show(o),
-        show(b),
-        o[2] / b[2],
-        o[0] / b[0]
-    );
-}
-
-/// Fastest, p25, median, p75, in µs.
-fn quantiles(times: &mut [Duration]) -> [f64; 4] {
-    times.sort();
-    let at = |q: usize| times[(times.len() - 1) * q / 4].as_secs_f64() * 1e6;
-    [at(0), at(1), at(2), at(3)]
-}
-
-fn show(q: [f64; 4]) -> String {
-    format!("median {:.0} µs (fastest {:.0}, p25 {:.0}, p75 {:.0})", q[2], q[0], q[1], q[3])
-}
-
-/// A request exactly as omni sent it, replayed by the baseline.
-struct Captured {
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
 }
 
 struct Fixture {
@@ -158,7 +103,7 @@ fn tls_fixture() -> &'static Fixture {
 /// A replay server (HTTPS with its own certificate authority when `tls`), an omni
 /// client and a bare agent that trust it, and the request omni sends.
 fn build_fixture(tls: bool) -> Fixture {
-    let reply = paced(&text_events(&["Hello", " there", ", how", " are", " you?"]), Duration::ZERO);
+    let reply = reply();
     let (server, ca) = if tls {
         let (server, ca) = ReplayServer::start_tls(vec![reply.clone()]).expect("replay server");
         (server, Some(ca))
@@ -173,14 +118,8 @@ fn build_fixture(tls: bool) -> Fixture {
     let client = builder.build().expect("omni client");
     // Warm-up call: checks the setup and captures the request omni sends.
     let response = client.generate_text(MODEL, PROMPT, Options::default()).expect("warm-up call");
-    assert_eq!(response.text(), "Hello there, how are you?");
-    let recorded = server.requests().pop().expect("the warm-up request");
-    let skip = ["host", "content-length", "connection", "transfer-encoding"];
-    let request = Captured {
-        url: format!("{}{}", server.base_url(), recorded.path),
-        headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
-        body: recorded.body,
-    };
+    assert_eq!(response.text(), REPLY_TEXT);
+    let request = Captured::last_request(&server);
     Fixture { server, reply, client, agent: bare_agent(ca.as_deref()), request }
 }
 
@@ -244,15 +183,6 @@ fn bare_first_delta(agent: &ureq::Agent, request: &Captured) -> impl Read {
             return reader;
         }
     }
-}
-
-/// Appends `chunk` to `seen` and looks for the marker in the new bytes (plus the
-/// marker's length minus one before them, in case it straddles two chunks).
-fn contains_text_delta(seen: &mut Vec<u8>, chunk: &[u8]) -> bool {
-    const MARKER: &[u8] = b"\"text_delta\"";
-    let from = seen.len().saturating_sub(MARKER.len() - 1);
-    seen.extend_from_slice(chunk);
-    seen.get(from..).unwrap_or_default().windows(MARKER.len()).any(|w| w == MARKER)
 }
 
 #[divan::bench(sample_size = 1, sample_count = SAMPLES)]

@@ -2,8 +2,8 @@
 //! (ureq-proto's sans-IO HTTP/1.1 over smol's TCP), in the same run.
 //!
 //! Both sides talk to one `omni_conformance::replay::ReplayServer` on loopback (plain
-//! HTTP, a new connection per request: the server answers `connection: close`, and so
-//! does omni-smol), which serves a short Anthropic Messages text stream with zero delay
+//! HTTP, a new connection per request: the server answers `connection: close`), which
+//! serves a short Anthropic Messages text stream with zero delay
 //! between events.
 //!
 //! - `omni`: from calling `client.stream_text(..)` to receiving the first
@@ -15,9 +15,10 @@
 //! - `baseline`: the same stack used bare, in `smol::block_on` on the bench thread with no
 //!   task spawned: `smol::net::TcpStream` (no delay, as the driver sets), a ureq-proto
 //!   `Call` carrying the very request omni sent (method, URL, headers and body captured
-//!   by the server in a warm-up call, plus `content-length` and `connection: close` as
-//!   the driver adds), the head parsed by ureq-proto, then the chunked body decoded until
-//!   a decoded piece contains the first `text_delta`: no SSE or JSON parsing.
+//!   by the server in a warm-up call, plus `content-length` as the driver adds, and
+//!   `connection: close`, as the server closes it anyway), the head parsed by
+//!   ureq-proto, then the chunked body decoded until a decoded piece contains the first
+//!   `text_delta`: no SSE or JSON parsing.
 //!
 //! - `omni_one_thread`: `omni` with the client's tasks on an executor the bench thread
 //!   drives (`ClientBuilder::executor`), so no hop crosses threads: omni's own work.
@@ -35,32 +36,26 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, missing_docs)]
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
 use divan::Bencher;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::StreamExt;
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::scenarios::{paced, text_events};
 use omni_conformance::sim::Reply;
+use omni_conformance::ttfe::{
+    contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
+};
 use omni_smol::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 use smol::net::TcpStream;
 use smol::{Executor, Timer};
 use ureq_proto::client::{Call, RecvResponseResult, SendRequestResult};
 use ureq_proto::http;
 
-const MODEL: &str = "anthropic:claude-sonnet-4-5";
-const PROMPT: &str = "Say hello.";
-const SAMPLES: u32 = 300;
-const PAIRS: usize = 300;
-const SETTLE: Duration = Duration::from_millis(2);
 const READ_SIZE: usize = 16 * 1024;
 
 fn main() {
     divan::main();
-    let args: Vec<String> = std::env::args().collect();
-    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
-    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
+    if under_cargo_bench() {
         let f = fixture();
         paired(
             "smol",
@@ -75,55 +70,6 @@ fn main() {
             || drop(smol::block_on(bare_first_delta(&f.request))),
         );
     }
-}
-
-/// The same measurement with omni and the baseline interleaved (alternating which goes
-/// first), so that the machine's load drifting between two divan benchmarks cannot
-/// bias the ratio. Prints the medians, quartiles and `omni / baseline` of the medians.
-/// Here the drop of the stream is timed too (it is cheap: a channel close).
-fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
-    let (mut omni_times, mut baseline_times) = (Vec::new(), Vec::new());
-    for i in 0..PAIRS {
-        let timed = |f: &dyn Fn(), into: &mut Vec<Duration>| {
-            prepare();
-            let started = Instant::now();
-            f();
-            into.push(started.elapsed());
-        };
-        if i % 2 == 0 {
-            timed(&omni, &mut omni_times);
-            timed(&baseline, &mut baseline_times);
-        } else {
-            timed(&baseline, &mut baseline_times);
-            timed(&omni, &mut omni_times);
-        }
-    }
-    let (o, b) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
-    println!(
-        "paired {name}, {PAIRS} pairs: omni {}, baseline {}; omni/baseline: median {:.2}, fastest {:.2}",
-        show(o),
-        show(b),
-        o[2] / b[2],
-        o[0] / b[0]
-    );
-}
-
-/// Fastest, p25, median, p75, in µs.
-fn quantiles(times: &mut [Duration]) -> [f64; 4] {
-    times.sort();
-    let at = |q: usize| times[(times.len() - 1) * q / 4].as_secs_f64() * 1e6;
-    [at(0), at(1), at(2), at(3)]
-}
-
-fn show(q: [f64; 4]) -> String {
-    format!("median {:.0} µs (fastest {:.0}, p25 {:.0}, p75 {:.0})", q[2], q[0], q[1], q[3])
-}
-
-/// A request exactly as omni sent it, replayed by the baseline.
-struct Captured {
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
 }
 
 struct Fixture {
@@ -150,7 +96,7 @@ impl Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let reply = paced(&text_events(&["Hello", " there", ", how", " are", " you?"]), Duration::ZERO);
+        let reply = reply();
         let server = ReplayServer::start(vec![reply.clone()]).expect("replay server");
         let client = Client::builder()
             .base_url("anthropic", format!("{}/v1", server.base_url()))
@@ -159,14 +105,8 @@ fn fixture() -> &'static Fixture {
             .expect("omni client");
         // Warm-up call: checks the setup and captures the request omni sends.
         let response = smol::block_on(client.generate_text(MODEL, PROMPT, Options::default())).expect("warm-up call");
-        assert_eq!(response.text(), "Hello there, how are you?");
-        let recorded = server.requests().pop().expect("the warm-up request");
-        let skip = ["host", "content-length", "connection", "transfer-encoding"];
-        let request = Captured {
-            url: format!("{}{}", server.base_url(), recorded.path),
-            headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
-            body: recorded.body,
-        };
+        assert_eq!(response.text(), REPLY_TEXT);
+        let request = Captured::last_request(&server);
         let executor = Arc::new(Executor::new());
         let local_client = Client::builder()
             .base_url("anthropic", format!("{}/v1", server.base_url()))
@@ -265,15 +205,6 @@ async fn bare_first_delta(request: &Captured) -> TcpStream {
         carry.truncate(filled + n);
         assert!(n > 0, "the body ended before a text delta");
     }
-}
-
-/// Appends `chunk` to `seen` and looks for the marker in the new bytes (plus the
-/// marker's length minus one before them, in case it straddles two chunks).
-fn contains_text_delta(seen: &mut Vec<u8>, chunk: &[u8]) -> bool {
-    const MARKER: &[u8] = b"\"text_delta\"";
-    let from = seen.len().saturating_sub(MARKER.len() - 1);
-    seen.extend_from_slice(chunk);
-    seen.get(from..).unwrap_or_default().windows(MARKER.len()).any(|w| w == MARKER)
 }
 
 #[divan::bench(sample_size = 1, sample_count = SAMPLES)]

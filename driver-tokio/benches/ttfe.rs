@@ -33,29 +33,24 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use divan::Bencher;
 use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
-use omni_conformance::scenarios::{paced, text_events};
 use omni_conformance::sim::Reply;
+use omni_conformance::ttfe::{
+    contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
+};
 use omni_tokio::core::client::CallSpec;
 use omni_tokio::core::generate::{Effect, Generate};
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 
-const MODEL: &str = "anthropic:claude-sonnet-4-5";
-const PROMPT: &str = "Say hello.";
-const SAMPLES: u32 = 300;
-const PAIRS: usize = 300;
-const SETTLE: Duration = Duration::from_millis(2);
 const RUNTIMES: [&str; 2] = ["current_thread", "multi_thread"];
 
 fn main() {
     divan::main();
-    let args: Vec<String> = std::env::args().collect();
-    // Only under `cargo bench` (divan runs each benchmark once otherwise, as a test).
-    if args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list") {
+    if under_cargo_bench() {
         let f = fixture();
         for flavour in RUNTIMES {
             let rt = f.runtime(flavour);
@@ -63,59 +58,10 @@ fn main() {
                 &format!("tokio {flavour}"),
                 || f.prepare(rt),
                 || drop(rt.block_on(omni_first_delta(&f.client))),
-                || drop(rt.block_on(bare_first_delta(&f.http, &f.request))),
+                || drop(rt.block_on(bare_first_delta(&f.http, &f.request, &f.body))),
             );
         }
     }
-}
-
-/// The same measurement with omni and the baseline interleaved (alternating which goes
-/// first), so that the machine's load drifting between two divan benchmarks cannot
-/// bias the ratio. Prints the medians, quartiles and `omni / baseline` of the medians.
-/// Here the drop of the stream is timed too (it is cheap: a channel close).
-fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
-    let (mut omni_times, mut baseline_times) = (Vec::new(), Vec::new());
-    for i in 0..PAIRS {
-        let timed = |f: &dyn Fn(), into: &mut Vec<Duration>| {
-            prepare();
-            let started = Instant::now();
-            f();
-            into.push(started.elapsed());
-        };
-        if i % 2 == 0 {
-            timed(&omni, &mut omni_times);
-            timed(&baseline, &mut baseline_times);
-        } else {
-            timed(&baseline, &mut baseline_times);
-            timed(&omni, &mut omni_times);
-        }
-    }
-    let (o, b) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
-    println!(
-        "paired {name}, {PAIRS} pairs: omni {}, baseline {}; omni/baseline: median {:.2}, fastest {:.2}",
-        show(o),
-        show(b),
-        o[2] / b[2],
-        o[0] / b[0]
-    );
-}
-
-/// Fastest, p25, median, p75, in µs.
-fn quantiles(times: &mut [Duration]) -> [f64; 4] {
-    times.sort();
-    let at = |q: usize| times[(times.len() - 1) * q / 4].as_secs_f64() * 1e6;
-    [at(0), at(1), at(2), at(3)]
-}
-
-fn show(q: [f64; 4]) -> String {
-    format!("median {:.0} µs (fastest {:.0}, p25 {:.0}, p75 {:.0})", q[2], q[0], q[1], q[3])
-}
-
-/// A request exactly as omni sent it, replayed by the baseline.
-struct Captured {
-    url: String,
-    headers: Vec<(String, String)>,
-    body: bytes::Bytes,
 }
 
 struct Fixture {
@@ -124,6 +70,8 @@ struct Fixture {
     client: Client,
     http: reqwest::Client,
     request: Captured,
+    /// The request's body, shared rather than copied into each baseline request.
+    body: bytes::Bytes,
     current_thread: tokio::runtime::Runtime,
     multi_thread: tokio::runtime::Runtime,
 }
@@ -149,7 +97,7 @@ impl Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let reply = paced(&text_events(&["Hello", " there", ", how", " are", " you?"]), Duration::ZERO);
+        let reply = reply();
         let server = ReplayServer::start(vec![reply.clone()]).expect("replay server");
         let client = Client::builder()
             .base_url("anthropic", format!("{}/v1", server.base_url()))
@@ -162,15 +110,10 @@ fn fixture() -> &'static Fixture {
         // Warm-up call: checks the setup and captures the request omni sends.
         let response =
             current_thread.block_on(client.generate_text(MODEL, PROMPT, Options::default())).expect("warm-up call");
-        assert_eq!(response.text(), "Hello there, how are you?");
-        let recorded = server.requests().pop().expect("the warm-up request");
-        let skip = ["host", "content-length", "connection", "transfer-encoding"];
-        let request = Captured {
-            url: format!("{}{}", server.base_url(), recorded.path),
-            headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
-            body: recorded.body.into(),
-        };
-        Fixture { server, reply, client, http: bare_client(), request, current_thread, multi_thread }
+        assert_eq!(response.text(), REPLY_TEXT);
+        let request = Captured::last_request(&server);
+        let body = bytes::Bytes::from(request.body.clone());
+        Fixture { server, reply, client, http: bare_client(), request, body, current_thread, multi_thread }
     })
 }
 
@@ -205,12 +148,12 @@ async fn omni_first_delta(client: &Client) -> TextStream {
 
 /// Baseline: bare reqwest, the same request, reading chunks until one holds the first
 /// text delta. Returns the response so that closing it happens after timing.
-async fn bare_first_delta(http: &reqwest::Client, request: &Captured) -> reqwest::Response {
+async fn bare_first_delta(http: &reqwest::Client, request: &Captured, body: &bytes::Bytes) -> reqwest::Response {
     let mut builder = http.post(&request.url);
     for (name, value) in &request.headers {
         builder = builder.header(name, value);
     }
-    let mut response = builder.body(request.body.clone()).send().await.expect("send");
+    let mut response = builder.body(body.clone()).send().await.expect("send");
     assert_eq!(response.status(), 200);
     let mut seen = Vec::new();
     while let Some(chunk) = response.chunk().await.expect("chunk") {
@@ -219,15 +162,6 @@ async fn bare_first_delta(http: &reqwest::Client, request: &Captured) -> reqwest
         }
     }
     panic!("the body ended before a text delta")
-}
-
-/// Appends `chunk` to `seen` and looks for the marker in the new bytes (plus the
-/// marker's length minus one before them, in case it straddles two chunks).
-fn contains_text_delta(seen: &mut Vec<u8>, chunk: &[u8]) -> bool {
-    const MARKER: &[u8] = b"\"text_delta\"";
-    let from = seen.len().saturating_sub(MARKER.len() - 1);
-    seen.extend_from_slice(chunk);
-    seen.get(from..).unwrap_or_default().windows(MARKER.len()).any(|w| w == MARKER)
 }
 
 #[divan::bench(args = RUNTIMES, sample_size = 1, sample_count = SAMPLES)]
@@ -241,7 +175,9 @@ fn omni(bencher: Bencher, runtime: &str) {
 fn baseline(bencher: Bencher, runtime: &str) {
     let f = fixture();
     let rt = f.runtime(runtime);
-    bencher.with_inputs(|| f.prepare(rt)).bench_local_values(|()| rt.block_on(bare_first_delta(&f.http, &f.request)));
+    bencher
+        .with_inputs(|| f.prepare(rt))
+        .bench_local_values(|()| rt.block_on(bare_first_delta(&f.http, &f.request, &f.body)));
 }
 
 /// The pure part of `stream_text` (the same in every driver): resolving the call
