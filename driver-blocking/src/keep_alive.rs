@@ -17,6 +17,9 @@ use ureq::http::Uri;
 
 /// Idle agents (each with its one idle connection) kept per server and key.
 const MAX_IDLE_PER_SERVER: usize = 8;
+/// Idle agents kept in all: per-call keys make a server and key pair per tenant, and each
+/// idle agent holds a socket.
+const MAX_IDLE_TOTAL: usize = 32;
 /// Longest an agent stays idle here (as hyper's default pool timeout); ureq is told the
 /// same for its connection.
 pub(crate) const IDLE_LIMIT: Duration = Duration::from_secs(90);
@@ -59,18 +62,42 @@ impl IdleAgents {
     }
 
     /// Keeps `agent`, whose request ended cleanly, for the next request to `server`.
+    /// Expired agents go first; past the limits the oldest go (they are the likeliest to
+    /// have been closed by their server).
     pub(crate) fn put(&self, server: Server, agent: ureq::Agent) {
         let Ok(mut idle) = self.idle.lock() else { return };
+        idle.retain(|_, queue| {
+            queue.retain(|(_, since)| since.elapsed() < IDLE_LIMIT);
+            !queue.is_empty()
+        });
         let queue = idle.entry(server).or_default();
         if queue.len() >= MAX_IDLE_PER_SERVER {
-            queue.remove(0); // the oldest goes: it is the likeliest to have been closed
+            queue.remove(0);
         }
         queue.push((agent, Instant::now()));
+        while idle.values().map(Vec::len).sum::<usize>() > MAX_IDLE_TOTAL {
+            let oldest = idle
+                .iter()
+                .filter_map(|(server, queue)| Some((queue.first()?.1, server.clone())))
+                .min_by_key(|(since, _)| *since);
+            let Some((_, server)) = oldest else { break };
+            if let Some(queue) = idle.get_mut(&server) {
+                queue.remove(0);
+                if queue.is_empty() {
+                    idle.remove(&server);
+                }
+            }
+        }
     }
 
     #[cfg(test)]
     fn count(&self, server: &Server) -> usize {
         self.idle.lock().map(|idle| idle.get(server).map_or(0, Vec::len)).unwrap_or(0)
+    }
+
+    #[cfg(test)]
+    fn total(&self) -> usize {
+        self.idle.lock().map(|idle| idle.values().map(Vec::len).sum()).unwrap_or(0)
     }
 }
 
@@ -101,5 +128,17 @@ mod tests {
             idle.put(server.clone(), ureq::Agent::new_with_defaults());
         }
         assert_eq!(idle.count(&server), MAX_IDLE_PER_SERVER);
+    }
+
+    #[test]
+    fn at_most_a_few_dozen_agents_are_kept_in_all_the_oldest_going_first() {
+        let idle = IdleAgents::default();
+        let tenant = |n: usize| Server::of("https://api.example.com/v1", format!("x-api-key: {n}\r\n").as_bytes());
+        for n in 0..MAX_IDLE_TOTAL + 5 {
+            idle.put(tenant(n).expect("server"), ureq::Agent::new_with_defaults());
+        }
+        assert_eq!(idle.total(), MAX_IDLE_TOTAL);
+        assert_eq!(idle.count(&tenant(0).expect("server")), 0, "the oldest went");
+        assert_eq!(idle.count(&tenant(MAX_IDLE_TOTAL + 4).expect("server")), 1, "the newest stays");
     }
 }
