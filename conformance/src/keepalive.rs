@@ -31,10 +31,11 @@ pub enum Plan {
 /// connection must carry it on its second request as on its first.
 pub const KEY: &str = "sk-keepalive-test";
 
-/// The server. Connections past the plans given follow [`Plan::Serve`].
+/// The server. Connections past the plans given follow the server's default plan.
 #[derive(Debug)]
 pub struct KeepAliveServer {
     addr: SocketAddr,
+    scheme: &'static str,
     /// Requests that came without [`KEY`].
     unkeyed: Arc<AtomicUsize>,
     /// Requests received (answered or not), per accepted connection, in accept order.
@@ -44,8 +45,27 @@ pub struct KeepAliveServer {
 }
 
 impl KeepAliveServer {
-    /// Starts serving `body` (an event stream) to every request.
+    /// Starts serving `body` (an event stream) to every request over plain HTTP;
+    /// connections past `plans` follow [`Plan::Serve`].
     pub fn start(body: String, plans: Vec<Plan>) -> io::Result<Self> {
+        Self::start_with(body, plans, Plan::Serve, None)
+    }
+
+    /// The same over HTTPS, every connection following `plan`, with a certificate signed
+    /// by an authority made for this server alone; returns the authority's certificate
+    /// (PEM) for the client to trust.
+    pub fn start_tls(body: String, plan: Plan) -> io::Result<(Self, String)> {
+        let (config, ca) = crate::replay::tls::server_config().map_err(io::Error::other)?;
+        Ok((Self::start_with(body, Vec::new(), plan, Some(config))?, ca))
+    }
+
+    fn start_with(
+        body: String,
+        plans: Vec<Plan>,
+        rest: Plan,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> io::Result<Self> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -59,29 +79,36 @@ impl KeepAliveServer {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let plan = plans.get(index).copied().unwrap_or(Plan::Serve);
+                let plan = plans.get(index).copied().unwrap_or(rest);
                 let slot = {
                     let mut counts = counts.lock().expect("not poisoned");
                     counts.push(0);
                     counts.len() - 1
                 };
-                let (counts, body, missing) = (counts.clone(), body.clone(), missing.clone());
+                let (counts, body, missing, tls) = (counts.clone(), body.clone(), missing.clone(), tls.clone());
                 let _ = thread::Builder::new().name("keepalive-conn".into()).spawn(move || {
-                    serve(conn, plan, &body, |received, keyed| {
+                    // A client that neither sends nor closes does not keep the thread forever.
+                    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+                    let record = |received: usize, keyed: bool| {
                         if !keyed {
                             missing.fetch_add(1, Ordering::SeqCst);
                         }
                         counts.lock().expect("not poisoned")[slot] = received;
-                    })
+                    };
+                    match tls.map(rustls::ServerConnection::new) {
+                        None => serve(conn, plan, &body, record),
+                        Some(Ok(server)) => serve(rustls::StreamOwned::new(server, conn), plan, &body, record),
+                        Some(Err(_)) => {}
+                    }
                 });
             }
         })?;
-        Ok(KeepAliveServer { addr, unkeyed, received, stopping, acceptor: Some(acceptor) })
+        Ok(KeepAliveServer { addr, scheme, unkeyed, received, stopping, acceptor: Some(acceptor) })
     }
 
-    /// The base URL of an Anthropic-style provider here (`http://addr/v1`).
+    /// The base URL of an Anthropic-style provider here (`http://addr/v1`, or https).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("{}://{}/v1", self.scheme, self.addr)
     }
 
     /// Requests received on each connection accepted so far, in accept order (a
@@ -109,9 +136,7 @@ impl Drop for KeepAliveServer {
 
 /// Follows `plan` on one connection; `record` is told the running count of requests and
 /// whether the last one carried the key.
-fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize, bool)) {
-    // A client that neither sends nor closes does not keep the thread forever.
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+fn serve(mut conn: impl Read + Write, plan: Plan, body: &str, record: impl Fn(usize, bool)) {
     let limit = match plan {
         Plan::Serve => usize::MAX,
         Plan::CloseAfter(n) | Plan::DropNextAfter(n) => n,
@@ -135,7 +160,7 @@ fn serve(mut conn: TcpStream, plan: Plan, body: &str, record: impl Fn(usize, boo
 /// Reads one request (head and content-length body) from `conn`, keeping bytes of a
 /// following request in `pending`: whether it carried [`KEY`], or `None` when the client
 /// closed or sent garbage.
-fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> Option<bool> {
+fn read_request(conn: &mut impl Read, pending: &mut Vec<u8>) -> Option<bool> {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -159,7 +184,7 @@ fn read_request(conn: &mut TcpStream, pending: &mut Vec<u8>) -> Option<bool> {
     }
 }
 
-fn respond(conn: &mut TcpStream, body: &str) -> io::Result<()> {
+fn respond(conn: &mut impl Write, body: &str) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: keep-alive\r\n\r\n",
         body.len()
@@ -183,6 +208,8 @@ pub struct ReuseCase {
     pub requests: usize,
     /// Requests received per connection.
     pub expected: Vec<usize>,
+    /// Over HTTPS (every connection then follows the first plan).
+    pub tls: bool,
 }
 
 /// The cases every driver passes.
@@ -193,18 +220,35 @@ pub fn reuse_cases() -> Vec<ReuseCase> {
             plans: vec![Plan::Serve],
             requests: 3,
             expected: vec![3],
+            tls: false,
+        },
+        ReuseCase {
+            name: "calls over https share one connection",
+            plans: vec![Plan::Serve],
+            requests: 3,
+            expected: vec![3],
+            tls: true,
+        },
+        ReuseCase {
+            name: "an https connection the server closed while idle is not used",
+            plans: vec![Plan::CloseAfter(1)],
+            requests: 2,
+            expected: vec![1, 1],
+            tls: true,
         },
         ReuseCase {
             name: "a connection the server closed while idle is not used",
             plans: vec![Plan::CloseAfter(1)],
             requests: 2,
             expected: vec![1, 1],
+            tls: false,
         },
         ReuseCase {
             name: "a request the server dropped on a pooled connection is resent at once on a new one",
             plans: vec![Plan::DropNextAfter(1)],
             requests: 2,
             expected: vec![2, 1],
+            tls: false,
         },
     ]
 }
@@ -234,11 +278,20 @@ impl ReuseCase {
     }
 
     /// Runs the case with `call`, which makes one call with the `client` built for the
-    /// Anthropic base URL and key it is given, and returns the text and how many retries
-    /// the call reported.
-    pub fn run<C>(&self, client: impl FnOnce(&str, &str) -> C, mut call: impl FnMut(&C) -> (String, usize)) {
-        let server = KeepAliveServer::start(reuse_body(), self.plans.clone()).expect("keep-alive server");
-        let client = client(&server.base_url(), KEY);
+    /// Anthropic base URL, key and extra root certificate (PEM, for https) it is given, and
+    /// returns the text and how many retries the call reported.
+    pub fn run<C>(
+        &self,
+        client: impl FnOnce(&str, &str, Option<&str>) -> C,
+        mut call: impl FnMut(&C) -> (String, usize),
+    ) {
+        let (server, ca) = if self.tls {
+            let (server, ca) = KeepAliveServer::start_tls(reuse_body(), self.plans[0]).expect("keep-alive server");
+            (server, Some(ca))
+        } else {
+            (KeepAliveServer::start(reuse_body(), self.plans.clone()).expect("keep-alive server"), None)
+        };
+        let client = client(&server.base_url(), KEY, ca.as_deref());
         for n in 0..self.requests {
             let (text, retries) = call(&client);
             assert_eq!(text, "Hi", "{}: call {n}", self.name);

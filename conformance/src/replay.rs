@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::sim::{BodyStep, Reply};
 
-mod tls {
+pub(crate) mod tls {
     //! A throwaway certificate authority and server certificate for the HTTPS server.
 
     use std::sync::Arc;
@@ -24,7 +24,7 @@ mod tls {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-    pub(super) fn server_config() -> Result<(Arc<rustls::ServerConfig>, String), String> {
+    pub(crate) fn server_config() -> Result<(Arc<rustls::ServerConfig>, String), String> {
         let err = |e: rcgen::Error| e.to_string();
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

@@ -11,8 +11,12 @@ use omni_conformance::scenarios;
 fn connections_are_reused_and_stale_ones_cost_no_retry() {
     for case in reuse_cases() {
         case.run(
-            |base_url, key| {
-                Client::builder().base_url("anthropic", base_url).api_key("anthropic", key).build().expect("client")
+            |base_url, key, ca| {
+                let mut builder = Client::builder().base_url("anthropic", base_url).api_key("anthropic", key);
+                if let Some(ca) = ca {
+                    builder = builder.root_certificate(ca.as_bytes());
+                }
+                builder.build().expect("client")
             },
             |client| {
                 let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");

@@ -12,8 +12,12 @@ use smol::stream::StreamExt;
 fn connections_are_reused_and_stale_ones_cost_no_retry() {
     for case in reuse_cases() {
         case.run(
-            |base_url, key| {
-                Client::builder().base_url("anthropic", base_url).api_key("anthropic", key).build().expect("client")
+            |base_url, key, ca| {
+                let mut builder = Client::builder().base_url("anthropic", base_url).api_key("anthropic", key);
+                if let Some(ca) = ca {
+                    builder = builder.root_certificate(ca.as_bytes());
+                }
+                builder.build().expect("client")
             },
             |client| {
                 smol::block_on(async {

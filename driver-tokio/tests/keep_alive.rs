@@ -13,9 +13,13 @@ fn connections_are_reused_and_stale_ones_cost_no_retry() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for case in reuse_cases() {
         case.run(
-            |base_url, key| {
+            |base_url, key, ca| {
                 let _entered = runtime.enter();
-                Client::builder().base_url("anthropic", base_url).api_key("anthropic", key).build().expect("client")
+                let mut builder = Client::builder().base_url("anthropic", base_url).api_key("anthropic", key);
+                if let Some(ca) = ca {
+                    builder = builder.root_certificate(ca.as_bytes());
+                }
+                builder.build().expect("client")
             },
             |client| {
                 runtime.block_on(async {
