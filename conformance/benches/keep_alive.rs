@@ -7,7 +7,7 @@
 //! each connection after its response (as llama-server does), so every call there pays
 //! a TCP and TLS handshake (plus the driver noticing the kept connection closed). One
 //! client per driver and server, warmed up first. The calls alternate between the two
-//! servers in pairs (`omni_conformance::ttfe::paired`), so the machine's load drifting
+//! servers in pairs (`omni_conformance::ttfe::compare`), so the machine's load drifting
 //! cannot bias the ratio `kept / fresh` (medians), which is what reuse saves per call on
 //! loopback; over a real network the handshake costs round trips, and saves far more.
 //!
@@ -17,9 +17,12 @@
 use futures_lite::StreamExt;
 use omni_conformance::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 use omni_conformance::scenarios;
-use omni_conformance::ttfe::{paired, under_cargo_bench};
+use omni_conformance::ttfe::{compare, under_cargo_bench};
 use omni_core::generate::GenerateEvent;
 use omni_core::Options;
+
+/// What each run prints the medians and ratio of.
+const SIDES: [&str; 2] = ["kept", "fresh"];
 
 fn main() {
     divan::main();
@@ -40,7 +43,7 @@ fn main() {
     };
     let (on_kept, on_fresh) = (blocking(&kept, &kept_ca), blocking(&fresh, &fresh_ca));
     on_kept();
-    paired("blocking, kept vs fresh connection", || {}, on_kept, on_fresh);
+    compare("blocking", SIDES, || {}, on_kept, on_fresh);
 
     let smol_client = |server: &KeepAliveServer, ca: &str| {
         omni_smol::Client::builder()
@@ -58,7 +61,7 @@ fn main() {
         })
     };
     smol_call(&on_kept);
-    paired("smol, kept vs fresh connection", || {}, || smol_call(&on_kept), || smol_call(&on_fresh));
+    compare("smol", SIDES, || {}, || smol_call(&on_kept), || smol_call(&on_fresh));
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let tokio_client = |server: &KeepAliveServer, ca: &str| {
@@ -78,7 +81,7 @@ fn main() {
         })
     };
     tokio_call(&on_kept);
-    paired("tokio, kept vs fresh connection", || {}, || tokio_call(&on_kept), || tokio_call(&on_fresh));
+    compare("tokio", SIDES, || {}, || tokio_call(&on_kept), || tokio_call(&on_fresh));
 
     assert_eq!(kept.requests_per_connection().len(), 3, "one connection per driver on the kept server");
 }

@@ -77,6 +77,11 @@ pub fn contains_text_delta(seen: &mut Vec<u8>, chunk: &[u8]) -> bool {
 /// the ratio. Prints the medians, quartiles and `omni / baseline` of the medians. The
 /// drop of what each returns is timed too (it is cheap: a channel or socket close).
 pub fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
+    compare(name, ["omni", "baseline"], prepare, omni, baseline);
+}
+
+/// [`paired`] with other names for the two sides: prints `a / b` of the medians.
+pub fn compare(name: &str, [a, b]: [&str; 2], prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn()) {
     let (mut omni_times, mut baseline_times) = (Vec::new(), Vec::new());
     for i in 0..PAIRS {
         let timed = |f: &dyn Fn(), into: &mut Vec<Duration>| {
@@ -93,13 +98,13 @@ pub fn paired(name: &str, prepare: impl Fn(), omni: impl Fn(), baseline: impl Fn
             timed(&omni, &mut omni_times);
         }
     }
-    let (o, b) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
+    let (o, q) = (quantiles(&mut omni_times), quantiles(&mut baseline_times));
     println!(
-        "paired {name}, {PAIRS} pairs: omni {}, baseline {}; omni/baseline: median {:.2}, fastest {:.2}",
+        "paired {name}, {PAIRS} pairs: {a} {}, {b} {}; {a}/{b}: median {:.2}, fastest {:.2}",
         show(o),
-        show(b),
-        o[2] / b[2],
-        o[0] / b[0]
+        show(q),
+        o[2] / q[2],
+        o[0] / q[0]
     );
 }
 

@@ -103,10 +103,12 @@ impl Transport for Splicing {
         // Up to and including the last header line's CRLF; then ours; then the blank line
         // and whatever body followed in this write.
         let split = end + 2;
-        let rest = output.get(split..amount).unwrap_or_default().to_vec();
-        self.inner.transmit_output(split, timeout)?;
-        self.send(&lines, timeout)?;
-        self.send(&rest, timeout)
+        // One write for the whole head (one segment, one TLS record), not three.
+        let mut head = Vec::with_capacity(amount + lines.len());
+        head.extend_from_slice(output.get(..split).unwrap_or_default());
+        head.extend_from_slice(&lines);
+        head.extend_from_slice(output.get(split..amount).unwrap_or_default());
+        self.send(&head, timeout)
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {

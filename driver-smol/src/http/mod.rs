@@ -29,6 +29,8 @@ use connect::{failure, Connection, Target};
 const READ_SIZE: usize = 16 * 1024;
 /// Largest request or response head accepted (a header line longer than the buffer grows it).
 const MAX_HEAD: usize = 1024 * 1024;
+/// A body up to this size goes out in the head's write.
+const COALESCE_BODY: usize = 64 * 1024;
 
 /// An input produced by a task, owned so it can cross the channel.
 #[derive(Debug)]
@@ -165,21 +167,33 @@ async fn write_request(
         }
     }
     splice_sensitive_headers(&mut head, request)?;
-    connection.write_all(&head).await.map_err(io)?;
     let body = &request.body;
     let mut sending = match call.proceed().map_err(protocol)? {
         Some(SendRequestResult::SendBody(sending)) => sending,
         // No `expect: 100-continue` is ever set; should one come through, send the body at once.
         Some(SendRequestResult::Await100(waiting)) => match waiting.proceed().map_err(protocol)? {
             Await100Result::SendBody(sending) => sending,
-            Await100Result::RecvResponse(receiving) => return flushed(connection, receiving).await,
+            Await100Result::RecvResponse(receiving) => {
+                connection.write_all(&head).await.map_err(io)?;
+                return flushed(connection, receiving).await;
+            }
         },
-        Some(SendRequestResult::RecvResponse(receiving)) => return flushed(connection, receiving).await,
+        Some(SendRequestResult::RecvResponse(receiving)) => {
+            connection.write_all(&head).await.map_err(io)?;
+            return flushed(connection, receiving).await;
+        }
         None => return Err(failure(TransportErrorKind::Other, "the request head was not complete")),
     };
-    // With a content-length the body goes out as is: no copy through ureq-proto's buffer.
+    // With a content-length the body goes out as is, not through ureq-proto's buffer: in
+    // the head's write when small (one segment, one TLS record), else after it uncopied.
     sending.consume_direct_write(body.len()).map_err(protocol)?;
-    connection.write_all(body).await.map_err(io)?;
+    if body.len() <= COALESCE_BODY {
+        head.extend_from_slice(body);
+        connection.write_all(&head).await.map_err(io)?;
+    } else {
+        connection.write_all(&head).await.map_err(io)?;
+        connection.write_all(body).await.map_err(io)?;
+    }
     match sending.proceed() {
         Some(receiving) => flushed(connection, receiving).await,
         None => Err(failure(TransportErrorKind::Other, "the request body was not complete")),
