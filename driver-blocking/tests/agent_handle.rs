@@ -106,6 +106,45 @@ fn subscribers_given_to_the_builder_see_every_event() {
     assert_eq!(*first_two.lock().expect("not poisoned"), lines[..2], "the closure saw two events, then left");
 }
 
+/// Callbacks that call the agent's own handle from `handle_turn`.
+struct CallsItself {
+    handle: Arc<std::sync::Mutex<Option<omni_blocking::Agent<CallsItself>>>>,
+    answer: Arc<std::sync::Mutex<Option<Result<Status, Error>>>>,
+}
+
+impl AgentCallbacks for CallsItself {
+    fn handle_turn(&mut self, _response: &omni_blocking::Response) -> omni_blocking::TurnDecision {
+        let agent = self.handle.lock().expect("not poisoned").clone();
+        if let Some(agent) = agent {
+            *self.answer.lock().expect("not poisoned") = Some(agent.status());
+        }
+        omni_blocking::TurnDecision::Stop
+    }
+}
+
+/// A handle called from the agent's own callbacks (or a `with_callbacks` closure) would
+/// wait for itself: it answers a typed error at once and the turn goes on.
+#[test]
+fn a_handle_called_from_the_agents_callbacks_refuses_instead_of_deadlocking() {
+    let server = ReplayServer::start(chat_replies()).expect("replay server");
+    let handle = Arc::new(std::sync::Mutex::new(None));
+    let answer = Arc::new(std::sync::Mutex::new(None));
+    let callbacks = CallsItself { handle: handle.clone(), answer: answer.clone() };
+    let agent = client(&server).agent(scenarios::model()).callbacks(callbacks).start().expect("agent starts");
+    *handle.lock().expect("not poisoned") = Some(agent.clone());
+    let (_, events) = agent.subscribe().expect("subscribe");
+    agent.prompt("Hi").expect("prompt");
+    assert_eq!(skeleton(&lines_until_turn(events)), CHAT_TURN, "the turn completed");
+    let answer = answer.lock().expect("not poisoned").take().expect("handle_turn ran");
+    assert!(matches!(answer, Err(Error::Agent(AgentError::CalledFromAgent))), "{answer:?}");
+    let inner = agent.clone();
+    let from_closure = agent.with_callbacks(move |_| inner.messages()).expect("with_callbacks");
+    assert!(matches!(from_closure, Err(Error::Agent(AgentError::CalledFromAgent))));
+    assert_eq!(agent.messages().expect("from another thread").len(), 2);
+    // A handle inside the callbacks is a cycle that would keep the agent alive: break it.
+    handle.lock().expect("not poisoned").take();
+}
+
 #[test]
 fn the_handle_is_shared_across_threads() {
     let server = ReplayServer::start(vec![]).expect("replay server");

@@ -121,6 +121,9 @@ pub enum AgentError {
     Init(String),
     /// The agent was terminated.
     Terminated,
+    /// A handle was called on the agent's own thread (from a callback, or a closure run
+    /// by `with_callbacks`), where the agent could never answer: refused, not a deadlock.
+    CalledFromAgent,
 }
 
 impl fmt::Display for AgentError {
@@ -134,6 +137,9 @@ impl fmt::Display for AgentError {
             AgentError::InvalidTool(why) => write!(f, "invalid tool: {why}"),
             AgentError::Init(why) => write!(f, "the agent refused to start: {why}"),
             AgentError::Terminated => f.write_str("the agent was terminated"),
+            AgentError::CalledFromAgent => {
+                f.write_str("an agent handle was called from the agent's own callbacks, which would wait for itself")
+            }
         }
     }
 }

@@ -9,8 +9,9 @@
 //! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
 //! subscription ends.
 //!
-//! The callbacks run on the agent's thread. Do not call a handle's methods from them (or
-//! from a [`Agent::with_callbacks`] closure): the agent would wait for itself.
+//! The callbacks run on the agent's thread. A handle's methods called from them (or from
+//! an [`Agent::with_callbacks`] closure) would wait for the agent, which waits for them:
+//! they return [`AgentError::CalledFromAgent`] instead.
 
 mod run;
 mod subscription;
@@ -18,6 +19,7 @@ mod subscription;
 use std::fmt;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
+use std::thread;
 
 use omni_core::agent::{
     AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot, Status, ToolDecision,
@@ -71,9 +73,9 @@ impl Launch<Tool> for Client {
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        let commands = run::spawn(host, self.inner.http.clone(), tools)
+        let (commands, agent_thread) = run::spawn(host, self.inner.http.clone(), tools)
             .map_err(|e| Error::Setup(format!("could not start the agent thread: {e}")))?;
-        Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, capacity }) })
+        Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, agent_thread, capacity }) })
     }
 }
 
@@ -81,6 +83,8 @@ impl Launch<Tool> for Client {
 struct Shared<C> {
     client: Client,
     commands: Sender<LoopInput<C>>,
+    /// The thread the agent (and its callbacks) run on.
+    agent_thread: thread::ThreadId,
     capacity: usize,
 }
 
@@ -204,6 +208,9 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
         let reply: Reply<T> = Box::new(move |value| {
             let _ = tx.send(value);
         });
+        if thread::current().id() == self.shared.agent_thread {
+            return Err(Error::Agent(AgentError::CalledFromAgent));
+        }
         let terminated = || Error::Agent(AgentError::Terminated);
         self.shared.commands.send(message(reply)).map_err(|_| terminated())?;
         answer.recv().map_err(|_| terminated())

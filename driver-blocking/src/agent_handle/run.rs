@@ -41,16 +41,18 @@ impl<C> From<TaskReport> for LoopInput<C> {
     }
 }
 
-/// Starts the agent's loop on its own thread; returns the sender for the handles.
+/// Starts the agent's loop on its own thread; returns the sender for the handles and
+/// the thread's id (a handle called on it refuses rather than waits for itself).
 pub(crate) fn spawn<C: AgentCallbacks + Send + 'static>(
     host: Host<C>,
     http: Http,
     tools: Vec<Tool>,
-) -> io::Result<Sender<LoopInput<C>>> {
+) -> io::Result<(Sender<LoopInput<C>>, thread::ThreadId)> {
     let (commands, inputs) = mpsc::channel();
     let executor = Executor::new(http, commands.clone());
-    thread::Builder::new().name("omni-agent".into()).spawn(move || run(host, executor, by_name(tools), inputs))?;
-    Ok(commands)
+    let thread =
+        thread::Builder::new().name("omni-agent".into()).spawn(move || run(host, executor, by_name(tools), inputs))?;
+    Ok((commands, thread.thread().id()))
 }
 
 fn by_name(tools: Vec<Tool>) -> Tools {
