@@ -39,3 +39,11 @@ pub fn assert_key_not_logged(target: &str) {
     let pieces: Vec<&str> = (0..KEY.len() - 6).filter_map(|i| KEY.get(i..i + 6)).collect();
     assert!(!pieces.iter().any(|p| all.contains(p) && !"sk-ant-api03".contains(p)), "part of the key was logged");
 }
+
+/// Checks that no record so far holds `secret` or any 6-byte piece of it (the proxy
+/// credentials of [`crate::connect_proxy::CREDENTIALS`], say).
+pub fn assert_not_logged(secret: &str) {
+    let all = LOGS.0.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+    let pieces: Vec<&str> = (0..=secret.len().saturating_sub(6)).filter_map(|i| secret.get(i..i + 6)).collect();
+    assert!(!pieces.iter().any(|p| all.contains(p)), "part of a secret was logged");
+}

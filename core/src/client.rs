@@ -85,6 +85,8 @@ pub enum ClientError {
     InvalidOptions(OptionsError),
     /// Catalogue data could not be loaded.
     Catalogue(CatalogueError),
+    /// The proxy URL (given, or from the environment) cannot be used.
+    InvalidProxy(crate::proxy::ProxyError),
 }
 
 impl fmt::Display for ClientError {
@@ -98,6 +100,7 @@ impl fmt::Display for ClientError {
             ClientError::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
             ClientError::InvalidOptions(e) => write!(f, "{e}"),
             ClientError::Catalogue(e) => write!(f, "{e}"),
+            ClientError::InvalidProxy(e) => write!(f, "{e}"),
         }
     }
 }

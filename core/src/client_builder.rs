@@ -13,6 +13,7 @@ use crate::generate::RetryPolicy;
 use crate::model::Model;
 use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
+use crate::proxy::{Proxy, ProxySetting};
 
 /// What [`ClientBuilder::build`] hands the driver.
 #[derive(Debug)]
@@ -24,6 +25,9 @@ pub struct Built {
     /// True unless the application set a retry policy: calls may then draw a fresh
     /// jitter seed each (the configuration's policy already has a random one).
     pub random_retry_seed: bool,
+    /// How requests reach servers; resolve it with
+    /// [`ProxyRules::resolve`](crate::proxy::ProxyRules::resolve).
+    pub proxy: ProxySetting,
 }
 
 /// A driver's side of [`ClientBuilder::build`].
@@ -49,6 +53,8 @@ pub struct ClientBuilder<D> {
     retry: Option<RetryPolicy>,
     stall_timeout: Option<Duration>,
     root_certificates: Vec<Vec<u8>>,
+    /// `Err` holds a URL that did not parse, reported by `build`.
+    proxy: Result<ProxySetting, crate::proxy::ProxyError>,
     driver: std::marker::PhantomData<fn() -> D>,
 }
 
@@ -64,6 +70,7 @@ impl<D> Default for ClientBuilder<D> {
             retry: None,
             stall_timeout: None,
             root_certificates: Vec::new(),
+            proxy: Ok(ProxySetting::Environment),
             driver: std::marker::PhantomData,
         }
     }
@@ -78,6 +85,7 @@ impl<D> fmt::Debug for ClientBuilder<D> {
             .field("base_urls", &self.base_urls)
             .field("providers", &self.providers.len())
             .field("models", &self.models.len())
+            .field("proxy", &self.proxy)
             .finish_non_exhaustive()
     }
 }
@@ -139,8 +147,23 @@ impl<D: Connect> ClientBuilder<D> {
         self
     }
 
+    /// Sends every request through the HTTP proxy at `url`
+    /// (`http://[user[:password]@]host[:port]`), tunnelled with `CONNECT`, whatever the
+    /// environment says. A URL that cannot be used fails `build`.
+    pub fn proxy(mut self, url: &str) -> Self {
+        self.proxy = Proxy::parse(url).map(ProxySetting::Through);
+        self
+    }
+
+    /// Connects straight to every server, ignoring `HTTPS_PROXY` and the like. By
+    /// default a client follows them (see [`crate::proxy`]).
+    pub fn no_proxy(mut self) -> Self {
+        self.proxy = Ok(ProxySetting::Direct);
+        self
+    }
+
     /// Builds the client: fails on catalogue data that does not fit, invalid default
-    /// options, or a certificate the driver cannot use.
+    /// options, an unusable proxy, or a certificate the driver cannot use.
     pub fn build(self) -> Result<D::Client, Error> {
         let mut catalogue = match self.catalogue {
             Some(c) => c,
@@ -164,6 +187,7 @@ impl<D: Connect> ClientBuilder<D> {
         if let Some(limit) = self.stall_timeout {
             config.stall_timeout = limit;
         }
-        D::connect(Built { config, root_certificates: self.root_certificates, random_retry_seed })
+        let proxy = self.proxy.map_err(ClientError::InvalidProxy)?;
+        D::connect(Built { config, root_certificates: self.root_certificates, random_retry_seed, proxy })
     }
 }

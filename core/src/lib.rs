@@ -33,6 +33,7 @@ pub mod message;
 pub mod model;
 pub mod options;
 pub mod provider;
+pub mod proxy;
 pub mod response;
 pub mod schema;
 pub mod tool;

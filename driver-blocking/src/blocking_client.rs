@@ -6,8 +6,9 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::client_builder::{Built, Connect};
+use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
 
 use crate::call::Call;
@@ -110,7 +111,10 @@ impl Connect for Client {
     }
 
     fn connect(built: Built) -> Result<Client, Error> {
-        let http = Http::new(&built.root_certificates).map_err(Error::Setup)?;
+        let env = |name: &str| std::env::var(name).ok();
+        let proxies =
+            ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
+        let http = Http::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
         let inner = Inner { config: built.config, http, random_retry_seed: built.random_retry_seed };
         Ok(Client { inner: Arc::new(inner) })
     }

@@ -221,7 +221,7 @@ mod tests {
     fn finished_requests_and_tool_runs_are_forgotten() {
         let server = ReplayServer::start(vec![paced(&text_events(&["Hi"]), Duration::from_millis(1))]).expect("server");
         let (tx, inputs) = mpsc::channel();
-        let mut executor = Executor::<TaskReport>::new(Http::new(&[]).expect("http"), tx);
+        let mut executor = Executor::<TaskReport>::new(Http::new(&[], Default::default()).expect("http"), tx);
         let echo = Tool::new("echo", "", json!({}), Ok);
         let tools: Tools = [("echo".to_string(), echo)].into_iter().collect();
         let mut machine = Recorder::default();

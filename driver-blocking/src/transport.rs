@@ -33,6 +33,7 @@ use std::thread;
 use std::time::Duration;
 
 use omni_core::generate::{TransportError, TransportErrorKind};
+use omni_core::proxy::{Proxy, ProxyRules};
 use omni_core::{HttpRequest, Method};
 
 use crate::keep_alive::{IdleAgents, Server, IDLE_LIMIT};
@@ -58,11 +59,14 @@ pub(crate) enum HttpEvent {
     Failed(TransportError),
 }
 
-/// The HTTP client of one omni client: a ureq configuration, cloned into an agent per
-/// request, and the agents kept alive between requests.
+/// The HTTP client of one omni client: ureq configurations (direct, and one per proxy
+/// the core's rules name), cloned into an agent per request, and the agents kept alive
+/// between requests.
 #[derive(Clone)]
 pub(crate) struct Http {
-    config: ureq::config::Config,
+    direct: ureq::config::Config,
+    via_proxy: Vec<(Proxy, ureq::config::Config)>,
+    proxies: Arc<ProxyRules>,
     idle: Arc<IdleAgents>,
 }
 
@@ -92,26 +96,43 @@ impl RequestHandle {
 }
 
 impl Http {
-    /// Builds the configuration; `extra_roots` are PEM files whose certificates are
-    /// trusted on top of the Mozilla roots.
-    pub(crate) fn new(extra_roots: &[Vec<u8>]) -> Result<Http, String> {
+    /// Builds the configurations; `extra_roots` are PEM files whose certificates are
+    /// trusted on top of the Mozilla roots, and servers are reached as `proxies` say (ureq's own reading of the environment is
+    /// off, so every driver reads it alike).
+    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Http, String> {
         let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
         if !extra_roots.is_empty() {
             tls = tls.root_certs(root_certs(extra_roots)?);
         }
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_resolve(Some(CONNECT_TIMEOUT))
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .tls_config(tls.build())
-            // One connection per agent (an agent carries one request at a time), kept
-            // idle as long as the agent is.
-            .max_idle_connections(1)
-            .max_idle_connections_per_host(1)
-            .max_idle_age(IDLE_LIMIT)
-            .build();
-        Ok(Http { config, idle: Arc::default() })
+        let tls = tls.build();
+        let config = |proxy: Option<ureq::Proxy>| {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .timeout_resolve(Some(CONNECT_TIMEOUT))
+                .timeout_connect(Some(CONNECT_TIMEOUT))
+                .tls_config(tls.clone())
+                .proxy(proxy)
+                // One connection per agent (an agent carries one request at a time), kept
+                // idle as long as the agent is.
+                .max_idle_connections(1)
+                .max_idle_connections_per_host(1)
+                .max_idle_age(IDLE_LIMIT)
+                .build()
+        };
+        let mut via_proxy: Vec<(Proxy, ureq::config::Config)> = Vec::new();
+        for https in [true, false] {
+            // Any host the rules do not exempt shows which proxy a scheme uses.
+            let Some(proxy) = proxies.for_server(https, "omni.invalid") else { continue };
+            if via_proxy.iter().any(|(known, _)| known == proxy) {
+                continue;
+            }
+            // The message never shows the URL: it may hold credentials.
+            let ureq_proxy = ureq::Proxy::new(proxy.url().expose())
+                .map_err(|_| format!("the proxy {}:{} cannot be used", proxy.host(), proxy.port()))?;
+            via_proxy.push((proxy.clone(), config(Some(ureq_proxy))));
+        }
+        Ok(Http { direct: config(None), via_proxy, proxies: Arc::new(proxies), idle: Arc::default() })
     }
 
     /// Starts `request` on a new thread; `sink` receives its events and returns false
@@ -127,7 +148,7 @@ impl Http {
         let kept = server.as_ref().and_then(|server| self.idle.take(server));
         let reused = kept.is_some();
         let lines = secret.as_deref().unwrap_or_default();
-        let agent = kept.unwrap_or_else(|| self.fresh_agent(lines));
+        let agent = kept.unwrap_or_else(|| self.fresh_agent(&request.url, lines));
         let cancelled = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Some(agent.clone())));
         let handle = RequestHandle { agent: current.clone(), cancelled: cancelled.clone() };
@@ -145,7 +166,7 @@ impl Http {
             let mut agent = agent;
             let mut outcome = run(&agent, &request, &mut emit);
             if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
-                agent = http.fresh_agent(&lines);
+                agent = http.fresh_agent(&request.url, &lines);
                 if let Ok(mut current) = current.lock() {
                     *current = Some(agent.clone());
                 }
@@ -176,13 +197,25 @@ impl Http {
         Ok(handle)
     }
 
-    /// A new agent on the client's configuration, splicing `lines` into its requests.
-    fn fresh_agent(&self, lines: &[u8]) -> ureq::Agent {
+    /// A new agent for requests to `url`, direct or through its proxy, splicing `lines`
+    /// into its requests (after the tunnel is set up: the proxy never sees them).
+    fn fresh_agent(&self, url: &str, lines: &[u8]) -> ureq::Agent {
+        let config = self.config_for(url).clone();
         if lines.is_empty() {
-            return ureq::Agent::new_with_config(self.config.clone());
+            return ureq::Agent::new_with_config(config);
         }
         let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.to_vec()));
-        ureq::Agent::with_parts(self.config.clone(), connector, DefaultResolver::default())
+        ureq::Agent::with_parts(config, connector, DefaultResolver::default())
+    }
+
+    /// The configuration whose proxy the rules name for `url`'s server.
+    fn config_for(&self, url: &str) -> &ureq::config::Config {
+        let Ok(uri) = url.parse::<http::Uri>() else { return &self.direct };
+        let https = uri.scheme_str().is_some_and(|s| s.eq_ignore_ascii_case("https"));
+        let proxy = uri.host().and_then(|host| self.proxies.for_server(https, host));
+        proxy
+            .and_then(|proxy| self.via_proxy.iter().find(|(known, _)| known == proxy))
+            .map_or(&self.direct, |(_, config)| config)
     }
 }
 
@@ -367,9 +400,9 @@ mod tests {
 
     #[test]
     fn bad_root_certificates_are_rejected_when_the_client_is_built() {
-        assert!(Http::new(&[b"not a pem".to_vec()]).unwrap_err().contains("no certificate"));
+        assert!(Http::new(&[b"not a pem".to_vec()], ProxyRules::default()).unwrap_err().contains("no certificate"));
         let garbage = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec();
-        assert!(Http::new(&[garbage]).is_err());
-        assert!(Http::new(&[]).is_ok());
+        assert!(Http::new(&[garbage], ProxyRules::default()).is_err());
+        assert!(Http::new(&[], ProxyRules::default()).is_ok());
     }
 }

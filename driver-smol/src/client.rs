@@ -5,8 +5,9 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::client_builder::{Built, Connect};
+use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
 
 use smol::Executor;
@@ -112,7 +113,10 @@ impl Connect for Client {
     }
 
     fn connect(built: Built) -> Result<Client, Error> {
-        let http = Connections::new(&built.root_certificates).map_err(Error::Setup)?;
+        let env = |name: &str| std::env::var(name).ok();
+        let proxies =
+            ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
+        let http = Connections::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
         Ok(Client { inner: Arc::new(Inner { config: built.config, http, spawner: Spawner::Global }) })
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::proxy::ProxyRules;
 use omni_core::HttpRequest;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -17,8 +18,10 @@ pub(crate) enum TaskInput {
 }
 
 /// Builds the reqwest client: rustls with the ring provider, Mozilla's roots plus any
-/// extra certificates, and no timeouts of its own (the core owns them).
-pub(crate) fn client(extra_roots: &[Vec<u8>]) -> Result<reqwest::Client, String> {
+/// extra certificates, no timeouts of its own (the core owns them), and the core's proxy
+/// rules in place of reqwest's own reading of the environment (so every driver reads it
+/// alike).
+pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<reqwest::Client, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
 
@@ -35,7 +38,14 @@ pub(crate) fn client(extra_roots: &[Vec<u8>]) -> Result<reqwest::Client, String>
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    reqwest::Client::builder().tls_backend_preconfigured(tls).build().map_err(|e| e.to_string())
+    let mut builder = reqwest::Client::builder().tls_backend_preconfigured(tls).no_proxy();
+    if !proxies.is_direct() {
+        builder = builder.proxy(reqwest::Proxy::custom(move |url| {
+            let proxy = proxies.for_server(url.scheme() == "https", url.host_str()?)?;
+            reqwest::Url::parse(proxy.url().expose()).ok()
+        }));
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// Sends `request` and streams its response into `tx`.

@@ -1,12 +1,14 @@
 //! Opening a connection: the URL's target, TCP through smol (DNS on smol's blocking
-//! pool), and TLS through futures-rustls for https.
+//! pool), through a `CONNECT` tunnel when a proxy applies, and TLS through futures-rustls
+//! for https.
 
 use std::fmt;
 use std::sync::Arc;
 
-use futures_lite::io::{AsyncRead, AsyncWrite};
+use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures_rustls::TlsConnector;
 use omni_core::generate::{TransportError, TransportErrorKind};
+use omni_core::proxy::Proxy;
 use rustls::pki_types::ServerName;
 use smol::net::TcpStream;
 use ureq_proto::http::Uri;
@@ -42,16 +44,38 @@ impl Target {
     }
 }
 
-/// Connects to `target`: DNS and TCP failures are `Connect`, handshake failures `Tls`.
+impl Target {
+    /// Whether requests to it go over TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        self.tls
+    }
+
+    /// Its host.
+    pub(crate) fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+/// Largest response head a proxy may answer `CONNECT` with.
+const MAX_PROXY_HEAD: usize = 64 * 1024;
+
+/// Connects to `target`, through `proxy`'s tunnel when given: DNS, TCP and tunnel
+/// failures are `Connect`, handshake failures `Tls`.
 pub(crate) async fn open(
     tls: &Arc<rustls::ClientConfig>,
     target: &Target,
+    proxy: Option<&Proxy>,
 ) -> Result<Box<dyn Connection>, TransportError> {
-    let tcp = TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| failure(TransportErrorKind::Connect, format_args!("{}:{}: {e}", target.host, target.port)))?;
+    let (host, port) = proxy.map_or((target.host.as_str(), target.port), |p| (p.host(), p.port()));
+    let mut tcp = TcpStream::connect((host, port)).await.map_err(|e| {
+        let what = if proxy.is_some() { "proxy " } else { "" };
+        failure(TransportErrorKind::Connect, format_args!("{what}{host}:{port}: {e}"))
+    })?;
     // Streamed requests are small writes; do not let Nagle hold them back.
     let _ = tcp.set_nodelay(true);
+    if let Some(proxy) = proxy {
+        tunnel(&mut tcp, proxy, target).await?;
+    }
     if !target.tls {
         return Ok(Box::new(tcp));
     }
@@ -65,6 +89,50 @@ pub(crate) async fn open(
         failure(kind, format_args!("TLS handshake with {}: {e}", target.host))
     })?;
     Ok(Box::new(stream))
+}
+
+/// Asks `proxy` (connected on `tcp`) for a tunnel to `target` and reads its answer:
+/// a 2xx opens the tunnel; anything else (407 wants credentials, 403 refuses the host) is
+/// a `Connect` failure naming the status. The credentials go in the request only.
+async fn tunnel(tcp: &mut TcpStream, proxy: &Proxy, target: &Target) -> Result<(), TransportError> {
+    let io = |e: std::io::Error| failure(TransportErrorKind::Connect, format_args!("proxy tunnel: {e}"));
+    let authority = if target.host.contains(':') {
+        format!("[{}]:{}", target.host, target.port)
+    } else {
+        format!("{}:{}", target.host, target.port)
+    };
+    let mut request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if let Some(credentials) = proxy.authorization() {
+        request.push_str("Proxy-Authorization: ");
+        request.push_str(credentials.expose());
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    tcp.write_all(request.as_bytes()).await.map_err(io)?;
+    // Byte by byte up to the blank line: nothing of the tunnelled stream may be read here.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > MAX_PROXY_HEAD {
+            return Err(failure(TransportErrorKind::Connect, "proxy tunnel: response head too large"));
+        }
+        match tcp.read(&mut byte).await.map_err(io)? {
+            0 => return Err(failure(TransportErrorKind::Connect, "proxy tunnel: the proxy closed the connection")),
+            _ => head.push(byte[0]),
+        }
+    }
+    let status_line = String::from_utf8_lossy(head.split(|&b| b == b'\r').next().unwrap_or_default()).into_owned();
+    let status = status_line.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok());
+    match status {
+        Some(200..=299) => Ok(()),
+        Some(code) => Err(failure(
+            TransportErrorKind::Connect,
+            format_args!("the proxy refused the tunnel to {authority}: HTTP {code}"),
+        )),
+        None => {
+            Err(failure(TransportErrorKind::Connect, format_args!("proxy tunnel: not an HTTP answer: {status_line:?}")))
+        }
+    }
 }
 
 /// The rustls configuration: the ring provider, Mozilla's roots plus any extra PEM

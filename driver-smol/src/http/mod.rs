@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::proxy::ProxyRules;
 use omni_core::HttpRequest;
 use smol::channel::Sender;
 use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
@@ -42,16 +43,19 @@ pub(crate) enum TaskInput {
     Tool { id: ToolRunId, outcome: ToolOutcome },
 }
 
-/// What a client's requests share: the TLS configuration and the idle connections.
+/// What a client's requests share: the TLS configuration, the proxies, and the idle
+/// connections.
 pub(crate) struct Connections {
     tls: Arc<rustls::ClientConfig>,
+    proxies: ProxyRules,
     pool: pool::Pool,
 }
 
 impl Connections {
-    /// Trusts Mozilla's roots plus `extra_roots` (PEM); no connection is opened yet.
-    pub(crate) fn new(extra_roots: &[Vec<u8>]) -> Result<Arc<Connections>, String> {
-        Ok(Arc::new(Connections { tls: tls_config(extra_roots)?, pool: pool::Pool::default() }))
+    /// Trusts Mozilla's roots plus `extra_roots` (PEM) and reaches servers as `proxies`
+    /// say; no connection is opened yet.
+    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Arc<Connections>, String> {
+        Ok(Arc::new(Connections { tls: tls_config(extra_roots)?, proxies, pool: pool::Pool::default() }))
     }
 }
 
@@ -84,7 +88,10 @@ async fn exchange(
         let reused = pooled.is_some();
         let mut connection = match pooled {
             Some(connection) => connection,
-            None => connect::open(&http.tls, &target).await?,
+            None => {
+                let proxy = http.proxies.for_server(target.is_tls(), target.host());
+                connect::open(&http.tls, &target, proxy).await?
+            }
         };
         // Bytes read past the part being parsed (the head's tail is the body's start).
         let mut carry = Vec::with_capacity(READ_SIZE);
