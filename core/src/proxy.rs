@@ -262,6 +262,11 @@ impl ProxyRules {
         (!self.bypass.matches(host)).then_some(proxy)
     }
 
+    /// The proxies the rules may name (for drivers that set up one configuration each).
+    pub fn proxies(&self) -> impl Iterator<Item = &Proxy> {
+        self.https.iter().chain(self.http.iter())
+    }
+
     /// True when no request goes through a proxy.
     pub fn is_direct(&self) -> bool {
         self.https.is_none() && self.http.is_none()

@@ -121,9 +121,7 @@ impl Http {
                 .build()
         };
         let mut via_proxy: Vec<(Proxy, ureq::config::Config)> = Vec::new();
-        for https in [true, false] {
-            // Any host the rules do not exempt shows which proxy a scheme uses.
-            let Some(proxy) = proxies.for_server(https, "omni.invalid") else { continue };
+        for proxy in proxies.proxies() {
             if via_proxy.iter().any(|(known, _)| known == proxy) {
                 continue;
             }
