@@ -1,0 +1,278 @@
+//! The HTTP fault suite every driver runs: a loopback server that answers with raw bytes
+//! (so it can send what no well-behaved server would), and the cases, each with the
+//! outcome a call must end in. Whatever the server does, a call ends (no hang: the stall
+//! limit is short), with a typed outcome (no panic), keeping what was received.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use omni_core::generate::{GenerateError, GenerateEvent};
+
+use crate::scenarios::text_events;
+
+/// One step of a raw answer.
+#[derive(Debug, Clone)]
+pub enum Raw {
+    /// These bytes, as they are.
+    Bytes(Vec<u8>),
+    /// Nothing more is sent; the connection stays open until the client leaves.
+    Hang,
+}
+
+/// How a case's call must end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `Finished` with this text.
+    Finished(&'static str),
+    /// `Failed` with a transport error (the connection or the bytes were bad).
+    TransportFailure,
+    /// `Failed` by the stall limit, keeping this much text received before it.
+    Stalled { partial: &'static str },
+    /// `Failed` with a stream error (the bytes were HTTP, the body was not a whole stream),
+    /// keeping this much text.
+    StreamFailure { partial: &'static str },
+}
+
+/// A fault case.
+#[derive(Debug, Clone)]
+pub struct FaultCase {
+    /// What the server does wrong (or right, but oddly).
+    pub name: &'static str,
+    /// The server's answer.
+    pub answer: Vec<Raw>,
+    /// The outcome.
+    pub expect: Expect,
+}
+
+/// The stall limit the fault clients are built with (and no retries).
+pub const STALL: Duration = Duration::from_millis(400);
+
+fn sse(words: &[&str]) -> Vec<u8> {
+    text_events(words).concat().into_bytes()
+}
+
+fn head(lines: &str) -> Vec<u8> {
+    format!("HTTP/1.1 200 OK\r\n{lines}\r\n").into_bytes()
+}
+
+/// The cases.
+pub fn fault_cases() -> Vec<FaultCase> {
+    let whole = sse(&["Hi"]);
+    // The first three events (message_start, content_block_start, one delta): "Hel" so far.
+    let partial: Vec<u8> = text_events(&["Hel", "lo"])[..3].concat().into_bytes();
+    let sized = |body: &[u8]| {
+        let mut bytes = head(&format!("content-type: text/event-stream\r\ncontent-length: {}\r\n", body.len()));
+        bytes.extend_from_slice(body);
+        bytes
+    };
+    let mut chunked_bad = head("content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n");
+    chunked_bad.extend_from_slice(b"zz\r\nnot a chunk\r\n0\r\n\r\n");
+    let mut informational = b"HTTP/1.1 100 Continue\r\n\r\n".to_vec();
+    informational.extend(sized(&whole));
+    let mut http10 = b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n".to_vec();
+    http10.extend_from_slice(&whole);
+    let mut long_body =
+        head(&format!("content-type: text/event-stream\r\ncontent-length: {}\r\n", partial.len() + 500));
+    long_body.extend_from_slice(&partial);
+    let mut huge_header = b"HTTP/1.1 200 OK\r\nx-padding: ".to_vec();
+    huge_header.extend(std::iter::repeat_n(b'a', 4 * 1024 * 1024));
+    huge_header.extend_from_slice(b"\r\n\r\n");
+    let no_content = b"HTTP/1.1 204 No Content\r\n\r\n".to_vec();
+    vec![
+        FaultCase {
+            name: "a well-formed answer",
+            answer: vec![Raw::Bytes(sized(&whole))],
+            expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "an informational 100 before the answer",
+            answer: vec![Raw::Bytes(informational)],
+            expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "HTTP/1.0, the body ended by closing",
+            answer: vec![Raw::Bytes(http10)],
+            expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "bytes that are not HTTP",
+            answer: vec![Raw::Bytes(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec())],
+            expect: Expect::TransportFailure,
+        },
+        FaultCase {
+            name: "a head that never ends",
+            answer: vec![Raw::Bytes(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n".to_vec()), Raw::Hang],
+            expect: Expect::Stalled { partial: "" },
+        },
+        FaultCase {
+            name: "a header line of 4 MiB",
+            answer: vec![Raw::Bytes(huge_header)],
+            expect: Expect::TransportFailure,
+        },
+        FaultCase {
+            name: "an invalid chunk size",
+            answer: vec![Raw::Bytes(chunked_bad)],
+            expect: Expect::TransportFailure,
+        },
+        FaultCase {
+            name: "a body shorter than its content-length, then the connection closes",
+            answer: vec![Raw::Bytes(long_body)],
+            expect: Expect::TransportFailure,
+        },
+        FaultCase {
+            name: "a stream that stops mid-message and hangs",
+            answer: vec![
+                Raw::Bytes(head("content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n")),
+                Raw::Bytes(format!("{:x}\r\n", partial.len()).into_bytes()),
+                Raw::Bytes(partial.clone()),
+                Raw::Bytes(b"\r\n".to_vec()),
+                Raw::Hang,
+            ],
+            expect: Expect::Stalled { partial: "Hel" },
+        },
+        FaultCase {
+            name: "a whole body that is only part of a stream",
+            answer: vec![Raw::Bytes(sized(&partial))],
+            expect: Expect::StreamFailure { partial: "Hel" },
+        },
+        FaultCase {
+            name: "204 No Content to a streaming request",
+            answer: vec![Raw::Bytes(no_content)],
+            expect: Expect::StreamFailure { partial: "" },
+        },
+    ]
+}
+
+/// A server that answers every connection with `answer`, then closes it (unless the
+/// answer hangs).
+#[derive(Debug)]
+pub struct RawServer {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl RawServer {
+    /// Starts the server.
+    pub fn start(answer: Vec<Raw>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop = stopping.clone();
+        let answer = Arc::new(answer);
+        let acceptor = thread::Builder::new().name("raw-server".into()).spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let (answer, stop) = (answer.clone(), stop.clone());
+                let _ =
+                    thread::Builder::new().name("raw-server-conn".into()).spawn(move || serve(conn, &answer, &stop));
+            }
+        })?;
+        Ok(RawServer { addr, stopping, acceptor: Some(acceptor) })
+    }
+
+    /// The base URL of an Anthropic-style provider here.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+fn serve(mut conn: TcpStream, answer: &[Raw], stop: &AtomicBool) {
+    // Read the request head (and whatever body came with it) before answering.
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    for step in answer {
+        match step {
+            Raw::Bytes(bytes) => {
+                if conn.write_all(bytes).is_err() {
+                    return;
+                }
+            }
+            Raw::Hang => {
+                // Until the client closes (a read returns 0) or the server stops.
+                let _ = conn.set_read_timeout(Some(Duration::from_millis(50)));
+                loop {
+                    match conn.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(_) => {}
+                        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                            if stop.load(Ordering::SeqCst) {
+                                return;
+                            }
+                        }
+                        Err(_) => return,
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl FaultCase {
+    /// Checks the events of this case's call.
+    pub fn check(&self, events: &[GenerateEvent]) {
+        let name = self.name;
+        let retries = events.iter().filter(|e| matches!(e, GenerateEvent::Retry { .. })).count();
+        assert_eq!(retries, 0, "{name}: the fault clients do not retry");
+        let outcome =
+            events.iter().rev().find(|e| matches!(e, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }));
+        match (self.expect, outcome) {
+            (Expect::Finished(text), Some(GenerateEvent::Finished(response))) => {
+                assert_eq!(response.text(), text, "{name}")
+            }
+            (Expect::TransportFailure, Some(GenerateEvent::Failed { error: GenerateError::Transport(_), .. })) => {}
+            (Expect::Stalled { partial: text }, Some(GenerateEvent::Failed { error, partial })) => {
+                assert!(matches!(error, GenerateError::Stalled(_)), "{name}: {error:?}");
+                assert_eq!(partial.text(), text, "{name}: what came before the stall is kept");
+            }
+            (Expect::StreamFailure { partial: text }, Some(GenerateEvent::Failed { error, partial })) => {
+                assert!(matches!(error, GenerateError::Stream(_)), "{name}: {error:?}");
+                assert_eq!(partial.text(), text, "{name}: what came is kept");
+            }
+            (expect, outcome) => panic!("{name}: expected {expect:?}, got {outcome:?}"),
+        }
+    }
+}
+
+/// Runs every case with `call`, which makes one streaming call with a client built for
+/// the base URL it is given (stall limit [`STALL`], no retries) and returns its events.
+/// A call that has not ended after 20 s fails the case: a hang is a bug.
+pub fn run_fault_cases(call: impl Fn(&str) -> Vec<GenerateEvent> + Send + Sync + 'static) {
+    let call = Arc::new(call);
+    for case in fault_cases() {
+        let server = RawServer::start(case.answer.clone()).expect("raw server");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (url, call) = (server.base_url(), call.clone());
+        thread::spawn(move || {
+            let _ = tx.send(call(&url));
+        });
+        let events = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{}: the call did not end (or panicked)", case.name));
+        case.check(&events);
+    }
+}
