@@ -1,7 +1,7 @@
 //! A loopback HTTP proxy that speaks `CONNECT` only, as corporate proxies do for HTTPS,
 //! for the drivers' proxy tests: it records each tunnel's request head, checks Basic
 //! credentials when told to (answering 407 otherwise), and pipes bytes both ways.
-//! The cases every driver passes are [`proxy_cases`].
+//! The cases every driver passes are [`proxy_suite`].
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use omni_core::generate::GenerateEvent;
 
+use crate::http_suite::{Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 
 /// The proxy.
@@ -135,7 +136,7 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// The credentials the proxy of [`proxy_cases`] requires.
+/// The credentials the proxy of [`proxy_suite`] requires.
 pub const CREDENTIALS: &str = "omni:pr0xy-pa55";
 /// The password part of [`CREDENTIALS`].
 pub const PASSWORD: &str = "pr0xy-pa55";
@@ -145,21 +146,25 @@ pub fn encoded_credentials() -> String {
     base64(CREDENTIALS.as_bytes())
 }
 
-/// The proxy cases every driver passes, given `client(base_url, key, ca, proxy_url)`
-/// that builds a client with a retry policy of none, and `call` that makes one call and
-/// returns its events:
+/// The proxy cases every driver passes:
 ///
 /// - two calls to an HTTPS server through the proxy, with credentials, succeed over one
 ///   tunnel (`CONNECT 127.0.0.1:port` with `Proxy-Authorization: Basic ..`) that the
 ///   second call reuses; the API key never reaches the proxy in the clear;
 /// - with wrong credentials, the call fails (the proxy answered 407) with an error that
 ///   does not show the password.
-pub fn proxy_cases<C>(client: impl Fn(&str, &str, &str, &str) -> C, call: impl Fn(&C) -> Vec<GenerateEvent>) {
+pub fn proxy_suite(driver: &impl StreamingDriver) {
     let proxy = ConnectProxy::start(Some(CREDENTIALS)).expect("proxy");
     let (server, ca) = KeepAliveServer::start_tls(reuse_body(), Plan::Serve).expect("server");
-    let through = client(&server.base_url(), KEY, &ca, &proxy.url(Some(CREDENTIALS)));
+    let setup = |credentials| Setup {
+        root_certificate: Some(ca.clone()),
+        proxy: Some(proxy.url(Some(credentials))),
+        no_retries: true,
+        ..Setup::new(server.base_url(), KEY)
+    };
+    let through = driver.client(&setup(CREDENTIALS));
     for n in 0..2 {
-        let events = call(&through);
+        let events = driver.stream(&through);
         let text = events.iter().find_map(|e| match e {
             GenerateEvent::Finished(response) => Some(response.text()),
             _ => None,
@@ -180,8 +185,8 @@ pub fn proxy_cases<C>(client: impl Fn(&str, &str, &str, &str) -> C, call: impl F
     assert_eq!(server.requests_per_connection(), vec![2]);
     assert_eq!(server.requests_without_key(), 0);
 
-    let refused = client(&server.base_url(), KEY, &ca, &proxy.url(Some("omni:wrong-pa55")));
-    let events = call(&refused);
+    let refused = driver.client(&setup("omni:wrong-pa55"));
+    let events = driver.stream(&refused);
     let failure = events.iter().find_map(|e| match e {
         GenerateEvent::Failed { error, .. } => Some(error.to_string()),
         _ => None,

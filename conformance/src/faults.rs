@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use omni_core::generate::{GenerateError, GenerateEvent};
 
+use crate::http_suite::{Setup, StreamingDriver};
 use crate::scenarios::text_events;
 
 /// One step of a raw answer.
@@ -258,17 +259,19 @@ impl FaultCase {
     }
 }
 
-/// Runs every case with `call`, which makes one streaming call with a client built for
-/// the base URL it is given (stall limit [`STALL`], no retries) and returns its events.
-/// A call that has not ended after 20 s fails the case: a hang is a bug.
-pub fn run_fault_cases(call: impl Fn(&str) -> Vec<GenerateEvent> + Send + Sync + 'static) {
-    let call = Arc::new(call);
+/// Runs every case through `driver` (clients with the stall limit [`STALL`] and no
+/// retries). A call that has not ended after 20 s fails the case: a hang is a bug.
+pub fn fault_suite<D: StreamingDriver>(driver: D) {
+    let driver = Arc::new(driver);
     for case in fault_cases() {
         let server = RawServer::start(case.answer.clone()).expect("raw server");
+        let setup =
+            Setup { stall_timeout: Some(STALL), no_retries: true, ..Setup::new(server.base_url(), "sk-faults") };
         let (tx, rx) = std::sync::mpsc::channel();
-        let (url, call) = (server.base_url(), call.clone());
+        let driver = driver.clone();
         thread::spawn(move || {
-            let _ = tx.send(call(&url));
+            let client = driver.client(&setup);
+            let _ = tx.send(driver.stream(&client));
         });
         let events = rx
             .recv_timeout(Duration::from_secs(20))

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use omni_core::generate::GenerateEvent;
 
+use crate::http_suite::{Setup, StreamingDriver};
+
 /// What one accepted connection does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -216,6 +218,13 @@ pub struct ReuseCase {
     pub tls: bool,
 }
 
+/// Runs every reuse case through `driver`.
+pub fn reuse_suite(driver: &impl StreamingDriver) {
+    for case in reuse_cases() {
+        case.run(driver);
+    }
+}
+
 /// The cases every driver passes.
 pub fn reuse_cases() -> Vec<ReuseCase> {
     vec![
@@ -281,23 +290,18 @@ impl ReuseCase {
         (text, retries)
     }
 
-    /// Runs the case with `call`, which makes one call with the `client` built for the
-    /// Anthropic base URL, key and extra root certificate (PEM, for https) it is given, and
-    /// returns the text and how many retries the call reported.
-    pub fn run<C>(
-        &self,
-        client: impl FnOnce(&str, &str, Option<&str>) -> C,
-        mut call: impl FnMut(&C) -> (String, usize),
-    ) {
+    /// Runs the case through `driver`.
+    pub fn run(&self, driver: &impl StreamingDriver) {
         let (server, ca) = if self.tls {
             let (server, ca) = KeepAliveServer::start_tls(reuse_body(), self.plans[0]).expect("keep-alive server");
             (server, Some(ca))
         } else {
             (KeepAliveServer::start(reuse_body(), self.plans.clone()).expect("keep-alive server"), None)
         };
-        let client = client(&server.base_url(), KEY, ca.as_deref());
+        let setup = Setup { root_certificate: ca, ..Setup::new(server.base_url(), KEY) };
+        let client = driver.client(&setup);
         for n in 0..self.requests {
-            let (text, retries) = call(&client);
+            let (text, retries) = self.outcome(driver.stream(&client));
             assert_eq!(text, "Hi", "{}: call {n}", self.name);
             assert_eq!(retries, 0, "{}: call {n} went through no retry and no backoff", self.name);
             thread::sleep(PAUSE);

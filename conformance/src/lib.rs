@@ -12,6 +12,7 @@ pub mod demo;
 pub mod faults;
 pub mod fixtures;
 pub mod floor;
+pub mod http_suite;
 pub mod keepalive;
 pub mod logs;
 pub mod replay;

@@ -1,0 +1,61 @@
+//! The HTTP suites every driver runs (connection reuse, proxies, faults), over one small
+//! interface: a driver builds a client from a [`Setup`] and makes a streaming call. Each
+//! driver implements [`StreamingDriver`] once, in its `tests/http_suites.rs`.
+
+use std::time::Duration;
+
+use omni_core::client_builder::{ClientBuilder, Connect};
+use omni_core::generate::{GenerateEvent, RetryPolicy};
+
+/// What a suite needs of a client.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// The Anthropic base URL (the suites' servers speak Anthropic Messages).
+    pub base_url: String,
+    /// The key.
+    pub key: String,
+    /// An extra trusted root (PEM), for HTTPS servers.
+    pub root_certificate: Option<String>,
+    /// A proxy URL.
+    pub proxy: Option<String>,
+    /// A stall limit.
+    pub stall_timeout: Option<Duration>,
+    /// No retries (a suite that expects failures does not wait for backoffs).
+    pub no_retries: bool,
+}
+
+impl Setup {
+    /// A setup for the server at `base_url` with `key`.
+    pub fn new(base_url: impl Into<String>, key: impl Into<String>) -> Setup {
+        Setup { base_url: base_url.into(), key: key.into(), ..Setup::default() }
+    }
+
+    /// Applies the setup to a driver's client builder.
+    pub fn apply<D: Connect>(&self, builder: ClientBuilder<D>) -> ClientBuilder<D> {
+        let mut builder = builder.base_url("anthropic", self.base_url.clone()).api_key("anthropic", self.key.as_str());
+        if let Some(pem) = &self.root_certificate {
+            builder = builder.root_certificate(pem.as_bytes());
+        }
+        if let Some(proxy) = &self.proxy {
+            builder = builder.proxy(proxy);
+        }
+        if let Some(limit) = self.stall_timeout {
+            builder = builder.stall_timeout(limit);
+        }
+        if self.no_retries {
+            builder = builder.retry(RetryPolicy::none());
+        }
+        builder
+    }
+}
+
+/// A driver as the suites drive it.
+pub trait StreamingDriver: Send + Sync + 'static {
+    /// The driver's client.
+    type Client;
+    /// A client built from `setup` (see [`Setup::apply`]).
+    fn client(&self, setup: &Setup) -> Self::Client;
+    /// The events of one streaming call of [`crate::scenarios::model`] with the prompt
+    /// "hi" and default options, to its end.
+    fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
+}
