@@ -164,6 +164,21 @@ pub async fn subscribers_from_the_start<L: AsyncLaunch>(client: L) {
     assert_eq!(*first_two.lock().expect("not poisoned"), lines[..2], "the closure saw two events, then left");
 }
 
+/// A weak handle reaches the agent while a handle keeps it running, and does not keep it
+/// running itself: when the last handle goes, the agent stops (its subscriptions end)
+/// and the weak handle no longer upgrades.
+pub async fn weak_handles<L: AsyncLaunch>(client: L) {
+    let agent = AgentBuilder::new(client, scenarios::model().into()).start().expect("agent starts");
+    let weak = agent.downgrade();
+    let upgraded = weak.upgrade().expect("the agent runs");
+    assert_eq!(upgraded.status().await.expect("status"), Status::Idle);
+    drop(upgraded);
+    let (_, mut events) = agent.subscribe().await.expect("subscribe");
+    drop(agent);
+    assert!(events.next_event().await.is_none(), "the agent stopped, its subscription ended");
+    assert!(weak.upgrade().is_none());
+}
+
 /// Dropping the last handle stops a tool run and closes a request in flight. `client`
 /// talks to `server`, started with [`drop_replies`]; `sleep` is the runtime's timer. The
 /// disconnect check blocks its thread: the agents must run elsewhere (a multi-threaded

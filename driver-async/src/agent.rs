@@ -77,6 +77,39 @@ impl<C> Clone for Agent<C> {
     }
 }
 
+impl<C> Agent<C> {
+    /// A handle that does not keep the agent running: for a tool or a callback that
+    /// must reach its own agent (a strong handle there would be a cycle, and the agent
+    /// would outlive every handle of the application's).
+    pub fn downgrade(&self) -> WeakAgent<C> {
+        WeakAgent { shared: Arc::downgrade(&self.shared) }
+    }
+}
+
+/// A handle on an agent that does not keep it running; see [`Agent::downgrade`].
+pub struct WeakAgent<C = NoCallbacks> {
+    shared: std::sync::Weak<Shared<C>>,
+}
+
+impl<C> WeakAgent<C> {
+    /// The agent, while some [`Agent`] handle still keeps it running.
+    pub fn upgrade(&self) -> Option<Agent<C>> {
+        self.shared.upgrade().map(|shared| Agent { shared })
+    }
+}
+
+impl<C> Clone for WeakAgent<C> {
+    fn clone(&self) -> Self {
+        WeakAgent { shared: self.shared.clone() }
+    }
+}
+
+impl<C> fmt::Debug for WeakAgent<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakAgent").field("running", &(self.shared.strong_count() > 0)).finish()
+    }
+}
+
 impl<C> fmt::Debug for Agent<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Agent").field("running", &!self.shared.commands.is_closed()).finish()

@@ -9,7 +9,7 @@ mod agent;
 mod call;
 mod subscription;
 
-pub use agent::{Agent, LoopMessage, StateChange};
+pub use agent::{Agent, LoopMessage, StateChange, WeakAgent};
 pub use call::{Call, Handlers, StartCall, TextStream};
 pub use omni_core::driver_error::Error;
 pub use subscription::{Subscriber, Subscription};

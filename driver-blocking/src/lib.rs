@@ -65,7 +65,7 @@ mod transport;
 pub use omni_core as core;
 pub use omni_core::*;
 
-pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscriber, Subscription};
+pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscriber, Subscription, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::Call;
 pub use omni_core::agent::{

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use omni_blocking::{
     AgentCallbacks, AgentError, AgentEvent, CancelToken, Client, Error, Message, StateChange, Status, Subscription,
-    Tool, ToolError, TurnEnd,
+    Tool, ToolError, TurnEnd, WeakAgent,
 };
 use omni_conformance::async_agent::{chat_replies, first_events_subscriber, lines_until_turn, skeleton, CHAT_TURN};
 use omni_conformance::replay::ReplayServer;
@@ -143,6 +143,39 @@ fn a_handle_called_from_the_agents_callbacks_refuses_instead_of_deadlocking() {
     assert_eq!(agent.messages().expect("from another thread").len(), 2);
     // A handle inside the callbacks is a cycle that would keep the agent alive: break it.
     handle.lock().expect("not poisoned").take();
+}
+
+/// A tool that reaches its own agent through a weak handle: it can use it while the
+/// application holds the agent, and it does not keep the agent running after that.
+#[test]
+fn a_weak_handle_reaches_the_agent_without_keeping_it_alive() {
+    let server = ReplayServer::start(vec![
+        paced(&tool_events(&[("toolu_1", "peek", r#"{}"#)]), Duration::from_millis(1)),
+        paced(&text_events(&["Done."]), Duration::from_millis(1)),
+    ])
+    .expect("replay server");
+    let slot: Arc<std::sync::OnceLock<WeakAgent<Watch>>> = Arc::default();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let (from_tool, saw) = (slot.clone(), seen.clone());
+    let peek = Tool::new("peek", "Looks at its own agent", json!({"type": "object"}), move |_| {
+        let status = from_tool.get().and_then(WeakAgent::upgrade).map(|agent| agent.status());
+        *saw.lock().expect("not poisoned") = status;
+        Ok::<_, ToolError>("looked")
+    });
+    let watch = Watch::default();
+    let terminated = watch.terminated.clone();
+    let agent = client(&server).agent(scenarios::model()).tool(peek).callbacks(watch).start().expect("agent starts");
+    let weak = agent.downgrade();
+    let _ = slot.set(weak.clone());
+    let (_, events) = agent.subscribe().expect("subscribe");
+    agent.prompt("Look").expect("prompt");
+    let lines = lines_until_turn(events);
+    assert!(lines.last().is_some_and(|l| l.starts_with("turn stop")), "{lines:?}");
+    let seen = seen.lock().expect("not poisoned").take();
+    assert!(matches!(seen, Some(Ok(Status::Busy))), "the tool reached its agent: {seen:?}");
+    drop(agent);
+    assert!(eventually(|| terminated.load(Ordering::SeqCst)), "the weak handle in the tool did not keep it alive");
+    assert!(weak.upgrade().is_none());
 }
 
 #[test]

@@ -29,7 +29,7 @@ mod http;
 mod spawn;
 mod tools;
 
-pub use agent::{Agent, AgentBuilder, StateChange, Subscriber, Subscription};
+pub use agent::{Agent, AgentBuilder, StateChange, Subscriber, Subscription, WeakAgent};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
 pub use omni_core::driver_error::Error;

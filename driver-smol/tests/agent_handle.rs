@@ -44,6 +44,12 @@ fn subscribers_given_to_the_builder_see_every_event() {
 }
 
 #[test]
+fn a_weak_handle_does_not_keep_the_agent_running() {
+    let (_server, client) = serve(chat_replies());
+    smol::block_on(async_agent::weak_handles(client));
+}
+
+#[test]
 fn a_subscriber_that_falls_behind_is_dropped_and_told() {
     let (_server, client) = serve(lagging_replies());
     smol::block_on(async_agent::lagging_subscriber(client));

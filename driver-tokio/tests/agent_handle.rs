@@ -38,6 +38,12 @@ async fn subscribers_given_to_the_builder_see_every_event() {
 }
 
 #[tokio::test]
+async fn a_weak_handle_does_not_keep_the_agent_running() {
+    let (_server, client) = serve(chat_replies());
+    async_agent::weak_handles(client).await;
+}
+
+#[tokio::test]
 async fn a_subscriber_that_falls_behind_is_dropped_and_told() {
     let (_server, client) = serve(lagging_replies());
     async_agent::lagging_subscriber(client).await;

@@ -17,7 +17,7 @@ use omni_core::generate::ToolDecl;
 use crate::client::Client;
 use crate::tools::Tool;
 use crate::Error;
-pub use omni_async::{Agent, StateChange, Subscriber, Subscription};
+pub use omni_async::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
