@@ -23,7 +23,7 @@ use omni_conformance::fixtures::{fixtures_root, stream_cases};
 use omni_conformance::upstream;
 use omni_core::{decode_body, Dialect, Response, StreamEvent};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
 
 /// A stream to damage.
@@ -120,13 +120,20 @@ fn ends_done(events: &[StreamEvent]) -> bool {
     matches!(events.last(), Some(StreamEvent::Done { .. }))
 }
 
-/// Runs `property` over `cases` random `(seed index, parameters)` pairs (a fresh random
-/// sample every run; `OMNI_DAMAGE_SCALE=10` runs ten times as many).
+/// Runs `property` over `cases` random `(seed index, parameters)` pairs: the same sample
+/// every run (a test run is repeatable, and CI cannot fail by luck of the draw), a fresh
+/// one with `OMNI_DAMAGE_RANDOM=1`; `OMNI_DAMAGE_SCALE=10` runs ten times as many.
 fn run(cases: u32, property: impl Fn(&Seed, &[u32]) -> Result<(), TestCaseError>) {
     let scale = std::env::var("OMNI_DAMAGE_SCALE").ok().and_then(|s| s.parse::<u32>().ok()).unwrap_or(1);
     let cases = cases.saturating_mul(scale.max(1));
     let seeds = seeds();
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let mut runner = if std::env::var_os("OMNI_DAMAGE_RANDOM").is_some() {
+        TestRunner::new(config)
+    } else {
+        let rng = TestRng::deterministic_rng(config.rng_algorithm);
+        TestRunner::new_with_rng(config, rng)
+    };
     let strategy = (0..seeds.len(), proptest::collection::vec(any::<u32>(), 8));
     let result = runner.run(&strategy, |(index, params)| property(&seeds[index], &params));
     if let Err(e) = result {
