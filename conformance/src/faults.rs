@@ -36,6 +36,8 @@ pub enum Expect {
     /// `Failed` with a stream error (the bytes were HTTP, the body was not a whole stream),
     /// keeping this much text.
     StreamFailure { partial: &'static str },
+    /// `Failed` with the provider's error of this HTTP status.
+    ProviderFailure(u16),
 }
 
 /// A fault case.
@@ -83,6 +85,14 @@ pub fn fault_cases() -> Vec<FaultCase> {
     huge_header.extend(std::iter::repeat_n(b'a', 4 * 1024 * 1024));
     huge_header.extend_from_slice(b"\r\n\r\n");
     let no_content = b"HTTP/1.1 204 No Content\r\n\r\n".to_vec();
+    // An error page of 16 MiB: the call keeps at most a bounded part of it.
+    let huge_error_body = "<html>overloaded</html>".repeat(16 * 1024 * 1024 / 23);
+    let mut huge_error = format!(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n",
+        huge_error_body.len()
+    )
+    .into_bytes();
+    huge_error.extend_from_slice(huge_error_body.as_bytes());
     vec![
         FaultCase {
             name: "a well-formed answer",
@@ -139,6 +149,11 @@ pub fn fault_cases() -> Vec<FaultCase> {
             name: "a whole body that is only part of a stream",
             answer: vec![Raw::Bytes(sized(&partial))],
             expect: Expect::StreamFailure { partial: "Hel" },
+        },
+        FaultCase {
+            name: "an error status with a 16 MiB HTML body",
+            answer: vec![Raw::Bytes(huge_error)],
+            expect: Expect::ProviderFailure(500),
         },
         FaultCase {
             name: "204 No Content to a streaming request",
@@ -253,6 +268,14 @@ impl FaultCase {
             (Expect::StreamFailure { partial: text }, Some(GenerateEvent::Failed { error, partial })) => {
                 assert!(matches!(error, GenerateError::Stream(_)), "{name}: {error:?}");
                 assert_eq!(partial.text(), text, "{name}: what came is kept");
+            }
+            (
+                Expect::ProviderFailure(status),
+                Some(GenerateEvent::Failed { error: GenerateError::Provider(e), .. }),
+            ) => {
+                assert_eq!(e.status, Some(status), "{name}");
+                let kept = e.message.len() + e.body.as_ref().map_or(0, String::len);
+                assert!(kept <= 2 * 64 * 1024, "{name}: a bounded part of the body is kept ({kept} bytes)");
             }
             (expect, outcome) => panic!("{name}: expected {expect:?}, got {outcome:?}"),
         }
