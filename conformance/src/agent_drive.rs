@@ -75,6 +75,7 @@ pub fn configure<L: Launch<T>, T>(
         .options(config.options.clone())
         .tool_timeout(config.tool_timeout)
         .error_backoff(config.error_backoff)
+        .output_retries(config.output_retries)
         .callbacks(named.callbacks.clone());
     match &config.system {
         Some(system) => builder.system(system.clone()),

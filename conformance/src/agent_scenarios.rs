@@ -311,6 +311,28 @@ pub fn all() -> Vec<NamedAgentScenario> {
             vec![start(ASK)],
         ),
     ];
+    // Structured output: a reply that is not the value asked for gets a correction.
+    let answer_schema = omni_core::OutputSchema {
+        name: "answer".into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {"answer": {"type": "integer"}},
+            "required": ["answer"],
+            "additionalProperties": false
+        }),
+    };
+    let mut structured =
+        named("structured_output", vec![text(&["Forty-two."]), text(&[r#"{"answer": 42}"#])], vec![start("Answer?")]);
+    structured.config.options.output = Some(answer_schema.clone());
+    list.push(structured);
+    let mut gives_up = named(
+        "structured_output_gives_up",
+        vec![text(&["Forty-two."]), text(&[r#"{"answer": "42"}"#])],
+        vec![start("Answer?")],
+    );
+    gives_up.config.options.output = Some(answer_schema);
+    gives_up.config.output_retries = 1;
+    list.push(gives_up);
     let mut request_retry = named("request_retry", vec![server_error(), text(&["Hello."])], vec![start("Hi")]);
     request_retry.config.retry = RetryPolicy { seed: 7, ..RetryPolicy::default() };
     list.push(request_retry);

@@ -340,8 +340,8 @@ pub fn transcript_line(event: &AgentEvent) -> String {
         AgentEvent::Step { user, assistant, stop_reason, .. } => {
             format!("step {} user={} assistant={}", json_str(stop_reason), message_line(user), message_line(assistant))
         }
-        AgentEvent::Turn { end, stop_reason, messages, usage } => format!(
-            "turn {} {} messages={} usage={}/{}",
+        AgentEvent::Turn { end, stop_reason, messages, usage, output } => format!(
+            "turn {} {} messages={} usage={}/{}{}",
             match end {
                 TurnEnd::Stop => "stop",
                 TurnEnd::Continue => "continue",
@@ -349,8 +349,14 @@ pub fn transcript_line(event: &AgentEvent) -> String {
             json_str(stop_reason),
             messages.len(),
             usage.input_tokens,
-            usage.output_tokens
+            usage.output_tokens,
+            match output {
+                None => String::new(),
+                Some(Ok(value)) => format!(" output={value}"),
+                Some(Err(error)) => format!(" output_error={error:?}"),
+            }
         ),
+        AgentEvent::OutputRetry { attempt, error } => format!("output_retry {attempt}: {error}"),
         AgentEvent::Pause { tool_use, reason } => format!("pause {} {}: {reason}", tool_use.id, tool_use.name),
         AgentEvent::Retry { kind, attempt, error, .. } => format!(
             "retry {} {attempt} after {}",

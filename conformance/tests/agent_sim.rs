@@ -553,9 +553,39 @@ fn stale_ids_are_ignored_and_terminate_cancels_work() {
 }
 
 #[test]
-fn structured_output_is_refused_by_the_agent() {
+fn an_invalid_structured_reply_gets_a_correction_that_joins_the_turn() {
+    let (r, agent) = run("structured_output");
+    let correction = "Your previous reply could not be used: the reply is not valid JSON";
+    let sk = skeleton(&r);
+    assert!(sk.iter().any(|l| l.starts_with("output_retry 1: the reply is not valid JSON")), "{sk:#?}");
+    let at = sk.iter().position(|l| l.starts_with("output_retry 1")).expect("retried");
+    assert!(sk[at + 1].starts_with(&format!("message user[\"{correction}")), "{}", sk[at + 1]);
+    assert_eq!(sk.last().copied(), Some(r#"turn stop stop messages=4 usage=40/2 output={"answer":42}"#));
+    // The turn, correction included, is the committed history.
+    let roles: Vec<Role> = agent.messages().iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::User, Role::Assistant]);
+    assert!(agent.messages()[2].text().starts_with(correction));
+    // handle_turn saw the value.
+    assert!(agent.callbacks().log.iter().any(|l| l.starts_with("handle_turn stop")), "{:?}", agent.callbacks().log);
+}
+
+#[test]
+fn structured_output_gives_up_after_the_corrections_allowed() {
+    let (r, agent) = run("structured_output_gives_up");
+    let last = skeleton(&r).last().copied().unwrap_or_default().to_string();
+    assert!(
+        last.starts_with("turn stop stop messages=4 usage=40/2 output_error=\"the reply does not match the schema"),
+        "{last}"
+    );
+    assert_eq!(skeleton(&r).iter().filter(|l| l.starts_with("output_retry")).count(), 1);
+    assert_eq!(agent.messages().len(), 4);
+}
+
+#[test]
+fn an_unusable_output_schema_is_refused_up_front() {
     let mut config = agent_sim::config();
-    config.options.output = Some(omni_core::OutputSchema { name: "x".into(), schema: serde_json::json!({}) });
+    let schema = serde_json::json!({"type": "no such type"});
+    config.options.output = Some(omni_core::OutputSchema { name: "x".into(), schema });
     assert!(matches!(Agent::new(config, NoCallbacks), Err(AgentError::InvalidOptions(_))));
 }
 

@@ -50,6 +50,7 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     options: Options,
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
+    output_retries: Option<u32>,
     capacity: usize,
     subscribers: Vec<Box<dyn EventSink>>,
     callbacks: C,
@@ -79,6 +80,7 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
             options: Options::default(),
             tool_timeout: None,
             error_backoff: None,
+            output_retries: None,
             capacity: DEFAULT_SUBSCRIBER_CAPACITY,
             subscribers: Vec::new(),
             callbacks: NoCallbacks,
@@ -129,6 +131,13 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         self
     }
 
+    /// Corrections asked for in a turn whose final reply is not valid structured output
+    /// (with `options.output`; default 3).
+    pub fn output_retries(mut self, corrections: u32) -> Self {
+        self.output_retries = Some(corrections);
+        self
+    }
+
     /// A key for this agent only.
     pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
         self.api_key = Some(key.into());
@@ -164,6 +173,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             options: self.options,
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,
+            output_retries: self.output_retries,
             capacity: self.capacity,
             subscribers: self.subscribers,
             callbacks,
@@ -185,6 +195,9 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         }
         if let Some(policy) = self.error_backoff {
             config.error_backoff = policy;
+        }
+        if let Some(corrections) = self.output_retries {
+            config.output_retries = corrections;
         }
         let agent = Agent::new(config, self.callbacks)?;
         launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)

@@ -44,6 +44,9 @@ pub struct AgentConfig {
     pub error_backoff: RetryPolicy,
     /// No-progress limit of a stream.
     pub stall_timeout: Duration,
+    /// Corrections asked for in a turn whose final reply is not valid structured output
+    /// (with `options.output`).
+    pub output_retries: u32,
 }
 
 impl AgentConfig {
@@ -61,6 +64,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             error_backoff: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            output_retries: crate::generate::DEFAULT_OUTPUT_RETRIES,
         }
     }
 }
@@ -209,6 +213,17 @@ pub enum AgentEvent {
         messages: Vec<Message>,
         /// The turn's usage.
         usage: Usage,
+        /// With `options.output`: the final reply's value, or why it is not valid after
+        /// every correction. `None` without structured output.
+        output: Option<Result<serde_json::Value, String>>,
+    },
+    /// The final reply is not valid structured output: a correction (the next `message`)
+    /// asks the model again, as a call does.
+    OutputRetry {
+        /// Correction number, 1-based.
+        attempt: u32,
+        /// What was wrong with the reply.
+        error: String,
     },
     /// The agent waits for a decision about this call.
     Pause {
@@ -266,12 +281,12 @@ pub(super) fn validate_history(messages: &[Message]) -> Result<(), AgentError> {
 /// Checks options and compiles tool validators.
 pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Result<(), AgentError> {
     options.validate().map_err(AgentError::InvalidOptions)?;
-    if options.output.is_some() {
-        // The inner machine's correction requests would bypass the turn's history.
-        return Err(AgentError::InvalidOptions(OptionsError::Invalid {
-            option: "output",
-            reason: "structured output is not supported by the agent".into(),
-        }));
+    if let Some(output) = &options.output {
+        // Compiled again by each step's machine; checked here so a bad schema is refused
+        // up front rather than failing every step.
+        crate::schema::JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
+            AgentError::InvalidOptions(OptionsError::Invalid { option: "output", reason: format!("schema: {e}") })
+        })?;
     }
     crate::generate::prepare_tools(tools).map_err(AgentError::InvalidTool)
 }

@@ -45,8 +45,11 @@
 //!   an error result instead.
 //! - A step retried by `handle_error` may already have streamed deltas: the `retry` event
 //!   tells subscribers to drop that partial message (as the snapshot does).
-//! - The `output` option (structured output) is refused: the inner machine's correction
-//!   requests would not reach the turn's history.
+//! - Structured output (`options.output`): every step's request asks for it; a turn's
+//!   final reply that is not a valid value is answered with a correction message, which
+//!   joins the turn like any message (an `output_retry` event, then `message`), while
+//!   `output_retries` and `max_steps` allow; not when the reply was cut by the token
+//!   limit. `handle_turn`'s response and the `turn` event carry the value or the error.
 //!
 //! Driving contract (the generate machine's): after every `handle_*`, drain
 //! [`Agent::poll_effect`] and [`Agent::poll_event`], then wait for the next input or until
@@ -115,6 +118,8 @@ struct Turn {
     failures: u32,
     /// The last step's response, for `handle_turn`.
     last: Option<Response>,
+    /// Corrections asked for invalid structured output in this turn.
+    output_retries: u32,
 }
 
 /// What a tool decision leads to.

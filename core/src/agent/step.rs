@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::{
     Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
 };
+use crate::generate::structured;
 use crate::generate::{
     Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, DEFAULT_MAX_STEPS,
 };
@@ -26,6 +27,7 @@ impl<C: AgentCallbacks> Agent<C> {
             step_user: user.clone(),
             failures: 0,
             last: None,
+            output_retries: 0,
         });
         self.set_status(Status::Busy);
         self.events.push_back(AgentEvent::Message(user));
@@ -82,6 +84,9 @@ impl<C: AgentCallbacks> Agent<C> {
         config.api_key = self.config.api_key.clone();
         config.retry = self.config.retry;
         config.stall_timeout = self.config.stall_timeout;
+        // The step's machine checks structured output but never corrects it itself: its
+        // correction would not join the turn. The agent corrects (see `step_done`).
+        config.output_retries = 0;
         match Generate::new(config, now) {
             Ok(generate) => {
                 self.state = State::Streaming(Box::new(StepRun { generate, ids: Vec::new() }));
@@ -175,6 +180,22 @@ impl<C: AgentCallbacks> Agent<C> {
             }
             return;
         }
+        // Structured output: an invalid final reply gets a correction, as a call's does,
+        // while corrections and steps remain; the correction joins the turn.
+        let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        let may_correct =
+            stop != StopReason::Length && turn.output_retries < self.config.output_retries && turn.steps < max_steps;
+        if let (Some(error), true) = (response.output_error.clone(), may_correct) {
+            turn.output_retries += 1;
+            let correction = Message::user(structured::correction(&error));
+            turn.messages.push(correction.clone());
+            turn.step_user = correction.clone();
+            turn.last = Some(response);
+            self.events.push_back(AgentEvent::OutputRetry { attempt: turn.output_retries, error });
+            self.events.push_back(AgentEvent::Message(correction));
+            self.begin_step(now);
+            return;
+        }
         turn.last = Some(response);
         self.end_turn(stop, now);
     }
@@ -200,7 +221,18 @@ impl<C: AgentCallbacks> Agent<C> {
         if end == TurnEnd::Stop {
             self.set_status(Status::Idle);
         }
-        self.events.push_back(AgentEvent::Turn { end, stop_reason: stop, messages: turn.messages, usage: turn.usage });
+        let output = match (response.output, response.output_error) {
+            (Some(value), _) => Some(Ok(value)),
+            (None, Some(error)) => Some(Err(error)),
+            (None, None) => None,
+        };
+        self.events.push_back(AgentEvent::Turn {
+            end,
+            stop_reason: stop,
+            messages: turn.messages,
+            usage: turn.usage,
+            output,
+        });
         if let TurnDecision::Continue(text) = decision {
             self.start_turn(text, now);
         }

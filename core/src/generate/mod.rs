@@ -19,7 +19,7 @@
 
 mod io;
 mod retry;
-mod structured;
+pub(crate) mod structured;
 mod tools;
 
 pub use io::{

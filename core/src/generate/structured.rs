@@ -17,7 +17,7 @@ pub(super) fn check(validator: &dyn Validator, text: &str) -> Result<Value, Stri
 }
 
 /// The user message asking for a corrected reply.
-pub(super) fn correction(error: &str) -> String {
+pub(crate) fn correction(error: &str) -> String {
     format!(
         "Your previous reply could not be used: {error}. Reply again with only the JSON value, \
          exactly as the schema requires, and nothing else."

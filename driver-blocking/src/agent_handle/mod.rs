@@ -40,7 +40,8 @@ pub type StateChange = omni_core::agent::StateChange<Tool>;
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`] (its
 /// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,
-/// `error_backoff`, `api_key`, `subscriber_capacity`, `subscriber`, `callbacks`; then `start`).
+/// `error_backoff`, `output_retries`, `api_key`, `subscriber_capacity`, `subscriber`, `callbacks`; then
+/// `start`).
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
 
 impl Client {
