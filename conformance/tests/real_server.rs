@@ -122,6 +122,9 @@ fn real_servers() {
                 suite.case(&format!("rejected request, {dialect}"), |d| cases::rejected(&clients, d, dialect));
                 suite.case(&format!("cancel mid-stream, {dialect}"), |d| cases::cancel(&clients, d, dialect, url));
             }
+            suite.case("structured output, llama-server", |d| {
+                cases::structured_output(&clients, d, cases::LLAMA_SERVER)
+            });
         }
         None => eprintln!("real-server tests: llama-server cases skipped: {LLAMA_SERVER_ENV} is not set"),
     }
@@ -132,6 +135,10 @@ fn real_servers() {
             suite.case("forced tool call through the tool loop", |d| cases::forced_tool_call(&clients, d));
             suite.case("auto tool choice, empty body", |d| cases::auto_tool_choice_empty_body(&clients, d));
             suite.case("agent two-step turn", |d| cases::agent_two_step_turn(&clients, d));
+            suite.case("structured output, llama-cpp-python", |d| {
+                cases::structured_output(&clients, d, cases::LLAMA_CPP_PYTHON)
+            });
+            suite.case("agent structured output turn", |d| cases::agent_structured_output(&clients, d));
         }
         None => eprintln!("real-server tests: llama-cpp-python cases skipped: {LLAMA_CPP_PYTHON_ENV} is not set"),
     }

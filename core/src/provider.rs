@@ -76,6 +76,9 @@ pub struct Quirks {
     pub no_stream_options: bool,
     /// Use `max_tokens` instead of `max_completion_tokens` on chat completions.
     pub legacy_max_tokens: bool,
+    /// Structured output goes as `{"type": "json_object", "schema": ..}` (llama-cpp-python,
+    /// whose server refuses OpenAI's `json_schema` type) rather than OpenAI's form.
+    pub json_object_schema: bool,
 }
 
 /// A provider: where and how to send requests.

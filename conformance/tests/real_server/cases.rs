@@ -28,8 +28,8 @@ pub const LLAMA_CPP_PYTHON: &str = "llama-cpp-python";
 pub fn providers(llama_server: &str, llama_cpp_python: &str) -> Vec<Provider> {
     let server = Provider::openai_compatible(LLAMA_SERVER, format!("{llama_server}/v1"), None);
     let python = Provider {
-        // llama-cpp-python knows `max_tokens` only.
-        quirks: Quirks { legacy_max_tokens: true, ..Quirks::default() },
+        // llama-cpp-python knows `max_tokens` only, and a schema only as `json_object`.
+        quirks: Quirks { legacy_max_tokens: true, json_object_schema: true, ..Quirks::default() },
         ..Provider::openai_compatible(LLAMA_CPP_PYTHON, format!("{llama_cpp_python}/v1"), None)
     };
     vec![server, python]
@@ -294,4 +294,42 @@ pub fn python_chat(clients: &Clients, driver: Driver) {
     assert_eq!(deltas.concat(), response.text());
     assert!(matches!(response.stop_reason, Some(StopReason::Stop | StopReason::Length)));
     assert_eq!(response.model, MODEL_ID);
+}
+
+/// Structured output on a real server: the schema goes out as `response_format`, the
+/// server constrains the reply with a grammar, and the call parses and validates it.
+pub fn structured_output(clients: &Clients, driver: Driver, provider: &str) {
+    let mut req = request(provider, Dialect::OpenaiCompletions, "Pick one primary color.", 48);
+    req.options.output = Some(color_schema());
+    let run = clients.run(driver, &req);
+    let response = run.response();
+    assert_eq!(run.retries(), 0);
+    let color = response.output.as_ref().and_then(|v| v["color"].as_str());
+    assert!(matches!(color, Some("red" | "green" | "blue")), "{:?} from {:?}", response.output_error, response.text());
+}
+
+/// An agent turn with structured output on a real server: the turn event carries the value.
+pub fn agent_structured_output(clients: &Clients, driver: Driver) {
+    let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "unused", 48);
+    req.options.output = Some(color_schema());
+    let (events, committed) = clients.run_agent_turn(driver, &req, "Pick one primary color.");
+    let output = events.iter().find_map(|e| match e {
+        AgentEvent::Turn { output, .. } => Some(output.clone()),
+        _ => None,
+    });
+    let Some(Some(Ok(value))) = output else { panic!("no value in the turn: {events:#?}") };
+    assert!(matches!(value["color"].as_str(), Some("red" | "green" | "blue")), "{value}");
+    assert_eq!(committed, 2, "no correction was needed: the server's grammar constrains the reply");
+}
+
+fn color_schema() -> omni_core::OutputSchema {
+    omni_core::OutputSchema {
+        name: "color".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {"color": {"type": "string", "enum": ["red", "green", "blue"]}},
+            "required": ["color"],
+            "additionalProperties": false
+        }),
+    }
 }

@@ -63,7 +63,10 @@ pub(crate) fn build_request(
                 .push(Warning::unsupported(format!("thinking for the non-reasoning model {}", spec.model.id), NAME));
         }
     }
-    if let Some(output) = &options.output {
+    if let Some(output) = options.output.as_ref().filter(|_| spec.provider.quirks.json_object_schema) {
+        // The server constrains the reply with a grammar built from the schema as given.
+        body.insert("response_format".into(), json!({"type": "json_object", "schema": output.schema}));
+    } else if let Some(output) = &options.output {
         let (schema, adapted) = adapt::openai_strict(&output.schema);
         warnings.extend(adapt::label(adapted, &format!("output schema `{}`", output.name)));
         body.insert(

@@ -455,6 +455,17 @@ fn quirks_change_token_field_and_stream_options() {
 }
 
 #[test]
+fn llama_cpp_python_takes_the_schema_as_json_object() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let options =
+        Options { output: Some(OutputSchema { name: "answer".into(), schema: schema.clone() }), ..Options::default() };
+    let quirks = Quirks { json_object_schema: true, ..Quirks::default() };
+    let (body, warnings) = build(&model(), quirks, &Context::from_prompt("hi"), &options);
+    assert_eq!(body["response_format"], json!({"type": "json_object", "schema": schema}));
+    assert!(warnings.is_empty(), "the schema goes as given: {warnings:?}");
+}
+
+#[test]
 fn reasoning_effort_only_for_reasoning_models() {
     let options = Options::default().thinking(Reasoning::Effort(Effort::High));
     let (body, warnings) = build(&model(), Quirks::default(), &Context::from_prompt("hi"), &options);
