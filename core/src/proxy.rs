@@ -28,13 +28,38 @@ pub struct Proxy {
     authorization: Option<ApiKey>,
 }
 
-/// Why a proxy URL or setting was refused. Never contains the URL's credentials.
+/// Why a proxy URL or setting was refused. Never holds the URL's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProxyError(String);
+#[non_exhaustive]
+pub enum ProxyError {
+    /// A scheme other than `http://` (`https://` and SOCKS proxies are not spoken).
+    UnsupportedScheme(String),
+    /// The host or the port does not parse.
+    BadHostOrPort,
+    /// No host.
+    NoHost,
+    /// The credentials' percent-encoding is broken.
+    BadCredentials,
+    /// An environment variable (named) holds an unusable proxy URL.
+    Variable {
+        /// The variable, e.g. `HTTPS_PROXY`.
+        name: String,
+        /// What is wrong with its URL.
+        error: Box<ProxyError>,
+    },
+}
 
 impl fmt::Display for ProxyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ProxyError::UnsupportedScheme(scheme) => {
+                write!(f, "invalid proxy URL: {scheme}:// proxies are not supported, only http://")
+            }
+            ProxyError::BadHostOrPort => f.write_str("invalid proxy URL: bad host or port"),
+            ProxyError::NoHost => f.write_str("invalid proxy URL: no host"),
+            ProxyError::BadCredentials => f.write_str("invalid proxy URL: bad percent-encoding in the credentials"),
+            ProxyError::Variable { name, error } => write!(f, "{name}: {error}"),
+        }
     }
 }
 
@@ -44,14 +69,10 @@ impl Proxy {
     /// Parses a proxy URL. Only `http://` proxies are spoken (the scheme may be left out);
     /// `https://` and SOCKS proxies are refused rather than misused.
     pub fn parse(url: &str) -> Result<Proxy, ProxyError> {
-        let refuse = |why: &str| Err(ProxyError(format!("invalid proxy URL: {why}")));
         let trimmed = url.trim();
         let rest = match trimmed.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-            Some((scheme, _)) => {
-                let scheme = scheme.to_ascii_lowercase();
-                return refuse(&format!("{scheme}:// proxies are not supported, only http://"));
-            }
+            Some((scheme, _)) => return Err(ProxyError::UnsupportedScheme(scheme.to_ascii_lowercase())),
             None => trimmed,
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -59,16 +80,14 @@ impl Proxy {
             Some((userinfo, hostport)) => (Some(userinfo), hostport),
             None => (None, authority),
         };
-        let (host, port) =
-            split_host_port(hostport).ok_or_else(|| ProxyError("invalid proxy URL: bad host or port".into()))?;
+        let (host, port) = split_host_port(hostport).ok_or(ProxyError::BadHostOrPort)?;
         if host.is_empty() {
-            return refuse("no host");
+            return Err(ProxyError::NoHost);
         }
         let authorization = match userinfo {
             None => None,
             Some(userinfo) => {
-                let decoded = percent_decode(userinfo)
-                    .ok_or_else(|| ProxyError("invalid proxy URL: bad percent-encoding in the credentials".into()))?;
+                let decoded = percent_decode(userinfo).ok_or(ProxyError::BadCredentials)?;
                 Some(ApiKey::new(format!("Basic {}", base64(decoded.as_bytes()))))
             }
         };
@@ -241,7 +260,9 @@ impl ProxyRules {
                 let first = |names: &[&str]| -> Result<Option<Proxy>, ProxyError> {
                     for name in names {
                         if let Some(value) = env(name).filter(|v| !v.trim().is_empty()) {
-                            return Proxy::parse(&value).map(Some).map_err(|e| ProxyError(format!("{name}: {e}")));
+                            return Proxy::parse(&value)
+                                .map(Some)
+                                .map_err(|e| ProxyError::Variable { name: name.to_string(), error: Box::new(e) });
                         }
                     }
                     Ok(None)
@@ -367,6 +388,10 @@ mod tests {
         let broken = vars(&[("HTTPS_PROXY", "socks5://x:1")]);
         let error = ProxyRules::resolve(&ProxySetting::Environment, &broken).expect_err("refused");
         assert!(error.to_string().starts_with("HTTPS_PROXY: "), "{error}");
+        assert!(matches!(
+            error,
+            ProxyError::Variable { ref name, ref error } if name == "HTTPS_PROXY" && **error == ProxyError::UnsupportedScheme("socks5".into())
+        ));
         assert!(ProxyRules::resolve(&ProxySetting::Environment, &|_| None).expect("valid").is_direct());
     }
 }
