@@ -36,8 +36,11 @@ use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::proxy::{Proxy, ProxyRules};
 use omni_core::{HttpRequest, Method};
 
+mod classify;
+
 use crate::keep_alive::{IdleAgents, Server, IDLE_LIMIT};
 use crate::splice::{take_sensitive, SpliceHeaders};
+use classify::{classify_before_head, classify_in_body, closed_before_response};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use ureq::unversioned::resolver::DefaultResolver;
@@ -296,21 +299,6 @@ fn run(agent: &ureq::Agent, request: &HttpRequest, emit: &mut dyn FnMut(HttpEven
     }
 }
 
-/// True for the ways a kept connection the server had closed fails: the request could
-/// not be written, or the connection ended before any response byte.
-fn closed_before_response(error: &ureq::Error) -> bool {
-    match error {
-        ureq::Error::Io(e) => matches!(
-            e.kind(),
-            io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe
-                | io::ErrorKind::UnexpectedEof
-        ),
-        _ => false,
-    }
-}
-
 /// The ureq request for `request`, its body borrowed (a resend needs it again).
 fn to_http(request: &HttpRequest) -> Result<http::Request<&[u8]>, String> {
     let method = match request.method {
@@ -327,74 +315,9 @@ fn to_http(request: &HttpRequest) -> Result<http::Request<&[u8]>, String> {
     builder.body(request.body.as_slice()).map_err(|e| format!("invalid request: {e}"))
 }
 
-/// A failure before the response head: connecting, TLS, or the connection breaking
-/// while the request was sent or the head awaited.
-fn classify_before_head(error: &ureq::Error) -> TransportError {
-    let kind = match error {
-        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => TransportErrorKind::Connect,
-        ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => TransportErrorKind::Connect,
-        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) | ureq::Error::TlsRequired => {
-            TransportErrorKind::Tls
-        }
-        ureq::Error::Io(e) => classify_io(e, TransportErrorKind::Other),
-        _ => TransportErrorKind::Other,
-    };
-    TransportError { kind, message: error.to_string() }
-}
-
-/// A failure while the body was read: the body was cut (reset) unless the error says
-/// otherwise.
-fn classify_in_body(error: &io::Error) -> TransportError {
-    let kind = match classify_io(error, TransportErrorKind::Reset) {
-        TransportErrorKind::Connect => TransportErrorKind::Reset,
-        kind => kind,
-    };
-    TransportError { kind, message: error.to_string() }
-}
-
-fn classify_io(error: &io::Error, fallback: TransportErrorKind) -> TransportErrorKind {
-    if let Some(inner) = error.get_ref() {
-        if inner.is::<rustls::Error>() {
-            return TransportErrorKind::Tls;
-        }
-        if let Some(wrapped) = inner.downcast_ref::<ureq::Error>() {
-            return match wrapped {
-                ureq::Error::Io(e) => classify_io(e, fallback),
-                ureq::Error::Protocol(_) => TransportErrorKind::Other,
-                other => classify_before_head(other).kind,
-            };
-        }
-    }
-    match error.kind() {
-        io::ErrorKind::ConnectionRefused
-        | io::ErrorKind::HostUnreachable
-        | io::ErrorKind::NetworkUnreachable
-        | io::ErrorKind::AddrNotAvailable => TransportErrorKind::Connect,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof
-        | io::ErrorKind::NotConnected => TransportErrorKind::Reset,
-        _ => fallback,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refused_connections_are_connect_failures_and_cut_bodies_resets() {
-        let refused = ureq::Error::Io(io::Error::from(io::ErrorKind::ConnectionRefused));
-        assert_eq!(classify_before_head(&refused).kind, TransportErrorKind::Connect);
-        assert_eq!(classify_before_head(&ureq::Error::HostNotFound).kind, TransportErrorKind::Connect);
-        assert_eq!(classify_before_head(&ureq::Error::Tls("bad")).kind, TransportErrorKind::Tls);
-        let eof = io::Error::other(ureq::Error::Io(io::Error::from(io::ErrorKind::UnexpectedEof)));
-        assert_eq!(classify_in_body(&eof).kind, TransportErrorKind::Reset);
-        let tls = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
-        assert_eq!(classify_in_body(&tls).kind, TransportErrorKind::Tls);
-        assert_eq!(classify_before_head(&ureq::Error::Io(tls)).kind, TransportErrorKind::Tls);
-    }
 
     #[test]
     fn bad_root_certificates_are_rejected_when_the_client_is_built() {
