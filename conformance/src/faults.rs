@@ -93,6 +93,27 @@ pub fn fault_cases() -> Vec<FaultCase> {
     )
     .into_bytes();
     huge_error.extend_from_slice(huge_error_body.as_bytes());
+    // Chunked framing with a chunk extension, and a body both chunked and sized (chunked wins:
+    // RFC 9112 6.3).
+    let mut extended = head("content-type: text/event-stream\r\ntransfer-encoding: chunked\r\n");
+    extended.extend_from_slice(format!("{:x};note=x\r\n", whole.len()).as_bytes());
+    extended.extend_from_slice(&whole);
+    extended.extend_from_slice(b"\r\n0\r\n\r\n");
+    let mut both = head(&format!(
+        "content-type: text/event-stream\r\ncontent-length: {}\r\ntransfer-encoding: chunked\r\n",
+        whole.len() + 3
+    ));
+    both.extend_from_slice(format!("{:x}\r\n", whole.len()).as_bytes());
+    both.extend_from_slice(&whole);
+    both.extend_from_slice(b"\r\n0\r\n\r\n");
+    // A gzip body nobody asked for (omni never sends accept-encoding): bytes, not events.
+    let gzip_junk: Vec<u8> =
+        [0x1f, 0x8b, 0x08, 0x00].iter().copied().chain((0..200u8).map(|b| b.wrapping_mul(37))).collect();
+    let mut gzipped = head(&format!(
+        "content-type: text/event-stream\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\n",
+        gzip_junk.len()
+    ));
+    gzipped.extend_from_slice(&gzip_junk);
     vec![
         FaultCase {
             name: "a well-formed answer",
@@ -108,6 +129,21 @@ pub fn fault_cases() -> Vec<FaultCase> {
             name: "HTTP/1.0, the body ended by closing",
             answer: vec![Raw::Bytes(http10)],
             expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "a chunk with an extension",
+            answer: vec![Raw::Bytes(extended)],
+            expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "a body both chunked and sized",
+            answer: vec![Raw::Bytes(both)],
+            expect: Expect::Finished("Hi"),
+        },
+        FaultCase {
+            name: "a gzip body nobody asked for",
+            answer: vec![Raw::Bytes(gzipped)],
+            expect: Expect::StreamFailure { partial: "" },
         },
         FaultCase {
             name: "bytes that are not HTTP",
