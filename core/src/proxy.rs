@@ -13,6 +13,7 @@
 //! message shows them.
 
 use std::fmt;
+use std::net::IpAddr;
 
 use crate::provider::ApiKey;
 
@@ -183,11 +184,13 @@ fn base64(bytes: &[u8]) -> String {
 
 /// Hosts that bypass the proxy (`NO_PROXY`): `*` for all; a name matches itself and its
 /// subdomains (`example.com`, `.example.com` and `*.example.com` alike); an IP address
-/// matches itself. A port in an entry is ignored.
+/// matches itself, a CIDR range (`10.0.0.0/8`, `fd00::/8`) the addresses in it. A port in
+/// an entry is ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NoProxy {
     all: bool,
     names: Vec<String>,
+    ranges: Vec<(IpAddr, u8)>,
 }
 
 impl NoProxy {
@@ -197,6 +200,10 @@ impl NoProxy {
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             if entry == "*" {
                 rules.all = true;
+                continue;
+            }
+            if let Some(range) = cidr(entry) {
+                rules.ranges.push(range);
                 continue;
             }
             let name = entry.trim_start_matches("*.").trim_start_matches('.');
@@ -216,7 +223,9 @@ impl NoProxy {
     /// True when `host` goes direct.
     pub fn matches(&self, host: &str) -> bool {
         let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+        let address: Option<IpAddr> = host.parse().ok();
         self.all
+            || address.is_some_and(|a| self.ranges.iter().any(|&(net, bits)| in_range(a, net, bits)))
             || self.names.iter().any(|name| {
                 host == *name
                     || (host.len() > name.len() && host.ends_with(name.as_str()) && {
@@ -224,6 +233,32 @@ impl NoProxy {
                         host.as_bytes().get(cut) == Some(&b'.')
                     })
             })
+    }
+}
+
+/// `address/bits`, the bits within the address family's width.
+fn cidr(entry: &str) -> Option<(IpAddr, u8)> {
+    let (address, bits) = entry.split_once('/')?;
+    let address: IpAddr = address.trim_start_matches('[').trim_end_matches(']').parse().ok()?;
+    let bits: u8 = bits.parse().ok()?;
+    let width = if address.is_ipv4() { 32 } else { 128 };
+    (bits <= width).then_some((address, bits))
+}
+
+/// True when `address` lies in `net/bits` (same family only).
+fn in_range(address: IpAddr, net: IpAddr, bits: u8) -> bool {
+    let prefix = |value: u128, width: u32| {
+        let keep = u32::from(bits).min(width);
+        if keep == 0 {
+            0
+        } else {
+            value >> (width - keep)
+        }
+    };
+    match (address, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => prefix(u128::from(u32::from(a)), 32) == prefix(u128::from(u32::from(n)), 32),
+        (IpAddr::V6(a), IpAddr::V6(n)) => prefix(u128::from(a), 128) == prefix(u128::from(n), 128),
+        _ => false,
     }
 }
 
@@ -360,6 +395,15 @@ mod tests {
         for host in ["notlocalhost", "xinternal.corp", "10.0.0.70", "example.org", "api.anthropic.com"] {
             assert!(!rules.matches(host), "{host} goes through the proxy");
         }
+        let ranges = NoProxy::parse("127.0.0.0/8, 10.1.0.0/16, fd00::/8, 0.0.0.0/0x, 1.2.3.4/33");
+        for host in ["127.0.0.1", "127.255.0.9", "10.1.200.3", "[fd12::1]", "fdff::"] {
+            assert!(ranges.matches(host), "{host} is in a range");
+        }
+        for host in ["128.0.0.1", "10.2.0.1", "fe80::1", "localhost", "0.0.0.0"] {
+            assert!(!ranges.matches(host), "{host} is in no range");
+        }
+        assert!(NoProxy::parse("0.0.0.0/0").matches("203.0.113.9"), "a /0 range holds every address of its family");
+        assert!(!NoProxy::parse("0.0.0.0/0").matches("::1"));
         assert!(NoProxy::parse("*").matches("anything"));
         assert!(!NoProxy::parse("").matches("anything"));
     }
