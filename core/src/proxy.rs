@@ -304,7 +304,11 @@ impl ProxyRules {
                 };
                 let all = first(&["ALL_PROXY", "all_proxy"])?;
                 let https = first(&["HTTPS_PROXY", "https_proxy"])?.or_else(|| all.clone());
-                let http = first(&["HTTP_PROXY", "http_proxy"])?.or(all);
+                // Under CGI, `HTTP_PROXY` comes from the client's `Proxy:` header (httpoxy):
+                // ignored there, as curl and reqwest do.
+                let cgi = env("REQUEST_METHOD").is_some();
+                let http_names: &[&str] = if cgi { &["http_proxy"] } else { &["HTTP_PROXY", "http_proxy"] };
+                let http = first(http_names)?.or(all);
                 let bypass =
                     env("NO_PROXY").or_else(|| env("no_proxy")).map(|l| NoProxy::parse(&l)).unwrap_or_default();
                 Ok(ProxyRules { https, http, bypass })
@@ -428,6 +432,10 @@ mod tests {
             Some("only"),
             "an explicit proxy has no exceptions"
         );
+
+        let cgi = vars(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://attacker:1")]);
+        let rules = ProxyRules::resolve(&ProxySetting::Environment, &cgi).expect("valid");
+        assert!(rules.is_direct(), "under CGI, HTTP_PROXY is the client's Proxy header (httpoxy)");
 
         let broken = vars(&[("HTTPS_PROXY", "socks5://x:1")]);
         let error = ProxyRules::resolve(&ProxySetting::Environment, &broken).expect_err("refused");
