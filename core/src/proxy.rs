@@ -13,7 +13,7 @@
 //! message shows them.
 
 use std::fmt;
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 use crate::provider::ApiKey;
 
