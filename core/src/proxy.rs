@@ -12,8 +12,8 @@
 //! Credentials in a proxy URL are secrets like API keys: no `Debug`, `Display` or error
 //! message shows them.
 
-use std::fmt;
 use core::net::IpAddr;
+use std::fmt;
 
 use crate::provider::ApiKey;
 
