@@ -270,6 +270,13 @@ pub enum RequestError {
     },
     /// An option is out of range or inconsistent.
     InvalidOptions(crate::options::OptionsError),
+    /// A header (from the options, the provider or the key) cannot be sent: its name is
+    /// not an HTTP token, or its value holds a line break or another control character.
+    /// Names the header only: the value may be a key.
+    InvalidHeader {
+        /// The header's name (as given).
+        name: String,
+    },
 }
 
 impl fmt::Display for RequestError {
@@ -281,6 +288,9 @@ impl fmt::Display for RequestError {
             RequestError::MissingApiKey { provider, env: None } => write!(f, "no API key for provider {provider}"),
             RequestError::Unsupported { message } => write!(f, "unsupported request: {message}"),
             RequestError::InvalidOptions(e) => write!(f, "invalid options: {e}"),
+            RequestError::InvalidHeader { name } => {
+                write!(f, "header {name:?} cannot be sent: a bad name, or a control character in its value")
+            }
         }
     }
 }

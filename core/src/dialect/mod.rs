@@ -124,6 +124,10 @@ impl Dialect {
         for (name, value) in spec.provider.headers.iter().chain(&spec.options.headers) {
             request.set_header(Header::new(name.clone(), value.clone()));
         }
+        // One check for every header, whoever set it: no line can be injected.
+        if let Some(bad) = request.headers.iter().find(|h| !sendable(&h.name, &h.value)) {
+            return Err(RequestError::InvalidHeader { name: bad.name.escape_debug().to_string() });
+        }
         Ok(BuiltRequest { request, warnings })
     }
 
@@ -201,6 +205,13 @@ pub struct RequestSpec<'a> {
     pub options: &'a Options,
     /// The resolved key, if the provider needs one.
     pub api_key: Option<&'a ApiKey>,
+}
+
+/// True for a header HTTP/1.1 can carry as is: the name an RFC 9110 token, the value
+/// visible characters, spaces and tabs only (no CR, LF, NUL or other control).
+fn sendable(name: &str, value: &str) -> bool {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty() && name.bytes().all(token) && value.bytes().all(|b| b == b'\t' || !b.is_ascii_control())
 }
 
 /// A built request and what could not be honoured.

@@ -90,7 +90,7 @@ pub(crate) fn build_request(
         });
     }
     Ok(DialectRequest {
-        path: format!("/models/{model_id}:streamGenerateContent?alt=sse"),
+        path: format!("/models/{}:streamGenerateContent?alt=sse", path_segment(model_id)),
         headers: Vec::new(),
         body: Value::Object(body),
     })
@@ -386,4 +386,19 @@ fn budget_for(budget: u32, family: &Family, warnings: &mut Vec<Warning>) -> u32 
         });
     }
     clamped
+}
+
+/// The model id as it may stand in the URL's path: unreserved characters and `/` as they
+/// are (ids like `tunedModels/x`), everything else percent-encoded, so an id can neither
+/// break the URL (a space, a control character) nor add a query or a fragment to it.
+fn path_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

@@ -379,3 +379,13 @@ fn tool_result_media_goes_inside_the_response_on_gemini3_and_after_it_before() {
     let (body, _, _) = build(&model("gemini-2.5-flash"), &ctx, &Options::default());
     assert_eq!(body["contents"][0]["parts"][1], json!({"inlineData": {"mimeType": "image/png", "data": "AAAA"}}));
 }
+
+#[test]
+fn the_model_id_cannot_break_or_extend_the_url() {
+    let context = Context::from_prompt("hi");
+    let (_, url, _) = build(&model("tunedModels/my model?key=x#y"), &context, &Options::default());
+    assert_eq!(
+        url,
+        "https://generativelanguage.googleapis.com/v1beta/models/tunedModels/my%20model%3Fkey%3Dx%23y:streamGenerateContent?alt=sse"
+    );
+}
