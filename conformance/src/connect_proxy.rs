@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use omni_core::generate::GenerateEvent;
+use omni_core::generate::{GenerateError, GenerateEvent, TransportErrorKind};
 
 use crate::http_suite::{Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
@@ -151,8 +151,9 @@ pub fn encoded_credentials() -> String {
 /// - two calls to an HTTPS server through the proxy, with credentials, succeed over one
 ///   tunnel (`CONNECT 127.0.0.1:port` with `Proxy-Authorization: Basic ..`) that the
 ///   second call reuses; the API key never reaches the proxy in the clear;
-/// - with wrong credentials, the call fails (the proxy answered 407) with an error that
-///   does not show the password.
+/// - with wrong credentials, the call fails at once (the proxy answered 407: a
+///   `ProxyAuth` transport error, not retried) with an error that does not show the
+///   password.
 pub fn proxy_suite(driver: &impl StreamingDriver) {
     let proxy = ConnectProxy::start(Some(CREDENTIALS)).expect("proxy");
     let (server, ca) = KeepAliveServer::start_tls(reuse_body(), Plan::Serve).expect("server");
@@ -185,8 +186,15 @@ pub fn proxy_suite(driver: &impl StreamingDriver) {
     assert_eq!(server.requests_per_connection(), vec![2]);
     assert_eq!(server.requests_without_key(), 0);
 
-    let refused = driver.client(&setup("omni:wrong-pa55"));
+    // With the default retry policy: a refusal is not worth sending again.
+    let refused = driver.client(&Setup { no_retries: false, ..setup("omni:wrong-pa55") });
     let events = driver.stream(&refused);
+    assert!(!events.iter().any(|e| matches!(e, GenerateEvent::Retry { .. })), "a 407 is not retried: {events:?}");
+    let kind = events.iter().find_map(|e| match e {
+        GenerateEvent::Failed { error: GenerateError::Transport(t), .. } => Some(t.kind),
+        _ => None,
+    });
+    assert_eq!(kind, Some(TransportErrorKind::ProxyAuth), "{events:?}");
     let failure = events.iter().find_map(|e| match e {
         GenerateEvent::Failed { error, .. } => Some(error.to_string()),
         _ => None,

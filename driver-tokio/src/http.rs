@@ -120,6 +120,8 @@ fn closed_before_response(e: &reqwest::Error) -> bool {
 fn transport_error(e: &reqwest::Error, default: TransportErrorKind) -> TransportError {
     let kind = if is_tls(e) {
         TransportErrorKind::Tls
+    } else if proxy_wants_credentials(e) {
+        TransportErrorKind::ProxyAuth
     } else if e.is_connect() {
         TransportErrorKind::Connect
     } else {
@@ -132,6 +134,19 @@ fn transport_error(e: &reqwest::Error, default: TransportErrorKind) -> Transport
         source = s.source();
     }
     TransportError { kind, message }
+}
+
+/// True when the proxy answered the tunnel with 407: hyper-util reports it as "proxy
+/// authorization required" somewhere in the chain (its error type is not public).
+fn proxy_wants_credentials(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.to_string().ends_with("proxy authorization required") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// True when a rustls error is anywhere in the chain. rustls errors travel inside

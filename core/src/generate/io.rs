@@ -70,6 +70,9 @@ pub enum TransportErrorKind {
     Reset,
     /// Anything else.
     Other,
+    /// The proxy wants credentials it was not given, or refused the ones given (HTTP 407
+    /// to `CONNECT`): not retried, sending again cannot help.
+    ProxyAuth,
 }
 
 impl fmt::Display for TransportError {
@@ -191,7 +194,7 @@ impl GenerateError {
             GenerateError::Stream(StreamError::Provider(e)) => e.is_retryable(),
             GenerateError::Stream(StreamError::Incomplete) => true,
             GenerateError::Stream(_) => false,
-            GenerateError::Transport(t) => t.kind != TransportErrorKind::Tls,
+            GenerateError::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
             GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
         }
     }

@@ -231,10 +231,11 @@ impl Generate {
                     return;
                 }
                 // One rule for every driver: what breaks before the response head is a
-                // connect failure, what breaks after it a reset (TLS stays TLS).
+                // connect failure, what breaks after it a reset (TLS stays TLS, and a proxy
+                // asking for credentials stays that).
                 let before_head = matches!(attempt.phase, Phase::AwaitingHead);
                 error.kind = match (error.kind, before_head) {
-                    (TransportErrorKind::Tls, _) => TransportErrorKind::Tls,
+                    (kind @ (TransportErrorKind::Tls | TransportErrorKind::ProxyAuth), _) => kind,
                     (_, true) => TransportErrorKind::Connect,
                     (_, false) => TransportErrorKind::Reset,
                 };

@@ -31,6 +31,8 @@ pub(super) fn classify_before_head(error: &ureq::Error) -> TransportError {
             TransportErrorKind::Tls
         }
         ureq::Error::Io(e) => classify_io(e, TransportErrorKind::Other),
+        // ureq's message: "proxy server responded 407/Proxy Authentication Required".
+        ureq::Error::ConnectProxyFailed(why) if why.contains("responded 407") => TransportErrorKind::ProxyAuth,
         _ => TransportErrorKind::Other,
     };
     TransportError { kind, message: error.to_string() }

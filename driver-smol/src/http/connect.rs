@@ -125,6 +125,10 @@ async fn tunnel(tcp: &mut TcpStream, proxy: &Proxy, target: &Target) -> Result<(
     let status = status_line.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok());
     match status {
         Some(200..=299) => Ok(()),
+        Some(407) => Err(failure(
+            TransportErrorKind::ProxyAuth,
+            format_args!("the proxy wants other credentials for the tunnel to {authority}: HTTP 407"),
+        )),
         Some(code) => Err(failure(
             TransportErrorKind::Connect,
             format_args!("the proxy refused the tunnel to {authority}: HTTP {code}"),
