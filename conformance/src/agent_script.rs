@@ -38,11 +38,8 @@
 //! next input the action must precede (the next streamed chunk, the slow tool's result,
 //! the end of the reply). Earlier inputs merged into the trigger's batch change nothing.
 
-use std::collections::BTreeMap;
-
-use omni_core::agent::{AgentError, AgentEvent, Snapshot, Status};
-use omni_core::{Block, Message, Role, StreamEvent, Text, Thinking, ToolUse};
-use serde_json::Value;
+use omni_core::agent::{AgentError, AgentEvent, PartialMessage, Snapshot, Status};
+use omni_core::{Message, Role};
 
 use crate::agent_sim::Action;
 
@@ -191,76 +188,4 @@ pub fn check_late_subscriber(
         return Err(format!("the snapshot differs from the first {point} events:\n{snapshot:#?}\nbuilt:\n{built:#?}"));
     }
     Ok(point)
-}
-
-/// The assistant message being streamed, rebuilt from streaming events the way the
-/// agent's snapshot shows it (blocks by index; a call's input stays raw text until it ends).
-#[derive(Debug, Default)]
-struct PartialMessage {
-    blocks: BTreeMap<usize, Block>,
-    tool_input: BTreeMap<usize, String>,
-}
-
-impl PartialMessage {
-    fn clear(&mut self) {
-        self.blocks.clear();
-        self.tool_input.clear();
-    }
-
-    fn apply(&mut self, event: &StreamEvent) {
-        match event {
-            StreamEvent::TextStart { index } => {
-                self.blocks.insert(*index, Block::text(""));
-            }
-            StreamEvent::TextDelta { index, delta } | StreamEvent::ThinkingDelta { index, delta } => {
-                match self.blocks.get_mut(index) {
-                    Some(Block::Text(t)) => t.text.push_str(delta),
-                    Some(Block::Thinking(t)) => t.text.push_str(delta),
-                    _ => {}
-                }
-            }
-            StreamEvent::TextEnd { index, text } => {
-                self.blocks.insert(*index, Block::Text(Text { text: text.clone(), signature: None }));
-            }
-            StreamEvent::ThinkingStart { index } => {
-                self.blocks.insert(*index, Block::Thinking(Thinking::default()));
-            }
-            StreamEvent::ThinkingEnd { index, text, signature, .. } => {
-                let thinking = Thinking { text: text.clone(), signature: signature.clone(), ..Thinking::default() };
-                self.blocks.insert(*index, Block::Thinking(thinking));
-            }
-            StreamEvent::ToolUseStart { index, id, name } => {
-                let call = ToolUse { id: id.clone(), name: name.clone(), input: Value::Null, signature: None };
-                self.blocks.insert(*index, Block::ToolUse(call));
-                self.tool_input.insert(*index, String::new());
-            }
-            StreamEvent::ToolUseDelta { index, delta } => {
-                if let Some(raw) = self.tool_input.get_mut(index) {
-                    raw.push_str(delta);
-                }
-            }
-            StreamEvent::ToolUseEnd { index, tool_use, .. } => {
-                self.tool_input.remove(index);
-                self.blocks.insert(*index, Block::ToolUse(tool_use.clone()));
-            }
-            _ => {}
-        }
-    }
-
-    fn message(&self) -> Option<Message> {
-        if self.blocks.is_empty() {
-            return None;
-        }
-        let content = self
-            .blocks
-            .iter()
-            .map(|(index, block)| match (block, self.tool_input.get(index)) {
-                (Block::ToolUse(call), Some(raw)) => {
-                    Block::ToolUse(ToolUse { input: Value::String(raw.clone()), ..call.clone() })
-                }
-                (block, _) => block.clone(),
-            })
-            .collect();
-        Some(Message::new(Role::Assistant, content))
-    }
 }

@@ -1,7 +1,17 @@
 //! A logger that keeps every record, at every level, for tests that prove a key never
-//! reaches a log (the HTTP crates under the drivers log what they write at trace level).
+//! reaches a log (the HTTP crates under the drivers log what they write at trace level),
+//! and that test itself ([`secrets_are_sent_but_never_logged`]).
 
 use std::sync::Mutex;
+use std::time::Duration;
+
+use omni_core::generate::GenerateEvent;
+
+use crate::connect_proxy::{encoded_credentials, ConnectProxy, CREDENTIALS, PASSWORD};
+use crate::http_suite::{Setup, StreamingDriver};
+use crate::keepalive::{reuse_body, KeepAliveServer, Plan};
+use crate::replay::ReplayServer;
+use crate::scenarios::{paced, text_events};
 
 /// A key shaped like Anthropic's, for those tests.
 pub const KEY: &str = "sk-ant-api03-never-log-me";
@@ -46,4 +56,42 @@ pub fn assert_not_logged(secret: &str) {
     let all = LOGS.0.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
     let pieces: Vec<&str> = (0..=secret.len().saturating_sub(6)).filter_map(|i| secret.get(i..i + 6)).collect();
     assert!(!pieces.iter().any(|p| all.contains(p)), "part of a secret was logged");
+}
+
+/// The test, through `driver`: a call carries the key and no record holds any piece of it
+/// (`target`, the crate that logs written bytes, must have logged); then a call through a
+/// proxy with credentials, which no record holds either and the client does not print.
+/// Installs the capturing logger: run it in a test binary of its own.
+pub fn secrets_are_sent_but_never_logged<D: StreamingDriver>(driver: &D, target: &str)
+where
+    D::Client: std::fmt::Debug,
+{
+    capture_all();
+    let server = ReplayServer::start(vec![paced(&text_events(&["Hi"]), Duration::ZERO)]).expect("server");
+    let client = driver.client(&Setup::new(format!("{}/v1", server.base_url()), KEY));
+    assert_eq!(finished_text(&driver.stream(&client)), "Hi");
+    assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY), "the key was sent");
+    assert_key_not_logged(target);
+
+    let proxy = ConnectProxy::start(Some(CREDENTIALS)).expect("proxy");
+    let (server, ca) = KeepAliveServer::start_tls(reuse_body(), Plan::Serve).expect("server");
+    let setup = Setup {
+        root_certificate: Some(ca),
+        proxy: Some(proxy.url(Some(CREDENTIALS))),
+        ..Setup::new(server.base_url(), KEY)
+    };
+    let client = driver.client(&setup);
+    assert_eq!(finished_text(&driver.stream(&client)), "Hi");
+    assert_eq!(proxy.heads().len(), 1, "the call went through the proxy");
+    assert_not_logged(PASSWORD);
+    assert_not_logged(&encoded_credentials());
+    assert!(!format!("{client:?}").contains(PASSWORD), "nor printed");
+}
+
+/// The text of a call that must have finished.
+fn finished_text(events: &[GenerateEvent]) -> String {
+    match events.last() {
+        Some(GenerateEvent::Finished(response)) => response.text(),
+        other => panic!("the call did not finish: {other:?}"),
+    }
 }

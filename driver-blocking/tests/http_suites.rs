@@ -4,32 +4,12 @@
 //! outcome, keeping what came.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use omni_blocking::{Client, GenerateEvent, Options};
+mod common;
+
+use common::Driver;
 use omni_conformance::connect_proxy::proxy_suite;
 use omni_conformance::faults::fault_suite;
-use omni_conformance::http_suite::{Setup, StreamingDriver};
 use omni_conformance::keepalive::reuse_suite;
-use omni_conformance::scenarios;
-
-struct Driver;
-
-impl Driver {
-    fn new() -> Self {
-        Driver
-    }
-}
-
-impl StreamingDriver for Driver {
-    type Client = Client;
-
-    fn client(&self, setup: &Setup) -> Client {
-        setup.apply(Client::builder()).build().expect("client")
-    }
-
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
-        client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream").collect()
-    }
-}
 
 #[test]
 fn connections_are_reused_and_stale_ones_cost_no_retry() {

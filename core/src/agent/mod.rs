@@ -75,6 +75,7 @@ pub use io::{
     AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
     DEFAULT_AGENT_TOOL_TIMEOUT,
 };
+pub use partial::PartialMessage;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -84,7 +85,6 @@ use crate::generate::{Effect, Generate, Input, Report, RequestId};
 use crate::message::{Message, ToolUse};
 use crate::response::Response;
 use crate::usage::Usage;
-use partial::Partial;
 use tools::ToolRound;
 
 /// One step's inner generate machine and the mapping of its request ids to ours.
@@ -140,7 +140,7 @@ pub struct Agent<C: AgentCallbacks = Box<dyn AgentCallbacks + Send>> {
     turn: Option<Turn>,
     staged: Option<String>,
     status: Status,
-    partial: Partial,
+    partial: PartialMessage,
     next_id: u64,
     effects: VecDeque<Effect>,
     events: VecDeque<AgentEvent>,
@@ -170,7 +170,7 @@ impl<C: AgentCallbacks> Agent<C> {
             turn: None,
             staged: None,
             status: Status::Idle,
-            partial: Partial::default(),
+            partial: PartialMessage::default(),
             next_id: 0,
             effects: VecDeque::new(),
             events: VecDeque::new(),

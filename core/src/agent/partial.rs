@@ -1,5 +1,6 @@
-//! The assistant message being streamed, rebuilt from the streaming events so that a
-//! snapshot can show it (the generate machine keeps its own copy private).
+//! The assistant message being streamed, rebuilt from the streaming events: what a
+//! snapshot shows, and what a subscriber that keeps its own view of the stream rebuilds
+//! the same way (the generate machine keeps its own copy private).
 
 use std::collections::BTreeMap;
 
@@ -8,22 +9,23 @@ use serde_json::Value;
 use crate::event::StreamEvent;
 use crate::message::{Block, Message, Role, Text, Thinking, ToolUse};
 
-/// Blocks by index; tool inputs stay raw text until their call is complete.
+/// The message being streamed: blocks by index; a call's input stays raw text (a JSON
+/// string) until the call is complete.
 #[derive(Debug, Default)]
-pub(super) struct Partial {
+pub struct PartialMessage {
     blocks: BTreeMap<usize, Block>,
     tool_input: BTreeMap<usize, String>,
 }
 
-impl Partial {
+impl PartialMessage {
     /// Forgets the message (a step ended, failed or was cancelled).
-    pub(super) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.blocks.clear();
         self.tool_input.clear();
     }
 
     /// Applies one streaming event.
-    pub(super) fn apply(&mut self, event: &StreamEvent) {
+    pub fn apply(&mut self, event: &StreamEvent) {
         match event {
             StreamEvent::TextStart { index } => {
                 self.blocks.insert(*index, Block::text(""));
@@ -67,7 +69,7 @@ impl Partial {
     }
 
     /// The message so far; a call still streaming has its raw input text as a JSON string.
-    pub(super) fn message(&self) -> Option<Message> {
+    pub fn message(&self) -> Option<Message> {
         if self.blocks.is_empty() {
             return None;
         }

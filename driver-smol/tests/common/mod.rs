@@ -1,0 +1,28 @@
+//! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
+//! implementation for every test file that runs them.
+
+use omni_conformance::http_suite::{Setup, StreamingDriver};
+use omni_conformance::scenarios;
+use omni_smol::{Client, GenerateEvent, Options};
+use smol::stream::StreamExt;
+
+/// The driver under test.
+pub struct Driver;
+
+impl Driver {
+    pub fn new() -> Self {
+        Driver
+    }
+}
+impl StreamingDriver for Driver {
+    type Client = Client;
+
+    fn client(&self, setup: &Setup) -> Client {
+        setup.apply(Client::builder()).build().expect("client")
+    }
+
+    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
+        let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        smol::block_on(stream.collect())
+    }
+}
