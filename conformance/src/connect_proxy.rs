@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use omni_core::generate::{GenerateError, GenerateEvent, TransportErrorKind};
 
-use crate::http_suite::{Setup, StreamingDriver};
+use crate::http_suite::{finished_text, Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 
 /// The proxy.
@@ -166,11 +166,7 @@ pub fn proxy_suite(driver: &impl StreamingDriver) {
     let through = driver.client(&setup(CREDENTIALS));
     for n in 0..2 {
         let events = driver.stream(&through);
-        let text = events.iter().find_map(|e| match e {
-            GenerateEvent::Finished(response) => Some(response.text()),
-            _ => None,
-        });
-        assert_eq!(text.as_deref(), Some("Hi"), "call {n} through the proxy: {events:?}");
+        assert_eq!(finished_text(&events).as_deref(), Some("Hi"), "call {n} through the proxy: {events:?}");
     }
     let heads = proxy.heads();
     assert_eq!(heads.len(), 1, "one tunnel, reused by the second call: {heads:?}");

@@ -59,3 +59,11 @@ pub trait StreamingDriver: Send + Sync + 'static {
     /// "hi" and default options, to its end.
     fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
 }
+
+/// The text of a call's events when they end in `Finished`.
+pub fn finished_text(events: &[GenerateEvent]) -> Option<String> {
+    match events.last() {
+        Some(GenerateEvent::Finished(response)) => Some(response.text()),
+        _ => None,
+    }
+}

@@ -5,10 +5,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use omni_core::generate::GenerateEvent;
-
 use crate::connect_proxy::{encoded_credentials, ConnectProxy, CREDENTIALS, PASSWORD};
-use crate::http_suite::{Setup, StreamingDriver};
+use crate::http_suite::{finished_text, Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan};
 use crate::replay::ReplayServer;
 use crate::scenarios::{paced, text_events};
@@ -69,7 +67,7 @@ where
     capture_all();
     let server = ReplayServer::start(vec![paced(&text_events(&["Hi"]), Duration::ZERO)]).expect("server");
     let client = driver.client(&Setup::new(format!("{}/v1", server.base_url()), KEY));
-    assert_eq!(finished_text(&driver.stream(&client)), "Hi");
+    assert_eq!(finished_text(&driver.stream(&client)).as_deref(), Some("Hi"));
     assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY), "the key was sent");
     assert_key_not_logged(target);
 
@@ -81,17 +79,9 @@ where
         ..Setup::new(server.base_url(), KEY)
     };
     let client = driver.client(&setup);
-    assert_eq!(finished_text(&driver.stream(&client)), "Hi");
+    assert_eq!(finished_text(&driver.stream(&client)).as_deref(), Some("Hi"));
     assert_eq!(proxy.heads().len(), 1, "the call went through the proxy");
     assert_not_logged(PASSWORD);
     assert_not_logged(&encoded_credentials());
     assert!(!format!("{client:?}").contains(PASSWORD), "nor printed");
-}
-
-/// The text of a call that must have finished.
-fn finished_text(events: &[GenerateEvent]) -> String {
-    match events.last() {
-        Some(GenerateEvent::Finished(response)) => response.text(),
-        other => panic!("the call did not finish: {other:?}"),
-    }
 }
