@@ -13,6 +13,7 @@ use std::time::Duration;
 use omni_core::generate::{GenerateError, GenerateEvent};
 
 use crate::http_suite::{Setup, StreamingDriver};
+use crate::keepalive::read_request;
 use crate::scenarios::text_events;
 
 /// One step of a raw answer.
@@ -247,16 +248,12 @@ impl Drop for RawServer {
 }
 
 fn serve(mut conn: TcpStream, answer: &[Raw], stop: &AtomicBool) {
-    // Read the request head (and whatever body came with it) before answering.
-    let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
-    let mut seen = Vec::new();
+    // The whole request (head and content-length body) is read before answering: a
+    // socket closed with unread bytes sends a reset, which would cut the answer short
+    // at the client whatever it was.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = read_request(&mut conn, &mut Vec::new());
     let mut buf = [0u8; 4096];
-    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => seen.extend_from_slice(&buf[..n]),
-        }
-    }
     for step in answer {
         match step {
             Raw::Bytes(bytes) => {

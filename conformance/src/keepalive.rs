@@ -166,7 +166,7 @@ fn serve(mut conn: impl Read + Write, plan: Plan, body: &str, record: impl Fn(us
 /// Reads one request (head and content-length body) from `conn`, keeping bytes of a
 /// following request in `pending`: whether it carried [`KEY`], or `None` when the client
 /// closed or sent garbage.
-fn read_request(conn: &mut impl Read, pending: &mut Vec<u8>) -> Option<bool> {
+pub(crate) fn read_request(conn: &mut impl Read, pending: &mut Vec<u8>) -> Option<bool> {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
