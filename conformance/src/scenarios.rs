@@ -43,6 +43,7 @@ pub fn provider(base_url: &str) -> Provider {
         auth: Auth::Header { name: "x-api-key".into() },
         api_key_env: None,
         headers: Vec::new(),
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     }
 }

@@ -177,6 +177,19 @@ impl ProviderError {
         self
     }
 
+    /// Cuts `secrets` (the request's key and secret header values) out of the message,
+    /// the code and the body: a server that echoes the key back must not put it in an
+    /// error the application logs.
+    pub fn scrub(&mut self, secrets: &crate::secret::Secrets) {
+        secrets.scrub(&mut self.message);
+        if let Some(code) = &mut self.code {
+            secrets.scrub(code);
+        }
+        if let Some(body) = &mut self.body {
+            secrets.scrub(body);
+        }
+    }
+
     /// True when retrying the same request may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -21,7 +21,28 @@ impl Method {
     }
 }
 
-/// One header. A sensitive header (carrying a key) prints as `<redacted>` in `Debug`.
+/// Header names that always carry credentials.
+const SECRET_NAMES: &[&str] =
+    &["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key", "api-key"];
+
+/// Parts of a header name that mark it as carrying a credential (`x-auth-token`,
+/// `ocp-apim-subscription-key`, `x-client-secret` ...).
+const SECRET_PARTS: &[&str] = &["auth", "key", "token", "secret", "cookie", "passw", "credential", "session"];
+
+/// True when a header of this name carries a credential, whoever sets it: the one
+/// decision every driver, `Debug` and log follow. The rule is broad on purpose (a name
+/// naming a key, a token, a secret, a password, a credential, a session or a cookie, or
+/// any auth scheme): a harmless header it catches only prints as `<redacted>` and is
+/// kept out of trace logs, while a credential it missed would leak. A header it does not
+/// catch can be marked secret by its name (`Options::secret_headers`,
+/// `Provider::secret_headers`) or built with [`Header::secret`].
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_NAMES.contains(&name.as_str()) || SECRET_PARTS.iter().any(|part| name.contains(part))
+}
+
+/// One header. A sensitive header (carrying a credential) prints as `<redacted>` in
+/// `Debug`, and drivers keep it out of their HTTP crates' logs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Header {
     /// Lower-case header name.
@@ -33,9 +54,10 @@ pub struct Header {
 }
 
 impl Header {
-    /// A header that may be printed.
+    /// A header, sensitive when its name says it carries a credential ([`is_secret_name`]).
     pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
-        Header { name: name.into().to_ascii_lowercase(), value: value.into(), sensitive: false }
+        let name = name.into().to_ascii_lowercase();
+        Header { sensitive: is_secret_name(&name), name, value: value.into() }
     }
 
     /// A header that carries a credential.
@@ -83,6 +105,31 @@ impl HttpRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.as_str())
     }
+
+    /// The values of the sensitive headers: what an error or a log must never show.
+    pub fn secret_values(&self) -> impl Iterator<Item = &str> {
+        self.headers.iter().filter(|h| h.sensitive).map(|h| h.value.as_str())
+    }
+}
+
+/// `Debug` of a list of `(name, value)` headers: the value of a header named by
+/// [`is_secret_name`] or in `marked` prints as `<redacted>`.
+pub(crate) struct RedactedHeaders<'a> {
+    /// The headers.
+    pub headers: &'a [(String, String)],
+    /// Names marked secret besides the built-in rule.
+    pub marked: &'a [String],
+}
+
+impl fmt::Debug for RedactedHeaders<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        for (name, value) in self.headers {
+            let secret = is_secret_name(name) || self.marked.iter().any(|m| m.eq_ignore_ascii_case(name));
+            list.entry(&(name, if secret { "<redacted>" } else { value.as_str() }));
+        }
+        list.finish()
+    }
 }
 
 impl fmt::Debug for HttpRequest {
@@ -93,5 +140,47 @@ impl fmt::Debug for HttpRequest {
             .field("headers", &self.headers)
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_headers_are_secret_by_name_in_any_case() {
+        for name in [
+            "Authorization",
+            "proxy-authorization",
+            "Cookie",
+            "x-api-key",
+            "X-Goog-Api-Key",
+            "api-key",
+            "x-auth-token",
+            "ocp-apim-subscription-key",
+            "x-client-secret",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+            assert!(Header::new(name, "v").sensitive, "{name}");
+        }
+        for name in ["content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "keep-alive"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn secret_values_never_print() {
+        let request = HttpRequest {
+            method: Method::Post,
+            url: "http://h/v1".into(),
+            headers: vec![Header::new("cookie", "session=abc123"), Header::new("x-trace", "visible")],
+            body: Vec::new(),
+        };
+        let printed = format!("{request:?}");
+        assert!(!printed.contains("abc123") && printed.contains("visible"), "{printed}");
+        assert_eq!(request.secret_values().collect::<Vec<_>>(), ["session=abc123"]);
+        let headers = [("X-Custom".to_string(), "hidden-value".to_string()), ("api-key".into(), "k-123".into())];
+        let printed = format!("{:?}", RedactedHeaders { headers: &headers, marked: &["x-custom".into()] });
+        assert!(!printed.contains("hidden-value") && !printed.contains("k-123"), "{printed}");
     }
 }

@@ -34,8 +34,10 @@ pub mod model;
 pub mod options;
 pub mod provider;
 pub mod proxy;
+pub mod redirect;
 pub mod response;
 pub mod schema;
+pub mod secret;
 pub mod tool;
 pub mod usage;
 

@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::http::{is_secret_name, RedactedHeaders};
+
 /// How the model may use tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -85,8 +87,9 @@ pub struct OutputSchema {
     pub schema: Value,
 }
 
-/// Options for one request. Build with `Options::default()` and the setters.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// Options for one request. Build with `Options::default()` and the setters. Its `Debug`
+/// never shows the value of a secret header.
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Options {
     /// Output token limit; dialects that require one use the model's maximum.
@@ -115,8 +118,34 @@ pub struct Options {
     /// Time limit for one tool call.
     #[serde(with = "opt_secs")]
     pub tool_timeout: Option<Duration>,
-    /// Extra HTTP headers.
+    /// Extra HTTP headers. Those that carry credentials are secrets like the key by their
+    /// name ([`crate::http::is_secret_name`]: `authorization`, `x-api-key`, `cookie` ...) or
+    /// by being named in `secret_headers` ([`Options::secret_header`] does both).
     pub headers: Vec<(String, String)>,
+    /// Names of headers (any case) whose values are secrets besides those the built-in
+    /// rule knows: never printed, never logged, cut out of errors.
+    pub secret_headers: Vec<String>,
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("max_tokens", &self.max_tokens)
+            .field("temperature", &self.temperature)
+            .field("top_p", &self.top_p)
+            .field("stop", &self.stop)
+            .field("tool_choice", &self.tool_choice)
+            .field("thinking", &self.thinking)
+            .field("cache", &self.cache)
+            .field("metadata", &self.metadata)
+            .field("output", &self.output)
+            .field("timeout", &self.timeout)
+            .field("max_steps", &self.max_steps)
+            .field("tool_timeout", &self.tool_timeout)
+            .field("headers", &RedactedHeaders { headers: &self.headers, marked: &self.secret_headers })
+            .field("secret_headers", &self.secret_headers)
+            .finish()
+    }
 }
 
 /// What is wrong with an [`Options`] value.
@@ -234,6 +263,8 @@ impl Options {
         let mut headers = defaults.headers.clone();
         headers.retain(|(name, _)| !self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
         headers.extend(self.headers);
+        let mut secret_headers = defaults.secret_headers.clone();
+        secret_headers.extend(self.secret_headers);
         Options {
             max_tokens: self.max_tokens.or(defaults.max_tokens),
             temperature: self.temperature.or(defaults.temperature),
@@ -248,7 +279,34 @@ impl Options {
             max_steps: self.max_steps.or(defaults.max_steps),
             tool_timeout: self.tool_timeout.or(defaults.tool_timeout),
             headers,
+            secret_headers,
         }
+    }
+
+    /// True when header `name` of these options carries a credential.
+    pub fn is_secret_header(&self, name: &str) -> bool {
+        is_secret_name(name) || self.secret_headers.iter().any(|s| s.eq_ignore_ascii_case(name))
+    }
+
+    /// Adds an extra HTTP header (a credential by its name is kept secret all the same).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds an extra HTTP header whose value is a secret, whatever its name: never
+    /// printed, never logged, cut out of errors, and never sent to another origin.
+    ///
+    /// ```
+    /// use omni_core::Options;
+    /// let options = Options::default().secret_header("x-tenant-token", "t-0123456789");
+    /// assert!(!format!("{options:?}").contains("0123456789"));
+    /// ```
+    pub fn secret_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        self.secret_headers.push(name.clone());
+        self.headers.push((name, value.into()));
+        self
     }
 
     /// Sets `max_tokens`.
@@ -306,5 +364,21 @@ mod tests {
         assert!(Options::default().thinking(Reasoning::Budget(10)).validate().is_err());
         assert!(Options::default().temperature(f64::NAN).validate().is_err());
         assert!(Options::default().temperature(0.7).max_tokens(10).validate().is_ok());
+    }
+
+    #[test]
+    fn debug_never_shows_a_secret_header() {
+        let defaults = Options::default().secret_header("x-custom", "custom-secret-1");
+        let options = Options::default()
+            .header("Authorization", "Bearer sk-opt-123")
+            .header("x-api-key", "sk-opt-456")
+            .header("x-trace", "visible")
+            .merged_over(&defaults);
+        let printed = format!("{options:?} {options:#?}");
+        for secret in ["sk-opt-123", "sk-opt-456", "custom-secret-1"] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+        assert!(printed.contains("visible"));
+        assert!(options.is_secret_header("X-Custom"), "a mark in the defaults holds after merging");
     }
 }

@@ -30,6 +30,9 @@ use crate::response::Warning;
 
 pub use common::BlockIndexer;
 
+#[cfg(test)]
+mod shared_tests;
+
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,7 +108,7 @@ impl Dialect {
         };
         let mut request = HttpRequest {
             method: Method::Post,
-            url: format!("{}{}", spec.provider.base_url.trim_end_matches('/'), part.path),
+            url: spec.provider.url(&part.path),
             headers: vec![Header::new("content-type", "application/json")],
             body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
         };
@@ -121,8 +124,11 @@ impl Dialect {
         for header in part.headers {
             request.set_header(header);
         }
+        // Headers carrying credentials are secrets like the key: the provider's and the
+        // options' marks join the built-in rule (`Header::new`).
         for (name, value) in spec.provider.headers.iter().chain(&spec.options.headers) {
-            request.set_header(Header::new(name.clone(), value.clone()));
+            let secret = spec.provider.is_secret_header(name) || spec.options.is_secret_header(name);
+            request.set_header(if secret { Header::secret(name, value) } else { Header::new(name, value) });
         }
         // One check for every header, whoever set it: no line can be injected.
         if let Some(bad) = request.headers.iter().find(|h| !sendable(&h.name, &h.value)) {

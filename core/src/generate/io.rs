@@ -183,6 +183,9 @@ pub enum GenerateError {
     Timeout(Duration),
     /// No progress (only keep-alives or nothing) for longer than the stall timeout.
     Stalled(Duration),
+    /// A redirect that is not followed (to another origin, a loop ...; see
+    /// [`crate::redirect`]): not retried.
+    Redirect(crate::redirect::RedirectError),
 }
 
 impl GenerateError {
@@ -196,6 +199,7 @@ impl GenerateError {
             GenerateError::Stream(_) => false,
             GenerateError::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
             GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
+            GenerateError::Redirect(_) => false,
         }
     }
 }
@@ -209,6 +213,7 @@ impl fmt::Display for GenerateError {
             GenerateError::Transport(e) => write!(f, "{e}"),
             GenerateError::Timeout(d) => write!(f, "the request took longer than {d:?}"),
             GenerateError::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
+            GenerateError::Redirect(e) => write!(f, "{e}"),
         }
     }
 }

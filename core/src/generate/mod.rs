@@ -43,8 +43,10 @@ use crate::message::{Context, Message, Role};
 use crate::model::Model;
 use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
+use crate::redirect::{RedirectError, Redirects};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
+use crate::secret::Secrets;
 use crate::usage::Usage;
 use tools::ToolPhase;
 
@@ -116,6 +118,8 @@ struct Attempt {
     deadline: Option<Instant>,
     stall_at: Instant,
     phase: Phase,
+    /// Same-origin redirects followed in this attempt (see [`crate::redirect`]).
+    redirects: Redirects,
 }
 
 #[derive(Debug)]
@@ -284,6 +288,7 @@ impl Generate {
             deadline: self.config.options.timeout.map(|t| now + t),
             stall_at: now + self.config.stall_timeout,
             phase: Phase::AwaitingHead,
+            redirects: Redirects::default(),
         });
     }
 
@@ -292,12 +297,32 @@ impl Generate {
         if a.id != id || !matches!(a.phase, Phase::AwaitingHead) {
             return;
         }
+        if let Some(next) = a.redirects.on_head(&self.request, status, &headers) {
+            self.on_redirect(next, now);
+            return;
+        }
         a.stall_at = now + self.config.stall_timeout;
         a.phase = if (200..300).contains(&status) {
             Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.config.model)), delivered: false }
         } else {
             Phase::ErrorBody { status, headers, body: Vec::new() }
         };
+    }
+
+    /// A redirect head: a same-origin one goes out again under a new id (the 3xx's
+    /// connection is dropped, its body unread); any other fails the attempt.
+    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, now: Instant) {
+        let State::Sending(a) = &mut self.state else { return };
+        match next {
+            Ok(request) => {
+                self.effects.push_back(Effect::CancelRequest { id: a.id });
+                a.id = RequestId(self.next_id);
+                self.next_id += 1;
+                a.stall_at = now + self.config.stall_timeout;
+                self.effects.push_back(Effect::SendRequest { id: a.id, request });
+            }
+            Err(error) => self.fail_attempt(GenerateError::Redirect(error), true, now),
+        }
     }
 
     fn on_body(&mut self, id: RequestId, bytes: &[u8], now: Instant) {
@@ -377,8 +402,10 @@ impl Generate {
     /// A request failed: retry when nothing reached the caller yet and the failure is
     /// retryable, else fail the call with what was received. `in_flight` says the
     /// request may still be open and must be cancelled.
-    fn fail_attempt(&mut self, error: GenerateError, in_flight: bool, now: Instant) {
+    fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: Instant) {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
+        // A key the server echoed back never reaches the caller's error (or its logs).
+        Secrets::of_request(&self.request).scrub_error(&mut error);
         if in_flight {
             self.effects.push_back(Effect::CancelRequest { id: attempt.id });
         }

@@ -27,6 +27,7 @@ fn provider() -> Provider {
         auth: Auth::Header { name: "x-api-key".into() },
         api_key_env: Some("ANTHROPIC_API_KEY".into()),
         headers: vec![],
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     }
 }

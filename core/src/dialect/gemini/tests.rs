@@ -205,6 +205,7 @@ fn provider() -> Provider {
         auth: Auth::Header { name: "x-goog-api-key".into() },
         api_key_env: Some("GEMINI_API_KEY".into()),
         headers: vec![],
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     }
 }

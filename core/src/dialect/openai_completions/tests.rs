@@ -380,6 +380,7 @@ fn provider(quirks: Quirks) -> Provider {
         auth: Auth::Bearer,
         api_key_env: None,
         headers: vec![],
+        secret_headers: Vec::new(),
         quirks,
     }
 }

@@ -22,6 +22,7 @@ fn provider() -> Provider {
         auth: Auth::Bearer,
         api_key_env: Some("OPENAI_API_KEY".into()),
         headers: Vec::new(),
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     }
 }

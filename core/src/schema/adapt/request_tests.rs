@@ -19,6 +19,7 @@ fn build(dialect: Dialect, context: &Context, options: &Options) -> (Value, Vec<
         auth: Auth::Bearer,
         api_key_env: None,
         headers: Vec::new(),
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     };
     let model = Model::new("p", "m", dialect);

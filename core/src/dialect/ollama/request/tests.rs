@@ -15,6 +15,7 @@ fn provider() -> Provider {
         auth: Auth::None,
         api_key_env: None,
         headers: vec![],
+        secret_headers: Vec::new(),
         quirks: Quirks::default(),
     }
 }
