@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use omni_core::client_builder::{ClientBuilder, Connect};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
+use omni_core::{Options, Provider};
 
 /// What a suite needs of a client.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +23,11 @@ pub struct Setup {
     pub stall_timeout: Option<Duration>,
     /// No retries (a suite that expects failures does not wait for backoffs).
     pub no_retries: bool,
+    /// Extra headers of the provider (and names it marks secret), for the secret-header
+    /// suites: the provider is then [`crate::scenarios::provider`] with them.
+    pub provider_headers: (Vec<(String, String)>, Vec<String>),
+    /// Extra headers of the client's default options (and names they mark secret).
+    pub option_headers: (Vec<(String, String)>, Vec<String>),
 }
 
 impl Setup {
@@ -44,6 +50,15 @@ impl Setup {
         }
         if self.no_retries {
             builder = builder.retry(RetryPolicy::none());
+        }
+        if !self.provider_headers.0.is_empty() {
+            let (headers, secret_headers) = self.provider_headers.clone();
+            builder =
+                builder.provider(Provider { headers, secret_headers, ..crate::scenarios::provider(&self.base_url) });
+        }
+        if !self.option_headers.0.is_empty() {
+            let (headers, secret_headers) = self.option_headers.clone();
+            builder = builder.default_options(Options { headers, secret_headers, ..Options::default() });
         }
         builder
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::connect_proxy::{encoded_credentials, ConnectProxy, CREDENTIALS, PASSWORD};
 use crate::http_suite::{finished_text, Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan};
+use crate::redirects::{carries_every_credential, secret_setup, KEY as SECRET_KEY, SECRET_HEADERS};
 use crate::replay::ReplayServer;
 use crate::scenarios::{paced, text_events};
 
@@ -57,9 +58,11 @@ pub fn assert_not_logged(secret: &str) {
 }
 
 /// The test, through `driver`: a call carries the key and no record holds any piece of it
-/// (`target`, the crate that logs written bytes, must have logged); then a call through a
-/// proxy with credentials, which no record holds either and the client does not print.
-/// Installs the capturing logger: run it in a test binary of its own.
+/// (`target`, the crate that logs written bytes, must have logged); then a call with
+/// secret headers from the provider and the options ([`crate::redirects::SECRET_HEADERS`]),
+/// sent and never logged; then a call through a proxy with credentials, which no record
+/// holds either and the client does not print. Installs the capturing logger: run it in a
+/// test binary of its own.
 pub fn secrets_are_sent_but_never_logged<D: StreamingDriver>(driver: &D, target: &str)
 where
     D::Client: std::fmt::Debug,
@@ -70,6 +73,15 @@ where
     assert_eq!(finished_text(&driver.stream(&client)).as_deref(), Some("Hi"));
     assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY), "the key was sent");
     assert_key_not_logged(target);
+
+    let server = ReplayServer::start(vec![paced(&text_events(&["Hi"]), Duration::ZERO)]).expect("server");
+    let client = driver.client(&secret_setup(format!("{}/v1", server.base_url())));
+    assert_eq!(finished_text(&driver.stream(&client)).as_deref(), Some("Hi"));
+    assert!(carries_every_credential(&server.requests()[0]), "the secret headers were sent");
+    for (_, value) in SECRET_HEADERS {
+        assert_not_logged(value.rsplit([' ', '=']).next().unwrap_or(value));
+    }
+    assert_secret_headers_never_printed(&client);
 
     let proxy = ConnectProxy::start(Some(CREDENTIALS)).expect("proxy");
     let (server, ca) = KeepAliveServer::start_tls(reuse_body(), Plan::Serve).expect("server");
@@ -84,4 +96,43 @@ where
     assert_not_logged(PASSWORD);
     assert_not_logged(&encoded_credentials());
     assert!(!format!("{client:?}").contains(PASSWORD), "nor printed");
+}
+
+/// Checks that `client` (built from [`secret_setup`]) prints neither the key nor any
+/// secret header value in its `Debug` (plain or pretty).
+pub fn assert_secret_headers_never_printed(client: &impl std::fmt::Debug) {
+    let printed = format!("{client:?} {client:#?}");
+    assert!(!printed.contains(SECRET_KEY), "the key was printed");
+    for (name, value) in SECRET_HEADERS {
+        let secret = value.rsplit([' ', '=']).next().unwrap_or(value);
+        assert!(!printed.contains(secret), "the value of {name} was printed: {printed}");
+    }
+}
+
+/// Through `driver`: a client with secret headers from its provider and its options sends
+/// them and prints none (no logger needed; every driver runs it).
+pub fn secret_headers_are_sent_but_never_printed<D: StreamingDriver>(driver: &D)
+where
+    D::Client: std::fmt::Debug,
+{
+    let server = ReplayServer::start(vec![paced(&text_events(&["Hi"]), Duration::ZERO)]).expect("server");
+    let client = driver.client(&secret_setup(format!("{}/v1", server.base_url())));
+    assert_eq!(finished_text(&driver.stream(&client)).as_deref(), Some("Hi"));
+    assert!(carries_every_credential(&server.requests()[0]), "the secret headers were sent");
+    assert_secret_headers_never_printed(&client);
+
+    // A server that echoes the credentials back in its error: the error shows none.
+    let echo = SECRET_HEADERS.iter().map(|(_, v)| *v).chain([SECRET_KEY]).collect::<Vec<_>>().join(", ");
+    let body = serde_json::json!({"error": {"type": "authentication_error", "message": format!("bad: {echo}")}});
+    let server = ReplayServer::start(vec![crate::sim::Reply::error(401, &[], &body.to_string())]).expect("server");
+    let client = driver.client(&secret_setup(format!("{}/v1", server.base_url())));
+    let events = driver.stream(&client);
+    let Some(omni_core::generate::GenerateEvent::Failed { error, partial }) = events.last() else {
+        panic!("expected a failure: {events:?}")
+    };
+    let omni_core::generate::GenerateError::Provider(provider_error) = error else { panic!("{error:?}") };
+    assert_eq!(provider_error.status, Some(401));
+    assert!(provider_error.message.starts_with("bad: <redacted>"), "{}", provider_error.message);
+    let shown = format!("{error} {error:?} {partial:?} {:?}", provider_error.body);
+    assert_secret_headers_never_printed(&shown);
 }

@@ -10,6 +10,8 @@ use common::Driver;
 use omni_conformance::connect_proxy::proxy_suite;
 use omni_conformance::faults::fault_suite;
 use omni_conformance::keepalive::reuse_suite;
+use omni_conformance::logs::secret_headers_are_sent_but_never_printed;
+use omni_conformance::redirects::redirect_suite;
 
 #[test]
 fn connections_are_reused_and_stale_ones_cost_no_retry() {
@@ -24,4 +26,14 @@ fn calls_go_through_a_connect_proxy() {
 #[test]
 fn every_fault_ends_in_a_typed_outcome() {
     fault_suite(Driver::new());
+}
+
+#[test]
+fn redirects_are_decided_by_the_core_and_credentials_never_leave_their_origin() {
+    redirect_suite(&Driver::new());
+}
+
+#[test]
+fn secret_headers_from_provider_and_options_are_sent_but_never_printed() {
+    secret_headers_are_sent_but_never_printed(&Driver::new());
 }

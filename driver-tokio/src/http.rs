@@ -18,9 +18,10 @@ pub(crate) enum TaskInput {
 }
 
 /// Builds the reqwest client: rustls with the ring provider, Mozilla's roots plus any
-/// extra certificates, no timeouts of its own (the core owns them), and the core's proxy
-/// rules in place of reqwest's own reading of the environment (so every driver reads it
-/// alike).
+/// extra certificates, no timeouts of its own (the core owns them), no redirects followed
+/// (the core sees the 3xx and decides, the same for every driver: reqwest's default
+/// policy would carry `x-api-key` to another host), and the core's proxy rules in place
+/// of reqwest's own reading of the environment (so every driver reads it alike).
 pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<reqwest::Client, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
@@ -38,7 +39,10 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let mut builder = reqwest::Client::builder().tls_backend_preconfigured(tls).no_proxy();
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy();
     if !proxies.is_direct() {
         builder = builder.proxy(reqwest::Proxy::custom(move |url| {
             let proxy = proxies.for_server(url.scheme() == "https", url.host_str()?)?;
@@ -57,7 +61,15 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
         };
         let mut builder = http.request(method, &request.url);
         for h in &request.headers {
-            builder = builder.header(&h.name, &h.value);
+            // A credential (the core's decision, `Header::sensitive`) is marked so for
+            // hyper too: never shown by its `Debug`, and not compressed into HPACK tables.
+            match reqwest::header::HeaderValue::from_str(&h.value) {
+                Ok(mut value) => {
+                    value.set_sensitive(h.sensitive);
+                    builder = builder.header(&h.name, value);
+                }
+                Err(_) => builder = builder.header(&h.name, &h.value),
+            }
         }
         builder.body(request.body.clone())
     };
