@@ -49,6 +49,7 @@ impl<I: From<TaskReport> + Send + 'static> Executor<I> {
         while let Some(effect) = machine.poll_effect() {
             self.execute(effect, tools);
         }
+        crate::tool_pool::rebalance();
     }
 
     /// Starts or stops work as the effect says. A thread that cannot start is reported
@@ -146,6 +147,7 @@ impl<I> Drop for Executor<I> {
         for (_, token) in std::mem::take(&mut self.runs) {
             token.cancel();
         }
+        crate::tool_pool::rebalance();
     }
 }
 

@@ -9,7 +9,9 @@
 //! delivers events through a channel behind [`TextStream`].
 //!
 //! Threads: one for the machine loop of each call or agent (it waits for the next input
-//! or deadline with `recv_timeout`), one per HTTP request, one per tool run. Dropping a
+//! or deadline with `recv_timeout`), one per HTTP request, one per tool run up to a bound
+//! for the whole process ([`MAX_RUNNING_TOOLS`] at once, queued beyond; at most
+//! [`MAX_TOOL_THREADS`] alive counting handlers that ignored a cancel). Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
 //! thread) cancels the call: the request's sockets are shut down through
 //! `ureq::Agent::shutdown` (a read blocked on a silent server returns at once) and
@@ -59,6 +61,7 @@ mod executor;
 mod keep_alive;
 mod splice;
 mod stream;
+mod tool_pool;
 mod tools;
 mod transport;
 
@@ -77,6 +80,7 @@ pub use omni_core::driver_error::Error;
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};
 pub use stream::{CancelHandle, TextStream};
+pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
 pub use tools::{CancelToken, Tool};
 
 /// Longest a name resolution, and a TCP connect, may take; everything else is timed

@@ -1,18 +1,18 @@
 //! Tools: a name, a description, an input schema and (usually) a plain closure run on
 //! its own thread, with panics caught.
 //!
+//! Handlers run on a bounded pool of threads shared by the process ([`crate::tool_pool`]).
 //! A Rust thread cannot be killed. When the core cancels a run (its tool timeout, or
 //! the caller cancelling the call) the driver stops waiting for it, ignores its late
 //! answer, and trips the run's [`CancelToken`]; a handler that may run long should
 //! check [`CancelToken::current`] or sleep through [`CancelToken::sleep`] so its thread
-//! ends too.
+//! ends too (a handler that never returns keeps one of the pool's threads for good).
 
 use std::cell::RefCell;
 use std::fmt;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use omni_core::generate::{ToolDecl, ToolOutcome};
@@ -21,6 +21,8 @@ use omni_core::tool::{outcome, panic_message, typed_input, ToolError, ToolOutput
 use omni_core::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::tool_pool;
 
 type Handler = Arc<dyn Fn(Value) -> Result<ToolOutput, ToolError> + Send + Sync>;
 
@@ -196,7 +198,9 @@ impl Tool {
         }
     }
 
-    /// Runs the handler on a new thread; `done` gets the outcome (a panic becomes
+    /// Runs the handler on a tool thread of the process's bounded pool
+    /// ([`crate::tool_pool`]: queued while the pool is full, dropped unrun if `token` is
+    /// cancelled before it starts); `done` gets the outcome (a panic becomes
     /// [`ToolOutcome::Panicked`]). `token` is the run's [`CancelToken::current`].
     pub(crate) fn spawn(
         &self,
@@ -208,15 +212,19 @@ impl Tool {
             done(ToolOutcome::Err(format!("tool {:?} has no handler", self.spec.name)));
             return Ok(());
         };
-        thread::Builder::new().name(format!("omni-tool-{}", self.spec.name)).spawn(move || {
-            CURRENT.with(|current| *current.borrow_mut() = Some(token));
+        let run_token = token.clone();
+        let work = move || {
+            CURRENT.with(|current| *current.borrow_mut() = Some(run_token));
             let result = catch_unwind(AssertUnwindSafe(|| handler(input)));
+            // A pool thread runs the next job with its own token.
+            CURRENT.with(|current| *current.borrow_mut() = None);
             let outcome = match result {
                 Ok(result) => outcome(result),
                 Err(payload) => ToolOutcome::Panicked(panic_message(payload.as_ref())),
             };
             done(outcome);
-        })?;
+        };
+        tool_pool::submit(tool_pool::Job { token, work: Box::new(work) });
         Ok(())
     }
 }
@@ -267,7 +275,9 @@ impl CancelToken {
         *cancelled
     }
 
-    /// Cancels the run: wakes every [`CancelToken::sleep`].
+    /// Cancels the run: wakes every [`CancelToken::sleep`]. Its place in the tool pool is
+    /// freed at the next [`tool_pool::rebalance`] (a queued run never starts; a running
+    /// one no longer counts against the runs allowed at once).
     pub(crate) fn cancel(&self) {
         let (lock, wake) = &*self.0;
         *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
