@@ -142,3 +142,76 @@ fn a_huge_location_is_cut_in_the_error() {
     let error = decide(&request, 307, &huge).unwrap_err();
     assert!(error.location().unwrap().len() <= MAX_SHOWN + 4);
 }
+
+/// The generate machine's side: a same-origin redirect drops the 3xx's request and sends
+/// the same one again under a new id; another origin fails the call at once, unretried,
+/// with the key cut out of the error.
+// Any instant does: the machine only compares the ones it is given (no clock is read
+// by what is tested).
+#[allow(clippy::disallowed_methods)]
+mod machine {
+    use std::time::Instant;
+
+    use crate::generate::{Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId};
+    use crate::provider::{Auth, Provider};
+    use crate::redirect::RedirectError;
+    use crate::{Context, Dialect, Model, Options};
+
+    fn machine(now: Instant) -> Generate {
+        let provider = Provider {
+            dialect: Dialect::AnthropicMessages,
+            auth: Auth::Header { name: "x-api-key".into() },
+            ..Provider::openai_compatible("anthropic", "http://127.0.0.1:9/v1", Some("K"))
+        };
+        let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
+        let mut config = GenerateConfig::new(model, provider, Context::from_prompt("hi"), Options::default());
+        config.api_key = Some("sk-machine-0123456789".into());
+        Generate::new(config, now).expect("machine")
+    }
+
+    fn head(id: RequestId, status: u16, location: &str) -> Input<'static> {
+        Input::Report(Report::ResponseHead { id, status, headers: vec![("location".into(), location.into())] })
+    }
+
+    fn effects(m: &mut Generate) -> Vec<Effect> {
+        std::iter::from_fn(|| m.poll_effect()).collect()
+    }
+
+    #[test]
+    fn a_same_origin_redirect_is_sent_again_under_a_new_id() {
+        let now = Instant::now();
+        let mut m = machine(now);
+        let [Effect::SendRequest { id: first, request }] = &effects(&mut m)[..] else { panic!() };
+        m.handle_input(head(*first, 308, "/v2/messages"), now);
+        let sent = effects(&mut m);
+        let [Effect::CancelRequest { id: cancelled }, Effect::SendRequest { id: second, request: again }] = &sent[..]
+        else {
+            panic!("{sent:?}")
+        };
+        assert_eq!(cancelled, first);
+        assert_ne!(second, first);
+        assert_eq!(again.url, "http://127.0.0.1:9/v2/messages");
+        assert_eq!((&again.headers, &again.body), (&request.headers, &request.body));
+        // The old id's late reports are ignored; the new one streams as usual.
+        m.handle_input(Input::Report(Report::BodyEnd { id: *first }), now);
+        assert!(!m.is_done());
+    }
+
+    #[test]
+    fn another_origin_fails_the_call_unretried_and_scrubbed() {
+        let now = Instant::now();
+        let mut m = machine(now);
+        let [Effect::SendRequest { id, .. }] = &effects(&mut m)[..] else { panic!() };
+        m.handle_input(head(*id, 302, "http://evil.example/?echo=sk-machine-0123456789"), now);
+        assert_eq!(effects(&mut m), [Effect::CancelRequest { id: *id }]);
+        let events: Vec<_> = std::iter::from_fn(|| m.poll_event()).collect();
+        let [GenerateEvent::Failed {
+            error: GenerateError::Redirect(RedirectError::OtherOrigin { status, location }),
+            ..
+        }] = &events[..]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!((*status, location.as_str()), (302, "http://evil.example/?echo=<redacted>"));
+    }
+}

@@ -117,7 +117,8 @@ async fn exchange(
         Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, id, inputs).await?,
         // No body (e.g. 204): the core decides what the status means.
         Some(RecvResponseResult::Cleanup(cleanup)) => Some(cleanup),
-        // A redirect: the core sees the status; the connection is not kept.
+        // A redirect: the core sees the status and decides (omni_core::redirect); the
+        // connection is not kept.
         Some(RecvResponseResult::Redirect(_)) => None,
         None => return Err(failure(TransportErrorKind::Other, "incomplete response head")),
     };
