@@ -183,6 +183,10 @@ pub enum GenerateError {
     Timeout(Duration),
     /// No progress (only keep-alives or nothing) for longer than the stall timeout.
     Stalled(Duration),
+    /// The response body went past the size limit (in bytes, comments and keep-alives
+    /// included); the request was closed. Not retried: the same request would get the
+    /// same answer. What arrived up to the limit is kept.
+    ResponseTooLarge(u64),
 }
 
 impl GenerateError {
@@ -196,6 +200,7 @@ impl GenerateError {
             GenerateError::Stream(_) => false,
             GenerateError::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
             GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
+            GenerateError::ResponseTooLarge(_) => false,
         }
     }
 }
@@ -209,6 +214,7 @@ impl fmt::Display for GenerateError {
             GenerateError::Transport(e) => write!(f, "{e}"),
             GenerateError::Timeout(d) => write!(f, "the request took longer than {d:?}"),
             GenerateError::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
+            GenerateError::ResponseTooLarge(limit) => write!(f, "the response was larger than {limit} bytes"),
         }
     }
 }
