@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use omni_core::client_builder::{ClientBuilder, Connect};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
+use omni_core::Options;
 
 /// What a suite needs of a client.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +23,10 @@ pub struct Setup {
     pub stall_timeout: Option<Duration>,
     /// No retries (a suite that expects failures does not wait for backoffs).
     pub no_retries: bool,
+    /// A total timeout for every call (the client's default options).
+    pub timeout: Option<Duration>,
+    /// A response size limit, in bytes.
+    pub max_response_bytes: Option<u64>,
 }
 
 impl Setup {
@@ -45,6 +50,12 @@ impl Setup {
         if self.no_retries {
             builder = builder.retry(RetryPolicy::none());
         }
+        if let Some(limit) = self.timeout {
+            builder = builder.default_options(Options { timeout: Some(limit), ..Options::default() });
+        }
+        if let Some(limit) = self.max_response_bytes {
+            builder = builder.max_response_size(limit);
+        }
         builder
     }
 }
@@ -58,7 +69,13 @@ pub trait StreamingDriver: Send + Sync + 'static {
     /// The events of one streaming call of [`crate::scenarios::model`] with the prompt
     /// "hi" and default options, to its end.
     fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
+    /// The same call, started, its events read one at a time as the caller asks (each
+    /// `next` waits for the next event); dropping the iterator drops the stream.
+    fn open(&self, client: &Self::Client) -> Events;
 }
+
+/// A call's events as a suite reads them: see [`StreamingDriver::open`].
+pub type Events = Box<dyn Iterator<Item = GenerateEvent> + Send>;
 
 /// The text of a call's events when they end in `Finished`.
 pub fn finished_text(events: &[GenerateEvent]) -> Option<String> {

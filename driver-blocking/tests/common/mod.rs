@@ -2,7 +2,7 @@
 //! implementation for every test file that runs them.
 
 use omni_blocking::{Client, GenerateEvent, Options};
-use omni_conformance::http_suite::{Setup, StreamingDriver};
+use omni_conformance::http_suite::{Events, Setup, StreamingDriver};
 use omni_conformance::scenarios;
 
 /// The driver under test.
@@ -22,5 +22,9 @@ impl StreamingDriver for Driver {
 
     fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
         client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream").collect()
+    }
+
+    fn open(&self, client: &Client) -> Events {
+        Box::new(client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream"))
     }
 }

@@ -1,7 +1,7 @@
 //! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_conformance::http_suite::{Setup, StreamingDriver};
+use omni_conformance::http_suite::{Events, Setup, StreamingDriver};
 use omni_conformance::scenarios;
 use omni_smol::{Client, GenerateEvent, Options};
 use smol::stream::StreamExt;
@@ -24,5 +24,10 @@ impl StreamingDriver for Driver {
     fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
         let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
         smol::block_on(stream.collect())
+    }
+
+    fn open(&self, client: &Client) -> Events {
+        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        Box::new(std::iter::from_fn(move || smol::block_on(stream.next())))
     }
 }
