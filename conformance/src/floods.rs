@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use omni_core::agent::AgentEvent;
 use omni_core::event::StreamEvent;
 use omni_core::generate::{GenerateError, GenerateEvent};
 
@@ -266,6 +267,34 @@ fn comments_against<D: StreamingDriver>(driver: &Arc<D>, heap: &'static Counting
     );
 }
 
+/// A comment flood against an agent's step, with a stall limit of [`DEADLINE`]: the turn
+/// fails by the stall within [`SLACK`] of it, and the heap stays bounded.
+fn comments_against_an_agent<D: StreamingDriver>(driver: &Arc<D>, heap: &'static CountingAllocator) {
+    let name = "a comment flood against an agent, stall limit";
+    let server = FloodServer::start(Flood::Comments).expect("flood server");
+    let setup = setup(&server, |s| Setup { stall_timeout: Some(DEADLINE), max_response_bytes: Some(u64::MAX), ..s });
+    let baseline = heap.reset_peak();
+    let driver = driver.clone();
+    let (events, took) = bounded(name, move || {
+        let client = driver.client(&setup);
+        let start = Instant::now();
+        let events = driver.agent_turn(&client);
+        (events, start.elapsed())
+    });
+    let grew = check_heap(name, heap, baseline);
+    assert!(
+        matches!(events.last(), Some(AgentEvent::Error(GenerateError::Stalled(_)))),
+        "{name}: expected the stall, got {:?}",
+        events.last()
+    );
+    assert!(took < DEADLINE + SLACK, "{name}: the turn ended {took:?} after the prompt, deadline {DEADLINE:?}");
+    println!(
+        "{name}: failed after {took:?}; the server wrote {} MiB; heap +{} KiB",
+        server.written() >> 20,
+        grew >> 10
+    );
+}
+
 /// A content flood nobody reads for [`HOLD`], with a total timeout of [`DEADLINE`]: the
 /// server's writes block (TCP pushes back), it writes little, the heap stays bounded, the
 /// call still ends at its deadline (the connection closes then, unread), and a consumer
@@ -358,6 +387,7 @@ pub fn flood_suite<D: StreamingDriver>(driver: D, heap: &'static CountingAllocat
     let driver = Arc::new(driver);
     comments_against(&driver, heap, false);
     comments_against(&driver, heap, true);
+    comments_against_an_agent(&driver, heap);
     unread_stream_ends_at_its_deadline(&driver, heap);
     dropped_unread_stream_closes_the_connection(&driver);
     past_the_size_limit(&driver, heap);

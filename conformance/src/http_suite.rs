@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use omni_core::agent::AgentEvent;
 use omni_core::client_builder::{ClientBuilder, Connect};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_core::Options;
@@ -72,6 +73,15 @@ pub trait StreamingDriver: Send + Sync + 'static {
     /// The same call, started, its events read one at a time as the caller asks (each
     /// `next` waits for the next event); dropping the iterator drops the stream.
     fn open(&self, client: &Self::Client) -> Events;
+    /// The events of one turn of an agent on [`crate::scenarios::model`] (default
+    /// settings) prompted "hi": from its subscription, up to the turn's end
+    /// ([`turn_ended`]) or the subscription's.
+    fn agent_turn(&self, client: &Self::Client) -> Vec<AgentEvent>;
+}
+
+/// True for the event that ends an agent's turn (committed, failed or cancelled).
+pub fn turn_ended(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
 }
 
 /// A call's events as a suite reads them: see [`StreamingDriver::open`].

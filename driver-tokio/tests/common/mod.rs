@@ -1,9 +1,9 @@
 //! omni-tokio as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_conformance::http_suite::{Events, Setup, StreamingDriver};
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
 use omni_conformance::scenarios;
-use omni_tokio::{Client, GenerateEvent, Options, TextStream};
+use omni_tokio::{AgentEvent, Client, GenerateEvent, Options, TextStream};
 
 /// One runtime for every call: reqwest's pool lives in it between calls.
 pub struct Driver(tokio::runtime::Runtime);
@@ -33,6 +33,23 @@ impl StreamingDriver for Driver {
         let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
         let runtime = self.0.handle().clone();
         Box::new(std::iter::from_fn(move || runtime.block_on(next(&mut stream))))
+    }
+
+    fn agent_turn(&self, client: &Client) -> Vec<AgentEvent> {
+        self.0.block_on(async {
+            let agent = client.agent(scenarios::model()).start().expect("agent");
+            let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+            agent.prompt("hi").await.expect("prompt");
+            let mut events = Vec::new();
+            while let Some(event) = subscription.next_event().await {
+                let end = turn_ended(&event);
+                events.push(event);
+                if end {
+                    break;
+                }
+            }
+            events
+        })
     }
 }
 
