@@ -8,7 +8,7 @@
 //! size limit fails typed, keeping what came.
 //!
 //! The suite needs a test binary of its own that installs
-//! [`CountingAllocator`](crate::heap::CountingAllocator) as its global allocator and runs
+//! [`CountingAllocator`] as its global allocator and runs
 //! [`flood_suite`] as its only test, so that the heap counts are the suite's alone.
 
 use std::io::{ErrorKind, Write};
@@ -91,7 +91,7 @@ struct Seen {
 }
 
 /// A loopback server that answers one request with a flood, until the client closes the
-/// connection or [`SERVER_LIMIT`] passes.
+/// connection or 20 s pass.
 #[derive(Debug)]
 pub struct FloodServer {
     addr: SocketAddr,
@@ -130,7 +130,7 @@ impl FloodServer {
         self.seen.written.load(Ordering::SeqCst)
     }
 
-    /// True once a write waited [`BLOCKED_WRITE`]: the client had stopped reading.
+    /// True once a write waited 200 ms: the client had stopped reading.
     pub fn blocked(&self) -> bool {
         self.seen.blocked.load(Ordering::SeqCst)
     }
