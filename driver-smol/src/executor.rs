@@ -128,3 +128,28 @@ pub(crate) async fn wait_until(deadline: Option<Instant>) {
         None => future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn report(n: u64) -> TaskInput {
+        TaskInput::End { id: RequestId(n) }
+    }
+
+    #[test]
+    fn a_passed_deadline_wins_over_a_waiting_input() {
+        let (tx, inputs) = channel::bounded(4);
+        tx.try_send(report(1)).expect("room");
+        let now = Instant::now();
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(now))).is_none(), "the deadline first");
+        assert!(smol::block_on(input_or_deadline(&inputs, None)).is_some(), "then the input");
+        let later = Instant::now() + Duration::from_millis(20);
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(later))).is_none(), "nothing else came");
+        tx.try_send(report(2)).expect("room");
+        let far = Instant::now() + Duration::from_secs(60);
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(far))).is_some(), "an input before its deadline");
+    }
+}
