@@ -15,7 +15,8 @@ use omni_core::generate::{Generate, GenerateEvent, Input};
 use smol::channel::{Receiver, Sender};
 
 use crate::executor::{next_input, wait_until, Executor, Handlers};
-use crate::http::TaskInput;
+use crate::http::{Connections, TaskInput};
+use crate::spawn::Spawner;
 
 /// What woke the loop.
 enum Wake {
@@ -26,8 +27,6 @@ enum Wake {
     Read,
     Input(TaskInput),
 }
-use crate::http::Connections;
-use crate::spawn::Spawner;
 
 /// Runs one call to its end. Leaving the loop drops the executor, which cancels
 /// whatever still runs.
