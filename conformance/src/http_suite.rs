@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use omni_core::agent::AgentEvent;
 use omni_core::client_builder::{ClientBuilder, Connect};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_core::{Options, Provider};
@@ -28,6 +29,10 @@ pub struct Setup {
     pub provider_headers: (Vec<(String, String)>, Vec<String>),
     /// Extra headers of the client's default options (and names they mark secret).
     pub option_headers: (Vec<(String, String)>, Vec<String>),
+    /// A total timeout for every call (the client's default options).
+    pub timeout: Option<Duration>,
+    /// A response size limit, in bytes.
+    pub max_response_bytes: Option<u64>,
 }
 
 impl Setup {
@@ -56,9 +61,18 @@ impl Setup {
             builder =
                 builder.provider(Provider { headers, secret_headers, ..crate::scenarios::provider(&self.base_url) });
         }
-        if !self.option_headers.0.is_empty() {
+        // One set of default options: the headers and the timeout together.
+        if !self.option_headers.0.is_empty() || self.timeout.is_some() {
             let (headers, secret_headers) = self.option_headers.clone();
-            builder = builder.default_options(Options { headers, secret_headers, ..Options::default() });
+            builder = builder.default_options(Options {
+                headers,
+                secret_headers,
+                timeout: self.timeout,
+                ..Options::default()
+            });
+        }
+        if let Some(limit) = self.max_response_bytes {
+            builder = builder.max_response_size(limit);
         }
         builder
     }
@@ -73,7 +87,22 @@ pub trait StreamingDriver: Send + Sync + 'static {
     /// The events of one streaming call of [`crate::scenarios::model`] with the prompt
     /// "hi" and default options, to its end.
     fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
+    /// The same call, started, its events read one at a time as the caller asks (each
+    /// `next` waits for the next event); dropping the iterator drops the stream.
+    fn open(&self, client: &Self::Client) -> Events;
+    /// The events of one turn of an agent on [`crate::scenarios::model`] (default
+    /// settings) prompted "hi": from its subscription, up to the turn's end
+    /// ([`turn_ended`]) or the subscription's.
+    fn agent_turn(&self, client: &Self::Client) -> Vec<AgentEvent>;
 }
+
+/// True for the event that ends an agent's turn (committed, failed or cancelled).
+pub fn turn_ended(event: &AgentEvent) -> bool {
+    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
+}
+
+/// A call's events as a suite reads them: see [`StreamingDriver::open`].
+pub type Events = Box<dyn Iterator<Item = GenerateEvent> + Send>;
 
 /// The text of a call's events when they end in `Finished`.
 pub fn finished_text(events: &[GenerateEvent]) -> Option<String> {

@@ -380,6 +380,7 @@ pub fn error_kind(error: &GenerateError) -> String {
         GenerateError::Transport(t) => format!("transport {:?}", t.kind),
         GenerateError::Timeout(_) => "timeout".into(),
         GenerateError::Stalled(_) => "stalled".into(),
+        GenerateError::ResponseTooLarge(_) => "too large".into(),
         GenerateError::Request(e) => format!("request {e}"),
         other => format!("{other}"),
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::agent::AgentConfig;
 use crate::catalogue::{Catalogue, CatalogueError, LookupError};
-use crate::generate::{GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
+use crate::generate::{GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT};
 use crate::message::Context;
 use crate::model::Model;
 use crate::options::{Options, OptionsError};
@@ -122,6 +122,8 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// No-progress limit for streams.
     pub stall_timeout: Duration,
+    /// Largest response body, in bytes.
+    pub max_response_bytes: u64,
 }
 
 impl ClientConfig {
@@ -139,6 +141,7 @@ impl ClientConfig {
             default_options: Options::default(),
             retry: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -196,6 +199,7 @@ impl ClientConfig {
         config.tools = call.tools;
         config.retry = self.retry;
         config.stall_timeout = self.stall_timeout;
+        config.max_response_bytes = self.max_response_bytes;
         Ok(config)
     }
 
@@ -213,6 +217,7 @@ impl ClientConfig {
         config.options = self.default_options.clone();
         config.retry = self.retry;
         config.stall_timeout = self.stall_timeout;
+        config.max_response_bytes = self.max_response_bytes;
         Ok(config)
     }
 }

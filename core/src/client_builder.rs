@@ -52,6 +52,7 @@ pub struct ClientBuilder<D> {
     default_options: Option<Options>,
     retry: Option<RetryPolicy>,
     stall_timeout: Option<Duration>,
+    max_response_bytes: Option<u64>,
     root_certificates: Vec<Vec<u8>>,
     /// `Err` holds a URL that did not parse, reported by `build`.
     proxy: Result<ProxySetting, crate::proxy::ProxyError>,
@@ -69,6 +70,7 @@ impl<D> Default for ClientBuilder<D> {
             default_options: None,
             retry: None,
             stall_timeout: None,
+            max_response_bytes: None,
             root_certificates: Vec::new(),
             proxy: Ok(ProxySetting::Environment),
             driver: std::marker::PhantomData,
@@ -119,6 +121,16 @@ impl<D: Connect> ClientBuilder<D> {
     /// How long a stream may make no progress (keep-alives do not count).
     pub fn stall_timeout(mut self, limit: Duration) -> Self {
         self.stall_timeout = Some(limit);
+        self
+    }
+
+    /// The largest response body a call accepts, in bytes (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::generate::DEFAULT_MAX_RESPONSE_BYTES), 256 MiB);
+    /// past it the call fails with
+    /// [`GenerateError::ResponseTooLarge`](crate::generate::GenerateError::ResponseTooLarge),
+    /// keeping what arrived.
+    pub fn max_response_size(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = Some(bytes);
         self
     }
 
@@ -186,6 +198,9 @@ impl<D: Connect> ClientBuilder<D> {
         config.retry = self.retry.unwrap_or(RetryPolicy { seed: D::random_seed(), ..RetryPolicy::default() });
         if let Some(limit) = self.stall_timeout {
             config.stall_timeout = limit;
+        }
+        if let Some(limit) = self.max_response_bytes {
+            config.max_response_bytes = limit;
         }
         let proxy = self.proxy.map_err(ClientError::InvalidProxy)?;
         D::connect(Built { config, root_certificates: self.root_certificates, random_retry_seed, proxy })

@@ -1,12 +1,35 @@
 //! What a driver needs from a machine: the generate machine and the agent are driven by
 //! the same loop (execute effects, feed what the requests and tools report, wake at the
 //! deadline), so drivers write that loop once for both.
+//!
+//! The loop stays bounded however hostile the server or idle the application: its
+//! channels have the capacities below (a full one makes the producer wait: a request
+//! stops reading its response, and TCP slows the server down), and it looks at
+//! [`Machine::poll_timeout`] before every input, so a flood of input cannot hold off a
+//! deadline. One input can make many events (a body chunk of many small SSE events): they
+//! wait beside the channel, bounded by the largest chunk a transport reads (16 KiB to a
+//! few hundred KiB), not by how long the application leaves the stream unread.
 
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentCallbacks, AgentInput};
 pub use crate::generate::Report;
 use crate::generate::{Effect, Generate, Input};
+
+/// Room for a call's events between its loop and the application. Deltas are small (a
+/// few words each): 256 of them are tens of KiB, and enough that a reading application
+/// rarely makes the loop wait.
+pub const EVENT_CAPACITY: usize = 256;
+/// Room for reports (head, body chunks, end, tool outcomes) between a machine's request
+/// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is
+/// read ahead of the machine stays within a few MiB.
+pub const INPUT_CAPACITY: usize = 16;
+/// Commands from the application's handles queued for an agent's loop before a handle
+/// waits.
+pub const COMMAND_CAPACITY: usize = 64;
+/// Inputs a loop takes in a row before it yields to its runtime (deadlines are looked at
+/// before every input; this keeps a flood from holding a runtime thread).
+pub const INPUT_BUDGET: usize = 64;
 
 /// A machine a driver loop can run: effects out, reports and deadlines in.
 pub trait Machine {

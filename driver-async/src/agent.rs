@@ -59,9 +59,10 @@ pub struct Agent<C = NoCallbacks> {
 }
 
 impl<C> Agent<C> {
-    /// For drivers: the channel between the handles and the agent's task.
+    /// For drivers: the channel between the handles and the agent's task. Bounded: a
+    /// handle's method waits while the agent has [`COMMAND_CAPACITY`](omni_core::machine::COMMAND_CAPACITY) commands unread.
     pub fn channel() -> (Sender<LoopMessage<C>>, Receiver<LoopMessage<C>>) {
-        async_channel::unbounded()
+        async_channel::bounded(omni_core::machine::COMMAND_CAPACITY)
     }
 
     /// For drivers: the first handle on an agent whose task reads `commands`' other end.

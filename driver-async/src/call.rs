@@ -110,7 +110,9 @@ impl<D: StartCall> Call<D> {
         config.output_validator = self.output_validator;
         let machine = Generate::new(config, Instant::now())
             .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
-        let (events_tx, events) = async_channel::unbounded();
+        // Bounded: an application that does not read makes the call stop reading the
+        // response (see `delivery`).
+        let (events_tx, events) = async_channel::bounded(crate::delivery::EVENT_CAPACITY);
         // Never sent on: the stream's drop closes it, which is how the driver learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
         self.client.spawn_call(machine, handlers, events_tx, cancelled)?;
@@ -141,6 +143,10 @@ impl<D: StartCall> Call<D> {
 
 /// The events of a call, as an async stream. Dropping it cancels the call: the request
 /// in flight is aborted (its connection closed) and running tools are stopped.
+///
+/// Events wait in a bounded queue: while the application does not read, the call stops
+/// reading the response (the server is slowed by TCP), but its deadlines still fire, and
+/// the last event (`Finished` or `Failed`) comes whenever the application reads again.
 #[derive(Debug)]
 pub struct TextStream {
     // Boxed: async-channel's receiver is not `Unpin`.

@@ -7,6 +7,7 @@
 
 mod agent;
 mod call;
+pub mod delivery;
 mod subscription;
 
 pub use agent::{Agent, LoopMessage, StateChange, WeakAgent};

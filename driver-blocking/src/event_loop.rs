@@ -2,41 +2,33 @@
 //! with threads ([`crate::executor`]) and delivering its events through a channel.
 //!
 //! ```text
-//!  request threads ──┐                                  ┌──► events channel ──► TextStream (Iterator)
-//!  tool threads ─────┼─► inputs channel ─► machine loop ┤
-//!  TextStream (cancel, drop) ─┘   recv_timeout(deadline) └──► effects: start/cancel requests and tools
+//!  request threads ──┐                                         ┌──► events channel (bounded) ──► TextStream (Iterator)
+//!  tool threads ─────┴─► inputs channel (bounded) ─► machine loop ┤
+//!  TextStream, CancelHandle ─► control channel (cancel) ──┘      └──► effects: start/cancel requests and tools
 //! ```
 //!
-//! Waiting for "the next input or the next deadline" is `recv_timeout` on the inputs
-//! channel. The executor holds a sender of that channel (to hand to the threads it
-//! starts), so the channel never disconnects while the loop runs; the application's
-//! cancel arrives as an input, and a dropped stream shows as a failed event send.
+//! The loop waits for an input, a cancel, room for its events and its next deadline at
+//! once ([`wait`]). While the application leaves its events unread the loop takes no
+//! input, so the request thread stops reading the response and TCP slows the server
+//! down; a deadline or a cancel still gets in, and once the call is over its last events
+//! (the terminal one included) wait for the application to read them. A deadline that
+//! passed is acted on before the next input, so a flood cannot hold it off.
 
 use std::io;
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
+use crossbeam_channel::{Receiver, Sender};
 use omni_core::generate::{Generate, GenerateEvent, Input};
+use omni_core::machine::EVENT_CAPACITY;
 
-use crate::executor::{wait, Executor, TaskReport, Tools, Wake};
+use crate::executor::{wait, Delivery, Executor, Outbox, TaskReport, Tools, Wake};
 use crate::transport::Http;
 
-/// What the loop waits for.
+/// The application cancels the call.
 #[derive(Debug)]
-pub(crate) enum LoopInput {
-    /// A request or tool thread reports.
-    Task(TaskReport),
-    /// The application cancels the call.
-    Cancel,
-}
-
-impl From<TaskReport> for LoopInput {
-    fn from(report: TaskReport) -> Self {
-        LoopInput::Task(report)
-    }
-}
+pub(crate) struct Cancel;
 
 /// The tools of one call, by name.
 pub(crate) type ToolSet = Arc<Tools>;
@@ -47,44 +39,48 @@ pub(crate) fn spawn(
     machine: Generate,
     http: Http,
     tools: ToolSet,
-) -> io::Result<(Receiver<GenerateEvent>, Sender<LoopInput>)> {
-    let (input_tx, inputs) = mpsc::channel();
-    let (events, event_rx) = mpsc::channel();
-    let executor = Executor::new(http, input_tx.clone());
+) -> io::Result<(Receiver<GenerateEvent>, Sender<Cancel>)> {
+    // One cancel is enough: a sender finding the channel full knows one is on its way.
+    let (cancel, control) = crossbeam_channel::bounded(1);
+    let (events, event_rx) = crossbeam_channel::bounded(EVENT_CAPACITY);
+    let (executor, inputs) = Executor::new(http);
     thread::Builder::new()
         .name("omni-generate".into())
-        .spawn(move || run(machine, executor, inputs, events, &tools))?;
-    Ok((event_rx, input_tx))
+        .spawn(move || run(machine, executor, inputs, control, Outbox::new(events), &tools))?;
+    Ok((event_rx, cancel))
 }
 
 fn run(
     mut machine: Generate,
-    mut executor: Executor<LoopInput>,
-    inputs: Receiver<LoopInput>,
-    events: Sender<GenerateEvent>,
+    mut executor: Executor,
+    inputs: Receiver<TaskReport>,
+    control: Receiver<Cancel>,
+    mut outbox: Outbox<GenerateEvent>,
     tools: &Tools,
 ) {
-    let mut app_gone = false;
     loop {
         executor.drain(&mut machine, tools);
         while let Some(event) = machine.poll_event() {
-            // A failed send means the TextStream is gone: cancel below.
-            app_gone = app_gone || events.send(event).is_err();
+            outbox.push(event);
         }
         if machine.is_done() {
             break;
         }
-        if app_gone {
+        if outbox.flush() == Delivery::Gone {
             machine.handle_input(Input::Cancel, Instant::now());
             continue;
         }
-        match wait(&inputs, machine.poll_timeout()) {
-            Wake::Input(LoopInput::Task(report)) => executor.feed(&mut machine, report, Instant::now()),
-            Wake::Input(LoopInput::Cancel) => machine.handle_input(Input::Cancel, Instant::now()),
+        match wait(&control, &inputs, Some(&mut outbox), machine.poll_timeout()) {
+            Wake::Input(report) => executor.feed(&mut machine, report, Instant::now()),
+            Wake::Delivered => {}
+            // A cancel, the stream and every cancel handle gone, or the stream dropped.
+            Wake::Control(_) | Wake::ReaderGone => machine.handle_input(Input::Cancel, Instant::now()),
             Wake::Deadline => machine.handle_timeout(Instant::now()),
-            Wake::Disconnected => break,
         }
     }
     // The machine cancels what it started before it finishes; dropping the executor
-    // stops anything left (a loop that ended otherwise).
+    // stops anything left, and the inputs' receiver releases threads waiting to report.
+    drop(executor);
+    drop(inputs);
+    outbox.close();
 }

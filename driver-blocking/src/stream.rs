@@ -1,12 +1,12 @@
 //! The application's side of a call: an iterator over its events.
 
 use std::fmt;
-use std::sync::mpsc::{Receiver, Sender};
 
+use crossbeam_channel::{Receiver, Sender};
 use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::Response;
 
-use crate::event_loop::LoopInput;
+use crate::event_loop::Cancel;
 use crate::Error;
 
 /// The events of one call, as they happen: text and tool-call deltas of each step,
@@ -15,9 +15,13 @@ use crate::Error;
 ///
 /// Dropping the stream cancels the call: the request in flight is aborted (its
 /// connection closed) and running tools are cancelled.
+///
+/// Events wait in a bounded queue: while the application does not read, the call stops
+/// reading the response (the server is slowed by TCP), but its deadlines still fire, and
+/// the last event (`Finished` or `Failed`) comes whenever the application reads again.
 pub struct TextStream {
     events: Receiver<GenerateEvent>,
-    control: Sender<LoopInput>,
+    control: Sender<Cancel>,
     /// The terminal event, kept once seen so [`TextStream::response`] still works
     /// after the caller iterated to the end.
     outcome: Option<Result<Response, (GenerateError, Response)>>,
@@ -30,7 +34,7 @@ impl fmt::Debug for TextStream {
 }
 
 impl TextStream {
-    pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<LoopInput>) -> Self {
+    pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<Cancel>) -> Self {
         TextStream { events, control, outcome: None }
     }
 
@@ -73,8 +77,9 @@ impl Iterator for TextStream {
 
 impl Drop for TextStream {
     fn drop(&mut self) {
-        // Fails harmlessly when the call is already over.
-        let _ = self.control.send(LoopInput::Cancel);
+        // Never waits: a full channel holds a cancel already, and a call already over
+        // needs none. (The loop also sees the events' receiver go.)
+        let _ = self.control.try_send(Cancel);
     }
 }
 
@@ -82,7 +87,7 @@ impl Drop for TextStream {
 /// nothing.
 #[derive(Clone)]
 pub struct CancelHandle {
-    control: Sender<LoopInput>,
+    control: Sender<Cancel>,
 }
 
 impl fmt::Debug for CancelHandle {
@@ -92,8 +97,9 @@ impl fmt::Debug for CancelHandle {
 }
 
 impl CancelHandle {
-    /// Cancels the call.
+    /// Cancels the call. Never waits: a cancel already on its way, or a call already
+    /// over, makes this one unneeded.
     pub fn cancel(&self) {
-        let _ = self.control.send(LoopInput::Cancel);
+        let _ = self.control.try_send(Cancel);
     }
 }

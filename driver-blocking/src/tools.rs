@@ -293,7 +293,7 @@ mod tests {
     use serde_json::json;
 
     fn run(tool: &Tool, input: Value) -> ToolOutcome {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(1);
         tool.spawn(input, CancelToken::default(), move |o| drop(tx.send(o))).unwrap();
         rx.recv_timeout(Duration::from_secs(5)).unwrap()
     }
@@ -321,7 +321,7 @@ mod tests {
     #[test]
     fn a_cancelled_token_wakes_a_sleeping_handler() {
         let token = CancelToken::default();
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(1);
         let tool = Tool::new("hang", "", json!({}), |_| {
             let cancelled = CancelToken::current().sleep(Duration::from_secs(600));
             Ok(ToolOutput::text(if cancelled { "cancelled" } else { "slept" }))

@@ -146,3 +146,37 @@ fn a_panicking_tool_becomes_an_error_result_and_the_call_goes_on() {
     let second = String::from_utf8_lossy(&server.requests()[1].body).into_owned();
     assert!(second.contains("the tool failed unexpectedly: kaboom"), "{second}");
 }
+
+/// `cancel` (which keeps the stream) gets through while the application has left its
+/// events unread and every channel is full: the connection closes at once, and the
+/// events read afterwards end with `Finished`, stop reason `cancelled`, keeping the text.
+#[test]
+fn cancel_gets_through_full_channels() {
+    use omni_conformance::floods::{Flood, FloodServer};
+    let server = FloodServer::start(Flood::Content).expect("flood server");
+    let client = Client::builder()
+        .base_url("anthropic", server.base_url())
+        .api_key("anthropic", "sk-floods")
+        .stall_timeout(Duration::from_secs(60))
+        .build()
+        .expect("client");
+    let stream = client.stream_text(scenarios::model(), "hi", Default::default()).expect("stream");
+    thread::sleep(Duration::from_secs(1));
+    assert!(server.blocked(), "the server's writes block: nobody reads");
+    let cancelled = Instant::now();
+    stream.cancel();
+    let closed = server.wait_closed(Duration::from_secs(5)).expect("the connection closes");
+    assert!(closed.saturating_duration_since(cancelled) < Duration::from_millis(1500));
+    let events: Vec<GenerateEvent> = stream.collect();
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {:?}", events.last()) };
+    assert_eq!(response.stop_reason, Some(omni_blocking::StopReason::Cancelled));
+    let deltas: String = events
+        .iter()
+        .filter_map(|e| match e {
+            GenerateEvent::Stream { event: StreamEvent::TextDelta { delta, .. }, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!deltas.is_empty());
+    assert_eq!(response.text(), deltas, "every delta delivered, the text kept");
+}

@@ -1,12 +1,17 @@
 //! Executing a machine's effects with smol tasks: every request and tool run is a
 //! [`Task`] held in a map, and dropping a smol task cancels it (closing its connection or
 //! stopping its handler). Shared by the call loop and the agent loop.
+//!
+//! The tasks report on a bounded channel ([`INPUT_CAPACITY`]): a task whose report does
+//! not fit waits, so a request task stops reading its response until the loop catches up
+//! (and TCP slows the server down).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::future;
+use omni_async::delivery::INPUT_CAPACITY;
 use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
 use omni_core::machine::{Machine, Report};
 use smol::channel::{self, Receiver, Sender};
@@ -31,7 +36,7 @@ pub(crate) struct Executor {
 impl Executor {
     /// An executor and the receiver of what its tasks report.
     pub(crate) fn new(http: Arc<Connections>, spawner: Spawner) -> (Executor, Receiver<TaskInput>) {
-        let (inputs, rx) = channel::unbounded();
+        let (inputs, rx) = channel::bounded(INPUT_CAPACITY);
         (Executor { http, spawner, inputs, requests: BTreeMap::new(), runs: BTreeMap::new() }, rx)
     }
 
@@ -50,9 +55,11 @@ impl Executor {
                 }
                 // The machine runs only tools declared with a handler; a mismatch is
                 // reported rather than left to the tool deadline.
+                // (From a task: the channel may be full, and the loop is the one reading it.)
                 None => {
                     let outcome = ToolOutcome::Err(format!("tool {:?} has no handler", call.name));
-                    let _ = self.inputs.try_send(TaskInput::Tool { id, outcome });
+                    let tx = self.inputs.clone();
+                    self.spawner.spawn(async move { tx.send(TaskInput::Tool { id, outcome }).await }).detach();
                 }
             },
             Effect::CancelTool { id } => drop(self.runs.remove(&id)),
@@ -92,22 +99,57 @@ impl Executor {
 }
 
 /// Waits for an input, or for the deadline (forever without one). `None`: the deadline.
+/// A deadline already passed wins over a waiting input, so a flood of input (keep-alives
+/// as fast as the server sends) cannot hold off a stall or a timeout.
 pub(crate) async fn input_or_deadline(inputs: &Receiver<TaskInput>, deadline: Option<Instant>) -> Option<TaskInput> {
-    let input = async {
-        match inputs.recv().await {
-            Ok(input) => Some(input),
-            // Cannot happen while the executor holds a sender; wait for something else.
-            Err(_) => future::pending().await,
-        }
-    };
+    if deadline.is_some_and(|at| at <= Instant::now()) {
+        return None;
+    }
     let timer = async {
-        match deadline {
-            Some(at) => {
-                Timer::at(at).await;
-                None
-            }
-            None => future::pending().await,
-        }
+        wait_until(deadline).await;
+        None
     };
-    future::or(input, timer).await
+    future::or(async { Some(next_input(inputs).await) }, timer).await
+}
+
+/// The next input (waits forever once the channel is closed: cannot happen while the
+/// executor holds a sender).
+pub(crate) async fn next_input<T>(inputs: &Receiver<T>) -> T {
+    match inputs.recv().await {
+        Ok(input) => input,
+        Err(_) => future::pending().await,
+    }
+}
+
+/// Resolves at the deadline; never without one.
+pub(crate) async fn wait_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => drop(Timer::at(at).await),
+        None => future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn report(n: u64) -> TaskInput {
+        TaskInput::End { id: RequestId(n) }
+    }
+
+    #[test]
+    fn a_passed_deadline_wins_over_a_waiting_input() {
+        let (tx, inputs) = channel::bounded(4);
+        tx.try_send(report(1)).expect("room");
+        let now = Instant::now();
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(now))).is_none(), "the deadline first");
+        assert!(smol::block_on(input_or_deadline(&inputs, None)).is_some(), "then the input");
+        let later = Instant::now() + Duration::from_millis(20);
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(later))).is_none(), "nothing else came");
+        tx.try_send(report(2)).expect("room");
+        let far = Instant::now() + Duration::from_secs(60);
+        assert!(smol::block_on(input_or_deadline(&inputs, Some(far))).is_some(), "an input before its deadline");
+    }
 }

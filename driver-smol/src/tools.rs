@@ -26,5 +26,5 @@ pub(crate) async fn run(handler: Handler, id: ToolRunId, input: Value, inputs: S
         Err(payload) => ToolOutcome::Panicked(panic_message(&*payload)),
     };
     // The driver may be gone (the call ended); then nobody needs the answer.
-    let _ = inputs.try_send(TaskInput::Tool { id, outcome });
+    let _ = inputs.send(TaskInput::Tool { id, outcome }).await;
 }

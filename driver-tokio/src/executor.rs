@@ -1,14 +1,19 @@
 //! Executing a machine's effects with tokio tasks: one task per request and per tool
 //! run, each held by its abort handle so that a cancel effect (or dropping the
 //! executor) stops it. Shared by the call loop and the agent loop.
+//!
+//! The tasks report on a bounded channel ([`INPUT_CAPACITY`]): a task whose report does
+//! not fit waits, so a request task stops reading its response until the loop catches up
+//! (and TCP slows the server down).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use omni_async::delivery::INPUT_CAPACITY;
 use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
 use omni_core::machine::{Machine, Report};
 use omni_core::tool::{outcome, panic_message};
-use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{self, Receiver, Sender};
 use tokio::task::AbortHandle;
 
 use crate::http::{self, TaskInput};
@@ -20,15 +25,15 @@ pub(crate) type Handlers = BTreeMap<String, Handler>;
 /// The work in flight of one machine.
 pub(crate) struct Executor {
     http: reqwest::Client,
-    inputs: UnboundedSender<TaskInput>,
+    inputs: Sender<TaskInput>,
     requests: BTreeMap<RequestId, AbortHandle>,
     runs: BTreeMap<ToolRunId, AbortHandle>,
 }
 
 impl Executor {
     /// An executor and the receiver of what its tasks report.
-    pub(crate) fn new(http: reqwest::Client) -> (Executor, UnboundedReceiver<TaskInput>) {
-        let (inputs, rx) = mpsc::unbounded_channel();
+    pub(crate) fn new(http: reqwest::Client) -> (Executor, Receiver<TaskInput>) {
+        let (inputs, rx) = mpsc::channel(INPUT_CAPACITY);
         (Executor { http, inputs, requests: BTreeMap::new(), runs: BTreeMap::new() }, rx)
     }
 
@@ -48,8 +53,10 @@ impl Executor {
                 let Some(handler) = handlers.get(&call.name).cloned() else {
                     // The machine runs only tools declared with a handler; a mismatch is
                     // reported rather than left to the tool deadline.
+                    // (From a task: the channel may be full, and the loop is the one reading it.)
                     let outcome = ToolOutcome::Err(format!("tool {:?} has no handler", call.name));
-                    let _ = self.inputs.send(TaskInput::Tool { id, outcome });
+                    let tx = self.inputs.clone();
+                    tokio::spawn(async move { tx.send(TaskInput::Tool { id, outcome }).await });
                     return;
                 };
                 // The handler runs in its own task so that a panic is caught as a JoinError.
@@ -62,7 +69,7 @@ impl Executor {
                         Err(e) if e.is_panic() => ToolOutcome::Panicked(panic_message(&*e.into_panic())),
                         Err(_) => return, // cancelled
                     };
-                    let _ = tx.send(TaskInput::Tool { id, outcome });
+                    let _ = tx.send(TaskInput::Tool { id, outcome }).await;
                 });
             }
             Effect::CancelTool { id } => {

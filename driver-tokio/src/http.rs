@@ -5,7 +5,7 @@ use std::sync::Arc;
 use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use omni_core::proxy::ProxyRules;
 use omni_core::HttpRequest;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 /// An input produced by a task, owned so it can cross the channel.
 #[derive(Debug)]
@@ -52,8 +52,9 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
     builder.build().map_err(|e| e.to_string())
 }
 
-/// Sends `request` and streams its response into `tx`.
-pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequest, tx: UnboundedSender<TaskInput>) {
+/// Sends `request` and streams its response into `tx`. `tx` is bounded: while it is full
+/// the next chunk is not read, so an application that does not read holds the server back.
+pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequest, tx: Sender<TaskInput>) {
     let build = |http: &reqwest::Client| {
         let method = match request.method {
             omni_core::Method::Get => reqwest::Method::GET,
@@ -84,7 +85,7 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
     let mut response = match sent {
         Ok(r) => r,
         Err(e) => {
-            let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Connect) });
+            let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Connect) }).await;
             return;
         }
     };
@@ -93,22 +94,22 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
         .iter()
         .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
-    if tx.send(TaskInput::Head { id, status: response.status().as_u16(), headers }).is_err() {
+    if tx.send(TaskInput::Head { id, status: response.status().as_u16(), headers }).await.is_err() {
         return;
     }
     loop {
         match response.chunk().await {
             Ok(Some(bytes)) => {
-                if tx.send(TaskInput::Body { id, bytes }).is_err() {
+                if tx.send(TaskInput::Body { id, bytes }).await.is_err() {
                     return;
                 }
             }
             Ok(None) => {
-                let _ = tx.send(TaskInput::End { id });
+                let _ = tx.send(TaskInput::End { id }).await;
                 return;
             }
             Err(e) => {
-                let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Reset) });
+                let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Reset) }).await;
                 return;
             }
         }

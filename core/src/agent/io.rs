@@ -44,6 +44,9 @@ pub struct AgentConfig {
     pub error_backoff: RetryPolicy,
     /// No-progress limit of a stream.
     pub stall_timeout: Duration,
+    /// Largest response body of one step, in bytes (see
+    /// [`GenerateConfig::max_response_bytes`](crate::generate::GenerateConfig::max_response_bytes)).
+    pub max_response_bytes: u64,
     /// Corrections asked for in a turn whose final reply is not valid structured output
     /// (with `options.output`).
     pub output_retries: u32,
@@ -64,6 +67,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             error_backoff: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            max_response_bytes: crate::generate::DEFAULT_MAX_RESPONSE_BYTES,
             output_retries: crate::generate::DEFAULT_OUTPUT_RETRIES,
         }
     }

@@ -84,6 +84,7 @@ impl<C: AgentCallbacks> Agent<C> {
         config.api_key = self.config.api_key.clone();
         config.retry = self.config.retry;
         config.stall_timeout = self.config.stall_timeout;
+        config.max_response_bytes = self.config.max_response_bytes;
         // The step's machine checks structured output but never corrects it itself: its
         // correction would not join the turn. The agent corrects (see `step_done`).
         config.output_retries = 0;

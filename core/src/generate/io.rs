@@ -186,6 +186,10 @@ pub enum GenerateError {
     /// A redirect that is not followed (to another origin, a loop ...; see
     /// [`crate::redirect`]): not retried.
     Redirect(crate::redirect::RedirectError),
+    /// The response body went past the size limit (in bytes, comments and keep-alives
+    /// included); the request was closed. Not retried: the same request would get the
+    /// same answer. What arrived up to the limit is kept.
+    ResponseTooLarge(u64),
 }
 
 impl GenerateError {
@@ -200,6 +204,7 @@ impl GenerateError {
             GenerateError::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
             GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
             GenerateError::Redirect(_) => false,
+            GenerateError::ResponseTooLarge(_) => false,
         }
     }
 }
@@ -214,6 +219,7 @@ impl fmt::Display for GenerateError {
             GenerateError::Timeout(d) => write!(f, "the request took longer than {d:?}"),
             GenerateError::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
             GenerateError::Redirect(e) => write!(f, "{e}"),
+            GenerateError::ResponseTooLarge(limit) => write!(f, "the response was larger than {limit} bytes"),
         }
     }
 }

@@ -58,6 +58,14 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default number of corrections asked for invalid structured output.
 pub const DEFAULT_OUTPUT_RETRIES: u32 = 3;
+/// Default cap on one response body, in bytes (256 MiB), keep-alives and framing
+/// included. The largest legitimate answers are a model's longest output (64k to 128k
+/// tokens today) at 150 to 600 bytes of SSE framing per token, about 80 MB at worst
+/// (OpenAI's Responses stream then repeats the whole output in its final event), or a few
+/// images inline as base64: tens of MiB. A quarter of a GiB leaves room for all of these
+/// while a server that never stops (content, or keep-alives with no total timeout set)
+/// is cut after a bounded amount of work instead of growing the response without end.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
 /// Error bodies are kept up to this size.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -80,6 +88,9 @@ pub struct GenerateConfig {
     pub retry: RetryPolicy,
     /// No-progress limit.
     pub stall_timeout: Duration,
+    /// Largest response body accepted, in bytes; past it the call fails with
+    /// [`GenerateError::ResponseTooLarge`], keeping what arrived until then.
+    pub max_response_bytes: u64,
     /// Checks structured output; `None` with an `output` option: compiled from its schema.
     /// Given without an `output` option, its schema is sent as one (named `output`).
     pub output_validator: Option<Arc<dyn Validator>>,
@@ -99,6 +110,7 @@ impl GenerateConfig {
             tools: Vec::new(),
             retry: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             output_validator: None,
             output_retries: DEFAULT_OUTPUT_RETRIES,
         }
@@ -117,6 +129,8 @@ struct Attempt {
     id: RequestId,
     deadline: Option<Instant>,
     stall_at: Instant,
+    /// Body bytes received so far (against [`GenerateConfig::max_response_bytes`]).
+    received: u64,
     phase: Phase,
     /// Same-origin redirects followed in this attempt (see [`crate::redirect`]).
     redirects: Redirects,
@@ -287,6 +301,7 @@ impl Generate {
             id,
             deadline: self.config.options.timeout.map(|t| now + t),
             stall_at: now + self.config.stall_timeout,
+            received: 0,
             phase: Phase::AwaitingHead,
             redirects: Redirects::default(),
         });
@@ -330,6 +345,12 @@ impl Generate {
         if a.id != id {
             return;
         }
+        // The size limit: what fits is taken as usual (and kept), then the call fails.
+        let limit = self.config.max_response_bytes;
+        let room = usize::try_from(limit.saturating_sub(a.received)).unwrap_or(usize::MAX);
+        let over_limit = bytes.len() > room;
+        let bytes = bytes.get(..room).unwrap_or(bytes);
+        a.received += bytes.len() as u64;
         match &mut a.phase {
             Phase::Streaming { decoder, .. } => {
                 let progress = decoder.feed(bytes, &mut self.scratch);
@@ -343,6 +364,11 @@ impl Generate {
                 body.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             Phase::AwaitingHead => {}
+        }
+        // Unless what fitted already ended the attempt (a finished step, a stream error).
+        let still_open = matches!(&self.state, State::Sending(a) if a.id == id);
+        if over_limit && still_open {
+            self.fail_attempt(GenerateError::ResponseTooLarge(limit), true, now);
         }
     }
 
@@ -595,3 +621,6 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
 pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
     decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }
+
+#[cfg(test)]
+mod size_limit_tests;

@@ -3,8 +3,8 @@
 //!
 //! The core machine ([`omni_core::agent`]) takes every decision; a thread owns it inside
 //! a [`Host`] and executes its effects (one thread per request and per tool run, as for a
-//! call). Handles send it commands on the same channel its request and tool threads
-//! report on, so one `recv_timeout` waits for everything. Dropping the last handle stops
+//! call). Handles send it commands on a bounded channel of their own (a handle's method
+//! waits while the agent has many commands unread). Dropping the last handle stops
 //! the agent: the request in flight is closed, running tools see their
 //! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
 //! subscription ends.
@@ -17,10 +17,10 @@ mod run;
 mod subscription;
 
 use std::fmt;
-use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread;
 
+use crossbeam_channel::Sender;
 use omni_core::agent::{
     AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot, Status, ToolDecision,
 };
@@ -80,21 +80,14 @@ impl Launch<Tool> for Client {
     }
 }
 
-/// What every handle of one agent shares; dropped with the last handle.
+/// What every handle of one agent shares; dropped with the last handle, which closes
+/// the commands channel: that tells the loop to stop.
 struct Shared<C> {
     client: Client,
     commands: Sender<LoopInput<C>>,
     /// The thread the agent (and its callbacks) run on.
     agent_thread: thread::ThreadId,
     capacity: usize,
-}
-
-impl<C> Drop for Shared<C> {
-    /// The last handle is gone: the agent stops. (The loop keeps a sender of its own for
-    /// its threads, so it needs this message to know.)
-    fn drop(&mut self) {
-        let _ = self.commands.send(LoopInput::HandlesGone);
-    }
 }
 
 /// A running agent. Clones are handles on the same agent (`Send + Sync`, usable from any
@@ -238,7 +231,7 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Sends a message carrying a reply and waits for the reply. A loop that is gone
     /// (stopped, or a callback panicked) drops the message or the reply unanswered.
     fn request<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> LoopInput<C>) -> Result<T, Error> {
-        let (tx, answer) = mpsc::sync_channel(1);
+        let (tx, answer) = crossbeam_channel::bounded(1);
         let reply: Reply<T> = Box::new(move |value| {
             let _ = tx.send(value);
         });

@@ -1,44 +1,35 @@
-//! The agent's thread: commands and thread reports in on one channel, effects executed,
-//! events published, deadlines kept. No decisions are taken here.
+//! The agent's thread: commands and thread reports in, effects executed, events
+//! published, deadlines kept. No decisions are taken here.
 //!
 //! ```text
-//!  request threads ──┐
-//!  tool threads ─────┼─► inputs channel ─► agent loop (Host) ──► subscribers' bounded queues
-//!  Agent handles ────┘   recv_timeout(deadline)    └──► effects: start/cancel requests and tools
-//!  (commands; the last one's Drop sends HandlesGone)
+//!  request threads ──┬─► inputs channel (bounded) ───┐
+//!  tool threads ─────┘                               ├─► agent loop (Host) ──► subscribers' bounded queues
+//!  Agent handles ──────► commands channel (bounded) ─┘        └──► effects: start/cancel requests and tools
 //! ```
 //!
-//! The executor holds a sender of the inputs channel for its threads, so the channel
-//! cannot tell the loop that the handles are gone: the handles share one `Arc` whose
-//! `Drop` (run by the last handle) sends [`LoopInput::HandlesGone`].
+//! The loop waits for both channels and its next deadline at once ([`wait`]); a deadline
+//! that passed is acted on before the next input, so a flood cannot hold it off. Only the
+//! handles hold senders of the commands channel, so its closing tells the loop that the
+//! last handle is gone. Publishing never waits (a subscriber that falls behind is dropped).
 
 use std::io;
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::Instant;
 
+use crossbeam_channel::{Receiver, Sender};
 use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, Reply, StatePatch};
+use omni_core::machine::COMMAND_CAPACITY;
 
-use crate::executor::{wait, Executor, TaskReport, Tools, Wake};
+use crate::executor::{wait, Executor, Outbox, TaskReport, Tools, Wake};
 use crate::tools::Tool;
 use crate::transport::Http;
 
-/// What the loop waits for.
+/// What the handles send the loop.
 pub(crate) enum LoopInput<C> {
-    /// A request or tool thread reports.
-    Task(TaskReport),
     /// A handle's call.
     Command(Command<C>),
     /// `set_state`, whose new tools are swapped in only if the machine accepts it.
     SetState { patch: Box<StatePatch>, tools: Option<Vec<Tool>>, reply: Reply<Result<(), AgentError>> },
-    /// The last handle was dropped: stop.
-    HandlesGone,
-}
-
-impl<C> From<TaskReport> for LoopInput<C> {
-    fn from(report: TaskReport) -> Self {
-        LoopInput::Task(report)
-    }
 }
 
 /// Starts the agent's loop on its own thread; returns the sender for the handles and
@@ -48,10 +39,11 @@ pub(crate) fn spawn<C: AgentCallbacks + Send + 'static>(
     http: Http,
     tools: Vec<Tool>,
 ) -> io::Result<(Sender<LoopInput<C>>, thread::ThreadId)> {
-    let (commands, inputs) = mpsc::channel();
-    let executor = Executor::new(http, commands.clone());
-    let thread =
-        thread::Builder::new().name("omni-agent".into()).spawn(move || run(host, executor, by_name(tools), inputs))?;
+    let (commands, received) = crossbeam_channel::bounded(COMMAND_CAPACITY);
+    let (executor, inputs) = Executor::new(http);
+    let thread = thread::Builder::new()
+        .name("omni-agent".into())
+        .spawn(move || run(host, executor, by_name(tools), received, inputs))?;
     Ok((commands, thread.thread().id()))
 }
 
@@ -61,19 +53,20 @@ fn by_name(tools: Vec<Tool>) -> Tools {
 
 fn run<C: AgentCallbacks + 'static>(
     mut host: Host<C>,
-    mut executor: Executor<LoopInput<C>>,
+    mut executor: Executor,
     mut tools: Tools,
-    inputs: Receiver<LoopInput<C>>,
+    commands: Receiver<LoopInput<C>>,
+    inputs: Receiver<TaskReport>,
 ) {
     loop {
         executor.drain(host.agent(), &tools);
         host.publish();
-        let wake = wait(&inputs, host.agent().poll_timeout());
+        let wake = wait(&commands, &inputs, None::<&mut Outbox<()>>, host.agent().poll_timeout());
         let now = Instant::now();
         match wake {
-            Wake::Input(LoopInput::Task(report)) => executor.feed(host.agent(), report, now),
-            Wake::Input(LoopInput::Command(command)) => host.apply(command, now),
-            Wake::Input(LoopInput::SetState { patch, tools: new_tools, reply }) => {
+            Wake::Input(report) => executor.feed(host.agent(), report, now),
+            Wake::Control(Some(LoopInput::Command(command))) => host.apply(command, now),
+            Wake::Control(Some(LoopInput::SetState { patch, tools: new_tools, reply })) => {
                 let accepted = host.agent().handle_input(AgentInput::SetState(patch), now);
                 if let (Ok(()), Some(new_tools)) = (&accepted, new_tools) {
                     tools = by_name(new_tools);
@@ -81,8 +74,9 @@ fn run<C: AgentCallbacks + 'static>(
                 reply(accepted);
             }
             Wake::Deadline => host.agent().handle_timeout(now),
-            // The loop holds a sender itself, so `Disconnected` cannot happen; treated alike.
-            Wake::Input(LoopInput::HandlesGone) | Wake::Disconnected => {
+            Wake::Delivered => {}
+            // The last handle is gone (nothing else holds a commands sender).
+            Wake::Control(None) | Wake::ReaderGone => {
                 // Cancels through effects, calls `terminate`, lets the subscribers go.
                 host.terminate(now);
                 executor.drain(host.agent(), &tools);

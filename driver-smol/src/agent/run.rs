@@ -1,10 +1,13 @@
 //! The agent's task: commands in, effects executed, events published, deadlines kept.
-//! No decisions are taken here.
+//! No decisions are taken here. Deadlines are looked at before every input, so a flood
+//! cannot hold off a stall or a timeout; subscribers' queues are bounded (a subscriber
+//! that falls behind is dropped), so publishing never waits.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::future;
+use omni_async::delivery::INPUT_BUDGET;
 use omni_async::LoopMessage;
 use omni_core::agent::{AgentCallbacks, AgentInput, Host};
 use omni_core::async_tool::handlers_by_name;
@@ -31,12 +34,23 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
     commands: Receiver<LoopMessage<C>>,
 ) {
     let (mut executor, inputs) = Executor::new(http, spawner);
+    let mut budget = INPUT_BUDGET;
     loop {
         while let Some(effect) = host.poll_effect() {
             executor.execute(effect, &handlers);
         }
         host.publish();
         let deadline = host.agent().poll_timeout();
+        let now = Instant::now();
+        if deadline.is_some_and(|d| d <= now) {
+            host.agent().handle_timeout(now);
+            continue;
+        }
+        if budget == 0 {
+            budget = INPUT_BUDGET;
+            future::yield_now().await;
+        }
+        budget -= 1;
         let command = async {
             match commands.recv().await {
                 Ok(message) => Wake::Message(message),

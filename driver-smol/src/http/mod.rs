@@ -71,8 +71,8 @@ pub(crate) async fn send(http: Arc<Connections>, id: RequestId, request: HttpReq
         Ok(()) => TaskInput::End { id },
         Err(error) => TaskInput::Failed { id, error },
     };
-    // Unbounded: fails only when the driver is gone, and then nobody is listening.
-    let _ = inputs.try_send(last);
+    // Fails only when the driver is gone, and then nobody is listening.
+    let _ = inputs.send(last).await;
 }
 
 async fn exchange(
@@ -110,7 +110,7 @@ async fn exchange(
             Err(e) => return Err(e),
         }
     };
-    if inputs.try_send(TaskInput::Head { id, status, headers }).is_err() {
+    if inputs.send(TaskInput::Head { id, status, headers }).await.is_err() {
         return Ok(());
     }
     let finished = match call.proceed() {
@@ -303,7 +303,8 @@ async fn read_body(
             start += used;
             if produced > 0 {
                 let bytes = decoded.get(..produced).unwrap_or_default().to_vec();
-                if inputs.try_send(TaskInput::Body { id, bytes }).is_err() {
+                // Bounded: while the loop is behind, the socket is not read (TCP pushes back).
+                if inputs.send(TaskInput::Body { id, bytes }).await.is_err() {
                     return Ok(None);
                 }
             }

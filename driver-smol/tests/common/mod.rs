@@ -1,9 +1,9 @@
 //! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_conformance::http_suite::{Setup, StreamingDriver};
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
 use omni_conformance::scenarios;
-use omni_smol::{Client, GenerateEvent, Options};
+use omni_smol::{AgentEvent, Client, GenerateEvent, Options};
 use smol::stream::StreamExt;
 
 /// The driver under test.
@@ -24,5 +24,27 @@ impl StreamingDriver for Driver {
     fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
         let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
         smol::block_on(stream.collect())
+    }
+
+    fn open(&self, client: &Client) -> Events {
+        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        Box::new(std::iter::from_fn(move || smol::block_on(stream.next())))
+    }
+
+    fn agent_turn(&self, client: &Client) -> Vec<AgentEvent> {
+        smol::block_on(async {
+            let agent = client.agent(scenarios::model()).start().expect("agent");
+            let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+            agent.prompt("hi").await.expect("prompt");
+            let mut events = Vec::new();
+            while let Some(event) = subscription.next().await {
+                let end = turn_ended(&event);
+                events.push(event);
+                if end {
+                    break;
+                }
+            }
+            events
+        })
     }
 }

@@ -1,0 +1,87 @@
+//! The response size limit, on a virtual clock: counted over the body bytes of one
+//! attempt, what fits is kept, and going past it fails the call at once (no retry).
+// The clock is read once per test, for the virtual clock's starting point; the machine
+// itself is only ever given that instant.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::Instant;
+
+use super::*;
+use crate::dialect::Dialect;
+
+/// A call to an OpenAI-compatible server whose responses may be `limit` bytes long, with
+/// retries left (which the size limit must not use).
+fn call(limit: u64, now: Instant) -> Generate {
+    let model = Model::new("local", "m", Dialect::OpenaiCompletions);
+    let provider = Provider::openai_compatible("local", "http://127.0.0.1:9/v1", None);
+    let mut config = GenerateConfig::new(model, provider, Context::from_prompt("hi"), Options::default());
+    config.max_response_bytes = limit;
+    Generate::new(config, now).expect("machine")
+}
+
+fn chunk(text: &str) -> String {
+    format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+}
+
+const END: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+/// Feeds `body` in pieces of `piece` bytes after a 200 head; returns the effects and
+/// events that followed.
+fn feed(machine: &mut Generate, body: &[u8], piece: usize, now: Instant) -> (Vec<Effect>, Vec<GenerateEvent>) {
+    let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
+    machine.handle_input(Input::Report(Report::ResponseHead { id, status: 200, headers: Vec::new() }), now);
+    for bytes in body.chunks(piece) {
+        machine.handle_input(Input::Report(Report::Body { id, bytes }), now);
+    }
+    machine.handle_input(Input::Report(Report::BodyEnd { id }), now);
+    (std::iter::from_fn(|| machine.poll_effect()).collect(), std::iter::from_fn(|| machine.poll_event()).collect())
+}
+
+#[test]
+fn a_response_past_the_limit_fails_typed_keeping_what_fitted() {
+    let now = Instant::now();
+    let kept = chunk("Hello") + &chunk(" world");
+    let body = kept.clone() + &chunk(" and more") + END;
+    for piece in [1, 7, body.len()] {
+        let mut machine = call(kept.len() as u64 + 5, now);
+        let (effects, events) = feed(&mut machine, body.as_bytes(), piece, now);
+        assert!(matches!(effects[..], [Effect::CancelRequest { .. }]), "the request is closed: {effects:?}");
+        let Some(GenerateEvent::Failed { error, partial }) = events.last() else { panic!("failed: {events:?}") };
+        assert_eq!(*error, GenerateError::ResponseTooLarge(kept.len() as u64 + 5), "in pieces of {piece}");
+        assert_eq!(partial.text(), "Hello world", "what arrived within the limit is kept");
+        assert!(!events.iter().any(|e| matches!(e, GenerateEvent::Retry { .. })), "not retried");
+        assert!(machine.is_done());
+    }
+}
+
+#[test]
+fn a_response_of_exactly_the_limit_finishes() {
+    let now = Instant::now();
+    let body = chunk("Hello") + END;
+    let mut machine = call(body.len() as u64, now);
+    let (_, events) = feed(&mut machine, body.as_bytes(), 3, now);
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    assert_eq!(response.text(), "Hello");
+}
+
+#[test]
+fn an_error_body_counts_too() {
+    let now = Instant::now();
+    let mut machine = call(1024, now);
+    let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
+    machine.handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), now);
+    let page = vec![b'x'; 600];
+    machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+    assert!(machine.poll_event().is_none(), "600 bytes fit");
+    machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+    let events: Vec<_> = std::iter::from_fn(|| machine.poll_event()).collect();
+    assert!(matches!(events[..], [GenerateEvent::Failed { error: GenerateError::ResponseTooLarge(1024), .. }]));
+}
+
+#[test]
+fn the_default_limit_is_the_documented_one() {
+    let model = Model::new("local", "m", Dialect::OpenaiCompletions);
+    let provider = Provider::openai_compatible("local", "http://127.0.0.1:9/v1", None);
+    let config = GenerateConfig::new(model, provider, Context::from_prompt("hi"), Options::default());
+    assert_eq!(config.max_response_bytes, 256 * 1024 * 1024);
+}

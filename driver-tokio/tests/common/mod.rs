@@ -1,0 +1,66 @@
+//! omni-tokio as the shared suites drive it (omni_conformance::http_suite): one
+//! implementation for every test file that runs them.
+
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
+use omni_conformance::scenarios;
+use omni_tokio::{AgentEvent, Client, GenerateEvent, Options, TextStream};
+
+/// One runtime for every call: reqwest's pool lives in it between calls.
+pub struct Driver(tokio::runtime::Runtime);
+
+impl Driver {
+    pub fn new() -> Self {
+        Driver(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime"))
+    }
+}
+
+impl StreamingDriver for Driver {
+    type Client = Client;
+
+    fn client(&self, setup: &Setup) -> Client {
+        let _entered = self.0.enter();
+        setup.apply(Client::builder()).build().expect("client")
+    }
+
+    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
+        let _entered = self.0.enter();
+        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        self.0.block_on(collect(&mut stream))
+    }
+
+    fn open(&self, client: &Client) -> Events {
+        let _entered = self.0.enter();
+        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        let runtime = self.0.handle().clone();
+        Box::new(std::iter::from_fn(move || runtime.block_on(next(&mut stream))))
+    }
+
+    fn agent_turn(&self, client: &Client) -> Vec<AgentEvent> {
+        self.0.block_on(async {
+            let agent = client.agent(scenarios::model()).start().expect("agent");
+            let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
+            agent.prompt("hi").await.expect("prompt");
+            let mut events = Vec::new();
+            while let Some(event) = subscription.next_event().await {
+                let end = turn_ended(&event);
+                events.push(event);
+                if end {
+                    break;
+                }
+            }
+            events
+        })
+    }
+}
+
+async fn next(stream: &mut TextStream) -> Option<GenerateEvent> {
+    std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut *stream), cx)).await
+}
+
+async fn collect(stream: &mut TextStream) -> Vec<GenerateEvent> {
+    let mut events = Vec::new();
+    while let Some(event) = next(stream).await {
+        events.push(event);
+    }
+    events
+}
