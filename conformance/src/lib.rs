@@ -15,6 +15,7 @@ pub mod floor;
 pub mod http_suite;
 pub mod keepalive;
 pub mod logs;
+pub mod many_calls;
 pub mod replay;
 pub mod scenarios;
 pub mod sim;
