@@ -28,6 +28,9 @@ pub struct StreamState {
     items: Vec<OutputItem>,
     /// The latest item of each output index: its position in `items`.
     by_output_index: BTreeMap<u64, usize>,
+    /// The output index and position of the item added last (the one the text path
+    /// usually names), checked before the map.
+    last_item: Option<(u64, usize)>,
     /// The latest item of each non-empty item id: its position in `items`.
     by_id: BTreeMap<String, usize>,
     next_block: u32,
@@ -64,10 +67,36 @@ enum ItemKind {
 /// The text blocks of a message item's content parts.
 #[derive(Debug, Default)]
 struct MessageParts {
-    /// Content index -> its block.
-    blocks: BTreeMap<u64, PartText>,
+    /// The part started last, `(content index, its block)`: the one deltas go to, kept
+    /// out of the map so the text path looks nothing up.
+    current: Option<(u64, PartText)>,
+    /// Content index -> block, for the parts started before it.
+    earlier: BTreeMap<u64, PartText>,
     /// Blocks started since the item was last finished, to stop at `output_item.done`.
     unstopped: Vec<u32>,
+}
+
+impl MessageParts {
+    fn get(&self, content_index: u64) -> Option<&PartText> {
+        match &self.current {
+            Some((ci, part)) if *ci == content_index => Some(part),
+            _ => self.earlier.get(&content_index),
+        }
+    }
+
+    fn get_mut(&mut self, content_index: u64) -> Option<&mut PartText> {
+        match &mut self.current {
+            Some((ci, part)) if *ci == content_index => Some(part),
+            _ => self.earlier.get_mut(&content_index),
+        }
+    }
+
+    fn insert(&mut self, content_index: u64, part: PartText) {
+        if let Some((ci, previous)) = self.current.replace((content_index, part)) {
+            self.earlier.insert(ci, previous);
+        }
+        self.unstopped.push(part.block);
+    }
 }
 
 /// A content part's block and how much of its text was sent.
@@ -208,6 +237,11 @@ impl StreamState {
 
     fn position(&self, target: Target<'_>) -> Option<usize> {
         if let Some(index) = target.output_index {
+            if let Some((last, pos)) = self.last_item {
+                if last == index {
+                    return Some(pos);
+                }
+            }
             if let Some(&pos) = self.by_output_index.get(&index) {
                 return Some(pos);
             }
@@ -224,6 +258,7 @@ impl StreamState {
         let pos = self.items.len();
         if let Some(index) = output_index {
             self.by_output_index.insert(index, pos);
+            self.last_item = Some((index, pos));
         }
         if !id.is_empty() {
             self.by_id.insert(id.to_string(), pos);
@@ -261,12 +296,11 @@ impl StreamState {
         let next = self.next_block;
         let item = self.items.get_mut(pos)?;
         let ItemKind::Message { parts } = &mut item.kind else { return None };
-        if let Some(part) = parts.blocks.get_mut(&content_index) {
+        if let Some(part) = parts.get_mut(content_index) {
             part.sent += text.len();
             return Some(part.block);
         }
-        parts.blocks.insert(content_index, PartText { block: next, sent: text.len() });
-        parts.unstopped.push(next);
+        parts.insert(content_index, PartText { block: next, sent: text.len() });
         self.next_block += 1;
         out.push(Delta::BlockStart { index: next, kind: BlockKind::Text });
         if !item.id.is_empty() {
@@ -313,7 +347,7 @@ impl StreamState {
     fn text_done_at(&mut self, pos: usize, content_index: u64, text: Option<Cow<'_, str>>, out: &mut impl DeltaSink) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
         let sent = match self.items.get(pos).map(|i| &i.kind) {
-            Some(ItemKind::Message { parts }) => parts.blocks.get(&content_index).map_or(0, |p| p.sent),
+            Some(ItemKind::Message { parts }) => parts.get(content_index).map_or(0, |p| p.sent),
             _ => return,
         };
         let Some(rest) = text.get(sent..).filter(|rest| !rest.is_empty()) else { return };
