@@ -17,6 +17,7 @@ pub mod heap;
 pub mod http_suite;
 pub mod keepalive;
 pub mod logs;
+pub mod many_calls;
 pub mod redirects;
 pub mod replay;
 pub mod scenarios;

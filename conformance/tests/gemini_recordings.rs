@@ -44,6 +44,14 @@ fn upstream_raw_and_json_lines_recordings_decode() {
             assert!(matches!(last_error(&events), Some(StreamError::Provider(_))), "{name}");
             continue;
         }
+        if name == "omni__google_thinking.sse" {
+            // The body ends inside its last event, the one with `finishReason`: for a WHATWG
+            // client that event never arrives, so the stream is incomplete; its content is
+            // kept (issue 10; see tests/upstream.rs).
+            assert!(matches!(last_error(&events), Some(StreamError::Incomplete)), "{name}: {:?}", events.last());
+            assert!(!resp.text().is_empty() && resp.usage.output_tokens > 0, "{name}: the content is kept");
+            continue;
+        }
         assert!(matches!(events.last(), Some(StreamEvent::Done { .. })), "{name}: {:?}", events.last());
         let has_calls = resp.message.tool_uses().next().is_some();
         let expected = if has_calls { StopReason::ToolUse } else { StopReason::Stop };

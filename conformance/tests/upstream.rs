@@ -213,3 +213,100 @@ proptest! {
         prop_assert_eq!(pieces.concat(), body);
     }
 }
+
+/// The recording of `file` (interaction 0), when the shared fixtures are present.
+fn recording(file: &str) -> Option<Recording> {
+    let (recordings, _) = load_all()?;
+    let found = recordings.into_iter().find(|r| r.file == file && r.interaction == 0);
+    assert!(found.is_some(), "{file} is not in the corpus");
+    found
+}
+
+/// The JSON payload of every SSE `data:` line of a body.
+fn data_lines(body: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+/// Issue 10: the deltas of this recording carry only the first words of each message item;
+/// `output_text.done` has the finalized text. omni's text is what the SDK's `output_text`
+/// gives (every output_text part of `response.completed`, joined), one block per item.
+#[test]
+fn responses_final_text_completes_what_the_deltas_left_out() {
+    let Some(r) = recording("openai-responses/vercel-ai__openai-phase.1.chunks.txt") else { return };
+    let completed = data_lines(&r.body)
+        .into_iter()
+        .find(|e| e["type"] == "response.completed")
+        .expect("a response.completed event");
+    let mut sdk_text = String::new();
+    let mut item_ids = Vec::new();
+    for item in completed["response"]["output"].as_array().expect("output") {
+        if item["type"] == "message" {
+            item_ids.push(item["id"].as_str().expect("id").to_string());
+            for part in item["content"].as_array().expect("content") {
+                sdk_text.push_str(part["text"].as_str().unwrap_or_default());
+            }
+        }
+    }
+    assert!(sdk_text.len() > 1500, "{}", sdk_text.len());
+    let (events, response) = omni_core::decode_body(r.dialect, "model", &r.body);
+    assert!(matches!(events.last(), Some(StreamEvent::Done { .. })), "{:?}", events.last());
+    assert_eq!(response.text(), sdk_text);
+    let signatures: Vec<String> = response
+        .message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            omni_core::Block::Text(t) => t.signature.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(signatures, item_ids, "one text block per message item, each with its item id");
+}
+
+/// Issue 10: this body ends inside its last event (no blank line after the data line that
+/// carries `finishReason`). A WHATWG client never dispatches that event, so the stream never
+/// finished: omni reports it incomplete, keeping the content. With the blank line it is done.
+#[test]
+fn sse_stream_finished_only_by_an_undispatched_event_is_incomplete() {
+    let Some(r) = recording("gemini/omni__google_thinking.sse") else { return };
+    assert!(!r.body.ends_with(b"\n\n") && !r.body.ends_with(b"\r\n\r\n"), "the recording ends inside an event");
+    let (events, response) = omni_core::decode_body(r.dialect, "model", &r.body);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error: omni_core::StreamError::Incomplete })),
+        "{:?}",
+        events.last()
+    );
+    let text = "There are **3** R's in strawberry.\n\nHere is the breakdown: st**r**awbe**rr**y.";
+    assert_eq!(response.text(), text, "the content received is kept");
+
+    let mut whole = r.body.clone();
+    whole.extend_from_slice(b"\r\n");
+    let (events, response) = omni_core::decode_body(r.dialect, "model", &whole);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Done { stop_reason: omni_core::StopReason::Stop, .. })),
+        "{:?}",
+        events.last()
+    );
+    assert_eq!(response.text(), text);
+}
+
+/// Issue 10: Gemini's code execution feeds its results back to the model within the
+/// request (`toolUsePromptTokenCount`), billed as input and counted in `totalTokenCount`:
+/// omni's input is the prompt plus them, and input + output is the total.
+#[test]
+fn gemini_input_tokens_include_the_tool_use_prompt() {
+    let file =
+        "gemini/rig__gemini--stream_terminal_matrix--two_terminal_stream_keeps_the_text_after_the_first_finish.yaml";
+    let Some(r) = recording(file) else { return };
+    let last = data_lines(&r.body).into_iter().rev().find_map(|e| e.get("usageMetadata").cloned()).expect("usage");
+    let count = |k: &str| last[k].as_u64().unwrap_or(0);
+    assert_eq!((count("promptTokenCount"), count("toolUsePromptTokenCount")), (91, 574));
+    let (_, response) = omni_core::decode_body(r.dialect, "model", &r.body);
+    let usage = response.usage;
+    assert_eq!(usage.input_tokens, 91 + 574);
+    assert_eq!(usage.input_tokens + usage.output_tokens + usage.cache_read_tokens, count("totalTokenCount"));
+}

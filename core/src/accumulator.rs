@@ -12,11 +12,19 @@
 //! - a text, thinking or redacted block ends when any other block starts; tool calls
 //!   end when a non-tool block starts, at their explicit stop, or at the end of the
 //!   stream, so parallel tool calls may interleave their argument fragments;
-//! - text and tool arguments are appended in place (amortised linear time);
+//! - text and tool arguments are appended in place (amortised linear time), and every
+//!   lookup (a block by its dialect index, the open blocks, the ids in use) is a map, so a
+//!   response with n blocks costs O(n log n), never O(n²);
+//! - tool call ids are unique within a response: a later call repeating an earlier call's
+//!   id gets the id with a suffix (`call_1` → `call_1_2`) and a `duplicate_tool_call_id`
+//!   warning, so every tool result can be matched to its call when the conversation goes
+//!   back to the provider (which rejects repeated ids in a message);
 //! - tool input JSON is parsed once, at the block's end; invalid JSON keeps the raw text
 //!   as a JSON string, marks the end event with the parser's message and adds a warning;
 //! - an error (in-stream provider error, decode failure, incomplete stream) is terminal:
 //!   later deltas are ignored and the response keeps everything received.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -34,6 +42,7 @@ enum SlotKind {
     ToolUse,
 }
 
+/// One block of the response (same position in the message content).
 #[derive(Debug)]
 struct Slot {
     /// The dialect's block index.
@@ -49,6 +58,15 @@ struct Slot {
 pub struct Accumulator {
     response: Response,
     slots: Vec<Slot>,
+    /// The open block of each dialect index: its position in `slots`.
+    open_by_key: BTreeMap<u32, usize>,
+    /// Positions of the open blocks, in content order (the order they are closed in).
+    open: BTreeSet<usize>,
+    /// The last block a delta went to, `(key, position)`, while it is open: the text
+    /// path looks nothing up.
+    last: Option<(u32, usize)>,
+    /// Tool call ids handed out in this response.
+    tool_ids: BTreeSet<String>,
     prices: Option<Prices>,
     terminated: bool,
 }
@@ -58,7 +76,16 @@ impl Accumulator {
     pub fn new(model: impl Into<String>, origin: Option<Origin>) -> Self {
         let mut response = Response::empty(model);
         response.message.origin = origin;
-        Accumulator { response, slots: Vec::new(), prices: None, terminated: false }
+        Accumulator {
+            response,
+            slots: Vec::new(),
+            open_by_key: BTreeMap::new(),
+            open: BTreeSet::new(),
+            last: None,
+            tool_ids: BTreeSet::new(),
+            prices: None,
+            terminated: false,
+        }
     }
 
     /// Prices used to compute the cost at the end.
@@ -160,8 +187,12 @@ impl Accumulator {
         }
     }
 
+    #[inline]
     fn open_position(&self, key: u32) -> Option<usize> {
-        self.slots.iter().rposition(|s| s.key == key && s.open)
+        match self.last {
+            Some((k, pos)) if k == key => Some(pos),
+            _ => self.open_by_key.get(&key).copied(),
+        }
     }
 
     fn start_block(&mut self, key: u32, kind: BlockKind, out: &mut Vec<StreamEvent>) {
@@ -176,12 +207,14 @@ impl Accumulator {
 
     fn open_block(&mut self, key: u32, kind: BlockKind, out: &mut Vec<StreamEvent>) -> usize {
         let slot_kind = slot_kind(&kind);
-        // Non-tool blocks never interleave; tool calls interleave only with each other.
-        for pos in 0..self.slots.len() {
-            let s = &self.slots[pos];
-            if s.open && (s.kind != SlotKind::ToolUse || slot_kind != SlotKind::ToolUse) {
-                self.close(pos, out);
+        // Non-tool blocks never interleave; tool calls interleave only with each other. So
+        // the open blocks are one non-tool block or some tool calls: a tool call closes
+        // the first, anything else closes all (each block closes once: linear overall).
+        while let Some(&pos) = self.open.first() {
+            if slot_kind == SlotKind::ToolUse && self.slots[pos].kind == SlotKind::ToolUse {
+                break;
             }
+            self.close(pos, out);
         }
         let index = self.response.message.content.len();
         let (block, event) = match kind {
@@ -194,14 +227,50 @@ impl Accumulator {
                 StreamEvent::ThinkingStart { index },
             ),
             BlockKind::ToolUse { id, name } => {
+                let id = self.unique_tool_id(id, &name);
                 let event = StreamEvent::ToolUseStart { index, id: id.clone(), name: name.clone() };
                 (Block::ToolUse(ToolUse { id, name, input: Value::Null, signature: None }), event)
             }
         };
         self.response.message.content.push(block);
         self.slots.push(Slot { key, kind: slot_kind, open: true, tool_json: String::new() });
+        if let Some(previous) = self.open_by_key.insert(key, index) {
+            // Only reachable if a block under this key is still open: close bookkeeping.
+            self.open.remove(&previous);
+        }
+        self.open.insert(index);
+        self.last = Some((key, index));
         out.push(event);
         index
+    }
+
+    /// The id a new tool call gets: its own, unless an earlier call of this response has
+    /// it; then the id with the first free suffix `_2`, `_3`, … and a warning. An empty id
+    /// (a call the provider sent without one) is left as it is: there is nothing to match.
+    fn unique_tool_id(&mut self, id: String, name: &str) -> String {
+        if id.is_empty() {
+            return id;
+        }
+        if !self.tool_ids.contains(&id) {
+            self.tool_ids.insert(id.clone());
+            return id;
+        }
+        let mut n = 2u64;
+        let unique = loop {
+            let candidate = format!("{id}_{n}");
+            if !self.tool_ids.contains(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        self.response.warnings.push(Warning {
+            code: "duplicate_tool_call_id".into(),
+            message: format!(
+                "tool call {name} repeats the id {id} of an earlier call in this response; renamed {unique}"
+            ),
+        });
+        self.tool_ids.insert(unique.clone());
+        unique
     }
 
     fn block_delta(&mut self, key: u32, delta: BlockDelta, out: &mut Vec<StreamEvent>) {
@@ -216,6 +285,7 @@ impl Accumulator {
                 self.open_block(key, kind, out)
             }
         };
+        self.last = Some((key, pos));
         let index = pos;
         let slot = &mut self.slots[pos];
         let block = &mut self.response.message.content[pos];
@@ -249,10 +319,8 @@ impl Accumulator {
     }
 
     fn close_all(&mut self, out: &mut Vec<StreamEvent>) {
-        for pos in 0..self.slots.len() {
-            if self.slots[pos].open {
-                self.close(pos, out);
-            }
+        while let Some(&pos) = self.open.first() {
+            self.close(pos, out);
         }
     }
 
@@ -262,6 +330,15 @@ impl Accumulator {
             return;
         }
         slot.open = false;
+        let key = slot.key;
+        let raw = std::mem::take(&mut slot.tool_json);
+        self.open.remove(&pos);
+        if self.open_by_key.get(&key) == Some(&pos) {
+            self.open_by_key.remove(&key);
+        }
+        if self.last.is_some_and(|(_, p)| p == pos) {
+            self.last = None;
+        }
         let index = pos;
         match &mut self.response.message.content[pos] {
             Block::Text(t) => out.push(StreamEvent::TextEnd { index, text: t.text.clone() }),
@@ -272,7 +349,6 @@ impl Accumulator {
                 redacted: t.redacted.is_some(),
             }),
             Block::ToolUse(tool) => {
-                let raw = std::mem::take(&mut slot.tool_json);
                 let (input, error) = parse_tool_input(raw);
                 tool.input = input;
                 let tool_use = tool.clone();
@@ -406,6 +482,85 @@ mod tests {
         };
         let (_, resp) = run(vec![up(Some(10), Some(1)), up(None, Some(5)), Delta::stop(StopReason::Stop)]);
         assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (10, 5));
+    }
+
+    fn tool_ids(resp: &Response) -> Vec<String> {
+        resp.message.tool_uses().map(|t| t.id.clone()).collect()
+    }
+
+    #[test]
+    fn a_repeated_tool_call_id_gets_a_free_suffix_and_a_warning() {
+        let (events, resp) = run(vec![
+            tool(0, "a"),
+            tool(1, "a_2"),
+            tool(2, "a"),
+            tool(3, "a"),
+            tool(4, ""),
+            tool(5, ""),
+            Delta::stop(StopReason::ToolUse),
+        ]);
+        // `a_2` is taken by the provider's own second call, so the first repeat is `a_3`.
+        assert_eq!(tool_ids(&resp), ["a", "a_2", "a_3", "a_4", "", ""]);
+        let starts: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolUseStart { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, ["a", "a_2", "a_3", "a_4", "", ""], "events carry the ids the response has");
+        let warnings: Vec<_> = resp.warnings.iter().filter(|w| w.code == "duplicate_tool_call_id").collect();
+        assert_eq!(warnings.len(), 2, "{:?}", resp.warnings);
+        assert!(warnings[0].message.contains("a_3"), "{}", warnings[0].message);
+    }
+
+    #[test]
+    fn a_block_reopened_under_a_used_index_is_a_new_block() {
+        // Index 0 is reused after its stop (a second message in one stream): the later
+        // deltas go to the new block, and closing is by position, once each.
+        let (events, resp) = run(vec![
+            text(0, "one"),
+            Delta::BlockStop { index: 0 },
+            text(0, "two"),
+            tool(1, "x"),
+            args(1, "{}"),
+            text(0, "three"),
+            Delta::stop(StopReason::Stop),
+        ]);
+        let texts: Vec<String> = resp
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["one", "two", "three"]);
+        let ends = events.iter().filter(|e| matches!(e, StreamEvent::TextEnd { .. })).count();
+        assert_eq!(ends, 3);
+    }
+
+    #[test]
+    fn many_interleaved_tool_calls_close_in_order() {
+        let n = 50_000u32;
+        let mut deltas: Vec<Delta> = (0..n).map(|i| tool(i, &format!("c{i}"))).collect();
+        deltas.extend((0..n).rev().map(|i| args(i, &format!("{{\"n\":{i}}}"))));
+        deltas.push(text(n, "after"));
+        deltas.push(Delta::stop(StopReason::ToolUse));
+        let (events, resp) = run(deltas);
+        let ends: Vec<usize> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolUseEnd { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, (0..n as usize).collect::<Vec<_>>(), "closed by the text block, in content order");
+        let inputs: Vec<Value> = resp.message.tool_uses().map(|t| t.input.clone()).collect();
+        assert_eq!(inputs.len(), n as usize);
+        assert!(inputs.iter().enumerate().all(|(i, v)| v["n"] == i));
+        assert_eq!(resp.text(), "after");
     }
 
     #[test]

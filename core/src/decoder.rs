@@ -80,6 +80,13 @@ impl StreamDecoder {
         if self.acc.is_terminated() {
             return;
         }
+        // Under the WHATWG rules an SSE event the body ends inside is never dispatched, so
+        // a stream whose end was only announced by such an event did not end: its content
+        // is kept (the event is still decoded: nothing received is lost) but the stream
+        // is incomplete. NDJSON has no such rule: a last line without its newline is a
+        // whole line (JSON Lines), and only a missing stop makes the stream incomplete.
+        let ended_before = self.acc.response().stop_reason.is_some();
+        let sse = matches!(self.frames, FrameDecoder::Sse(_));
         let Self { frames, state, acc, .. } = self;
         let mut progress = Progress::default();
         let end = frames.finish(|frame| Self::on_frame(state, acc, &frame, out, &mut progress));
@@ -91,7 +98,8 @@ impl StreamDecoder {
         for d in self.deltas.drain(..) {
             self.acc.push(d, out);
         }
-        if end == Ok(StreamEnd::Cut) && self.acc.response().stop_reason.is_none() {
+        let ended = if sse { ended_before } else { self.acc.response().stop_reason.is_some() };
+        if end == Ok(StreamEnd::Cut) && !ended {
             self.acc.fail(StreamError::Incomplete, out);
         }
         self.acc.finish(out);

@@ -12,6 +12,7 @@
 //!   "error_kind": "overloaded",   // http_error (required) or a provider error (optional)
 //!   "tools": ["get_weather"],     // tool call names in order; absent = not checked
 //!   "text": "Hello",              // prefix of the final text; null = no text; absent = not checked
+//!   "input_tokens": 91,           // optional: the response's input tokens
 //!   "note": "why",                // optional
 //!   "known_gap": "why" }          // optional: a mismatch is reported but does not fail
 //! ```
@@ -73,6 +74,9 @@ pub struct Expectation {
     /// `None` (absent): not checked.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub text: Option<Option<String>>,
+    /// The response's input tokens; `None` = not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
     /// Why the expectation is what it is, where that is not obvious.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -107,6 +111,8 @@ pub struct Observed {
     pub tools: Vec<String>,
     /// The final message text.
     pub text: String,
+    /// The response's input tokens.
+    pub input_tokens: u64,
     /// A one-line description of the error, if any.
     pub detail: Option<String>,
 }
@@ -137,6 +143,7 @@ pub fn replay(recording: &Recording) -> Observed {
             error_kind: Some(error.kind),
             tools: Vec::new(),
             text: String::new(),
+            input_tokens: 0,
             detail: Some(error.to_string()),
         };
     }
@@ -165,6 +172,7 @@ pub fn replay(recording: &Recording) -> Observed {
         }),
         tools,
         text: response.text(),
+        input_tokens: response.usage.input_tokens,
         detail: stream_error.map(|e| e.to_string()),
     }
 }
@@ -192,6 +200,11 @@ pub fn mismatches(expected: &Expectation, observed: &Observed) -> Vec<String> {
     if let Some(tools) = &expected.tools {
         if *tools != observed.tools {
             out.push(format!("tools: expected {tools:?}, got {:?}", observed.tools));
+        }
+    }
+    if let Some(tokens) = expected.input_tokens {
+        if tokens != observed.input_tokens {
+            out.push(format!("input_tokens: expected {tokens}, got {}", observed.input_tokens));
         }
     }
     match &expected.text {

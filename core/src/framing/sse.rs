@@ -95,7 +95,9 @@ impl SseDecoder {
     /// complete line, the pending event is dispatched as if a blank line followed, and
     /// the result is [`StreamEnd::Cut`], so nothing received is lost and the caller
     /// decides whether a cut stream is fatal. [`StreamEnd::Clean`] means the body
-    /// ended between events.
+    /// ended between events. (The stream decoder takes a cut event's content but not its
+    /// word that the response is finished: a stream finished only by such an event is
+    /// incomplete, as it is for a WHATWG client, which never sees that event.)
     pub fn finish<F: FnMut(Frame<'_>)>(&mut self, mut on_frame: F) -> Result<StreamEnd, FramingError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());

@@ -15,6 +15,7 @@
 //! name, so JSON-lines replays and servers that omit `message_start` (llama.cpp) decode.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -33,7 +34,7 @@ use crate::response::StopReason;
 pub struct StreamState {
     blocks: BlockIndexer,
     /// Anthropic indices of the current message's blocks that are not forwarded.
-    ignored: Vec<u64>,
+    ignored: BTreeSet<u64>,
     /// A stop reason was reported for the current message.
     stopped: bool,
 }
@@ -246,13 +247,11 @@ impl StreamState {
                 name: owned(block.name).unwrap_or_default(),
             },
             _ => {
-                if !self.ignored.contains(&key) {
-                    self.ignored.push(key);
-                }
+                self.ignored.insert(key);
                 return;
             }
         };
-        self.ignored.retain(|k| *k != key);
+        self.ignored.remove(&key);
         let (index, _) = self.blocks.index(key);
         out.push(Delta::BlockStart { index, kind });
         // The start normally carries empty content; forward any that a server put there.

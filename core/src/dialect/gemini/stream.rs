@@ -292,6 +292,13 @@ fn finish_reason(reason: &str) -> StopReason {
 
 /// Normalises cumulative `usageMetadata`: `promptTokenCount` includes the cached part,
 /// `candidatesTokenCount` excludes thoughts, tool-use prompt tokens are input.
+///
+/// `toolUsePromptTokenCount` counts what the built-in tools (code execution, search)
+/// fed back to the model within this one request: the code execution guide bills those
+/// "intermediate tokens" as input, and `totalTokenCount` includes them. So omni's input
+/// is the prompt plus them (a two-step code execution stream with `promptTokenCount` 91
+/// and `toolUsePromptTokenCount` 574 has 665 input tokens, not 91), and input + output +
+/// cache reads add up to `totalTokenCount`, which a prompt-only count would not.
 fn usage_update(u: &UsageMetadata) -> Option<UsageUpdate> {
     let counts = [
         u.prompt_token_count,

@@ -13,8 +13,13 @@
 //! by their wire `index`, and a new `id` under an index already in use starts a new call
 //! (some servers number every call 0). `id` and `function.name` are taken once per call:
 //! llama-cpp-python repeats them on every delta, and they must not be concatenated.
+//!
+//! Every lookup is a map (wire index to call) or a list drained once (calls waiting for
+//! their name, calls to stop), so a stream with n calls costs O(n log n) however its
+//! chunks repeat `finish_reason`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -44,13 +49,18 @@ pub struct StreamState {
     /// `tool_calls` were seen, so the legacy `function_call` mirror is ignored.
     saw_tool_calls: bool,
     tools: Vec<ToolSlot>,
+    /// The latest call of each wire `index`: its position in `tools`.
+    by_wire: BTreeMap<u64, usize>,
+    /// Calls not started yet (no name so far), in order; drained when they start at a finish.
+    nameless: Vec<usize>,
+    /// Calls that got a start or arguments since the last `finish_reason` (only these can
+    /// have an open block to stop), in order.
+    to_stop: Vec<usize>,
 }
 
 /// One tool call of the stream.
 #[derive(Debug)]
 struct ToolSlot {
-    /// The call's `index` on the wire.
-    wire: u64,
     /// Our block key.
     key: u32,
     /// Provider call id (empty until seen).
@@ -60,6 +70,8 @@ struct ToolSlot {
     started: bool,
     /// Arguments received before the name, sent at the start.
     pending: String,
+    /// Listed in `StreamState::to_stop`.
+    to_stop: bool,
 }
 
 impl StreamState {
@@ -167,21 +179,24 @@ impl StreamState {
         out: &mut impl DeltaSink,
     ) {
         let id = id.filter(|s| !s.is_empty());
-        let existing = self.tools.iter().rposition(|t| t.wire == wire);
+        let existing = self.by_wire.get(&wire).copied();
         let pos = match existing {
             Some(pos) if !id.is_some_and(|id| !self.tools[pos].id.is_empty() && self.tools[pos].id != id) => pos,
             _ => {
                 let key = FIRST_TOOL_KEY.saturating_add(u32::try_from(self.tools.len()).unwrap_or(u32::MAX));
                 let slot = ToolSlot {
-                    wire,
                     key,
                     id: String::new(),
                     name: String::new(),
                     started: false,
                     pending: String::new(),
+                    to_stop: false,
                 };
                 self.tools.push(slot);
-                self.tools.len() - 1
+                let pos = self.tools.len() - 1;
+                self.by_wire.insert(wire, pos);
+                self.nameless.push(pos);
+                pos
             }
         };
         let response_id = self.response_id.as_deref();
@@ -189,6 +204,10 @@ impl StreamState {
         let arguments = arguments.filter(|a| !a.is_empty());
         if slot.started {
             if let Some(args) = arguments {
+                if !slot.to_stop {
+                    slot.to_stop = true;
+                    self.to_stop.push(pos);
+                }
                 out.push(Delta::BlockDelta { index: slot.key, delta: BlockDelta::ToolInput(args.into_owned()) });
             }
             return;
@@ -204,13 +223,20 @@ impl StreamState {
         }
         if !slot.name.is_empty() {
             slot.start(response_id, out);
+            slot.to_stop = true;
+            self.to_stop.push(pos);
         }
     }
 
     fn start_nameless_tools(&mut self, out: &mut impl DeltaSink) {
         let response_id = self.response_id.as_deref();
-        for slot in self.tools.iter_mut().filter(|t| !t.started) {
+        for pos in self.nameless.drain(..) {
+            let Some(slot) = self.tools.get_mut(pos).filter(|t| !t.started) else { continue };
             slot.start(response_id, out);
+            if !slot.to_stop {
+                slot.to_stop = true;
+                self.to_stop.push(pos);
+            }
         }
     }
 
@@ -220,8 +246,13 @@ impl StreamState {
         for (_, index) in keys.into_iter().filter(|(seen, _)| *seen) {
             out.push(Delta::BlockStop { index });
         }
-        for slot in &self.tools {
-            out.push(Delta::BlockStop { index: slot.key });
+        // Calls in the order they started or continued; sorted, they stop in call order.
+        self.to_stop.sort_unstable();
+        for pos in self.to_stop.drain(..) {
+            if let Some(slot) = self.tools.get_mut(pos) {
+                slot.to_stop = false;
+                out.push(Delta::BlockStop { index: slot.key });
+            }
         }
         let stop = match reason {
             "error" => return, // reported as an error by the caller

@@ -7,8 +7,12 @@
 //! calls also become tool blocks, with their text input as a JSON string. Events are parsed once
 //! into one borrowed envelope whose fields tolerate unexpected types, so an unknown
 //! event can never fail the stream.
+//!
+//! Items are found through maps (output index and item id to position), a message's parts
+//! and a reasoning item's parts likewise, so a stream with n items costs O(n log n).
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::wire::{EventPayload, ItemPayload, ResponsePayload, TextDeltaPayload, UsagePayload, TEXT_DELTA_PREFIX};
 use crate::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
@@ -22,6 +26,13 @@ use crate::response::StopReason;
 #[derive(Debug, Default)]
 pub struct StreamState {
     items: Vec<OutputItem>,
+    /// The latest item of each output index: its position in `items`.
+    by_output_index: BTreeMap<u64, usize>,
+    /// The output index and position of the item added last (the one the text path
+    /// usually names), checked before the map.
+    last_item: Option<(u64, usize)>,
+    /// The latest item of each non-empty item id: its position in `items`.
+    by_id: BTreeMap<String, usize>,
     next_block: u32,
     saw_tool_call: bool,
     saw_refusal: bool,
@@ -29,7 +40,6 @@ pub struct StreamState {
 
 #[derive(Debug)]
 struct OutputItem {
-    output_index: Option<u64>,
     /// Item id (`msg_…`, `rs_…`, `fc_…`); may be empty.
     id: String,
     kind: ItemKind,
@@ -39,7 +49,7 @@ struct OutputItem {
 enum ItemKind {
     /// Content index -> block.
     Message {
-        parts: Vec<(u64, u32)>,
+        parts: MessageParts,
     },
     Reasoning(ReasoningItem),
     FunctionCall {
@@ -54,16 +64,61 @@ enum ItemKind {
     Other,
 }
 
+/// The text blocks of a message item's content parts.
+#[derive(Debug, Default)]
+struct MessageParts {
+    /// The part started last, `(content index, its block)`: the one deltas go to, kept
+    /// out of the map so the text path looks nothing up.
+    current: Option<(u64, PartText)>,
+    /// Content index -> block, for the parts started before it.
+    earlier: BTreeMap<u64, PartText>,
+    /// Blocks started since the item was last finished, to stop at `output_item.done`.
+    unstopped: Vec<u32>,
+}
+
+impl MessageParts {
+    fn get(&self, content_index: u64) -> Option<&PartText> {
+        match &self.current {
+            Some((ci, part)) if *ci == content_index => Some(part),
+            _ => self.earlier.get(&content_index),
+        }
+    }
+
+    fn get_mut(&mut self, content_index: u64) -> Option<&mut PartText> {
+        match &mut self.current {
+            Some((ci, part)) if *ci == content_index => Some(part),
+            _ => self.earlier.get_mut(&content_index),
+        }
+    }
+
+    fn insert(&mut self, content_index: u64, part: PartText) {
+        if let Some((ci, previous)) = self.current.replace((content_index, part)) {
+            self.earlier.insert(ci, previous);
+        }
+        self.unstopped.push(part.block);
+    }
+}
+
+/// A content part's block and how much of its text was sent.
+#[derive(Debug, Clone, Copy)]
+struct PartText {
+    block: u32,
+    /// Bytes of text sent so far, from deltas or a final text.
+    sent: usize,
+}
+
 #[derive(Debug, Default)]
 struct ReasoningItem {
     block: Option<u32>,
-    /// The summary and reasoning-text parts that gave text, in order.
-    parts: Vec<ReasoningPart>,
+    /// The summary and reasoning-text parts that gave text.
+    parts: BTreeSet<ReasoningPart>,
+    /// The part that gave text last.
+    last_part: Option<ReasoningPart>,
     /// `encrypted_content` as first announced; the final value comes with `output_item.done`.
     encrypted: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum ReasoningPart {
     Summary(u64),
     Text(u64),
@@ -182,7 +237,12 @@ impl StreamState {
 
     fn position(&self, target: Target<'_>) -> Option<usize> {
         if let Some(index) = target.output_index {
-            if let Some(pos) = self.items.iter().rposition(|i| i.output_index == Some(index)) {
+            if let Some((last, pos)) = self.last_item {
+                if last == index {
+                    return Some(pos);
+                }
+            }
+            if let Some(&pos) = self.by_output_index.get(&index) {
                 return Some(pos);
             }
         }
@@ -190,7 +250,21 @@ impl StreamState {
             // An event that names no item at all can only be about the latest one.
             return if target.output_index.is_none() { self.items.len().checked_sub(1) } else { None };
         }
-        self.items.iter().rposition(|i| i.id == target.item_id)
+        self.by_id.get(target.item_id).copied()
+    }
+
+    /// Adds an item, indexed by its output index and id; returns its position.
+    fn push_item(&mut self, output_index: Option<u64>, id: &str, kind: ItemKind) -> usize {
+        let pos = self.items.len();
+        if let Some(index) = output_index {
+            self.by_output_index.insert(index, pos);
+            self.last_item = Some((index, pos));
+        }
+        if !id.is_empty() {
+            self.by_id.insert(id.to_string(), pos);
+        }
+        self.items.push(OutputItem { id: id.to_string(), kind });
+        pos
     }
 
     /// The item an event is about; an item the stream never announced is created from
@@ -206,8 +280,7 @@ impl StreamState {
                 return pos;
             }
         }
-        self.items.push(OutputItem { output_index: target.output_index, id: target.item_id.to_string(), kind: wanted });
-        self.items.len() - 1
+        self.push_item(target.output_index, target.item_id, wanted)
     }
 
     fn new_block(&mut self) -> u32 {
@@ -216,16 +289,18 @@ impl StreamState {
         block
     }
 
-    /// The text block of a message content part, started on first use. The message item
-    /// id travels as the block's signature, to be sent back with the text.
-    fn text_block(&mut self, pos: usize, content_index: u64, out: &mut impl DeltaSink) -> Option<u32> {
+    /// The text block of a message content part, started on first use, that `text`
+    /// goes to. The message item id travels as the block's signature, to be sent back
+    /// with the text.
+    fn text_block(&mut self, pos: usize, content_index: u64, text: &str, out: &mut impl DeltaSink) -> Option<u32> {
         let next = self.next_block;
         let item = self.items.get_mut(pos)?;
         let ItemKind::Message { parts } = &mut item.kind else { return None };
-        if let Some(&(_, block)) = parts.iter().find(|(ci, _)| *ci == content_index) {
-            return Some(block);
+        if let Some(part) = parts.get_mut(content_index) {
+            part.sent += text.len();
+            return Some(part.block);
         }
-        parts.push((content_index, next));
+        parts.insert(content_index, PartText { block: next, sent: text.len() });
         self.next_block += 1;
         out.push(Delta::BlockStart { index: next, kind: BlockKind::Text });
         if !item.id.is_empty() {
@@ -242,13 +317,14 @@ impl StreamState {
         out: &mut impl DeltaSink,
     ) {
         let Some(delta) = delta.filter(|d| !d.is_empty()) else { return };
-        let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
-        if let Some(index) = self.text_block(pos, content_index, out) {
+        let pos = self.item_for(target, || ItemKind::Message { parts: MessageParts::default() });
+        if let Some(index) = self.text_block(pos, content_index, &delta, out) {
             out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(delta.into_owned()) });
         }
     }
 
-    /// `output_text.done` / `refusal.done`: the whole text, used only when no delta came.
+    /// `output_text.done` / `refusal.done`: the part's whole, final text. What the deltas
+    /// did not bring (all of it when none came) is sent now.
     fn on_text_done(
         &mut self,
         target: Target<'_>,
@@ -257,21 +333,26 @@ impl StreamState {
         out: &mut impl DeltaSink,
     ) {
         if text.as_deref().is_some_and(|t| !t.is_empty()) {
-            let pos = self.item_for(target, || ItemKind::Message { parts: Vec::new() });
+            let pos = self.item_for(target, || ItemKind::Message { parts: MessageParts::default() });
             self.text_done_at(pos, content_index, text, out);
         }
     }
 
+    /// A part's final text (a `.done` event or the finished item). The API documents it
+    /// as the finalized text, which the deltas add up to; when they did not bring all of
+    /// it (a delta lost on the way, a server that streams only part of it) the rest is
+    /// sent, so the response holds the text the SDKs report. Text that does not extend
+    /// what was streamed cannot be reconciled without taking back deltas already
+    /// delivered: the streamed text stands.
     fn text_done_at(&mut self, pos: usize, content_index: u64, text: Option<Cow<'_, str>>, out: &mut impl DeltaSink) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
-        let streamed = match self.items.get(pos).map(|i| &i.kind) {
-            Some(ItemKind::Message { parts }) => parts.iter().any(|(ci, _)| *ci == content_index),
-            _ => true,
+        let sent = match self.items.get(pos).map(|i| &i.kind) {
+            Some(ItemKind::Message { parts }) => parts.get(content_index).map_or(0, |p| p.sent),
+            _ => return,
         };
-        if !streamed {
-            if let Some(index) = self.text_block(pos, content_index, out) {
-                out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(text.into_owned()) });
-            }
+        let Some(rest) = text.get(sent..).filter(|rest| !rest.is_empty()) else { return };
+        if let Some(index) = self.text_block(pos, content_index, rest, out) {
+            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(rest.to_string()) });
         }
     }
 
@@ -305,15 +386,14 @@ impl StreamState {
         if whole && reasoning.parts.contains(&part) {
             return;
         }
-        let separate = reasoning.parts.last().is_some_and(|last| *last != part);
+        let separate = reasoning.last_part.is_some_and(|last| last != part);
         let Some(index) = self.thinking_block(pos, out) else { return };
         if separate {
             out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking("\n\n".into()) });
         }
         if let Some(reasoning) = self.reasoning_at(pos) {
-            if reasoning.parts.last() != Some(&part) {
-                reasoning.parts.push(part);
-            }
+            reasoning.parts.insert(part);
+            reasoning.last_part = Some(part);
         }
         out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking(text.into_owned()) });
     }
@@ -370,7 +450,7 @@ impl StreamState {
             return pos; // announced twice
         }
         let kind = match item.kind.0.as_deref().unwrap_or("") {
-            "message" => ItemKind::Message { parts: Vec::new() },
+            "message" => ItemKind::Message { parts: MessageParts::default() },
             "reasoning" => ItemKind::Reasoning(ReasoningItem {
                 encrypted: item.encrypted_content.0.as_deref().map(str::to_string),
                 ..ReasoningItem::default()
@@ -403,8 +483,7 @@ impl StreamState {
             }
             _ => ItemKind::Other,
         };
-        self.items.push(OutputItem { output_index, id: id.to_string(), kind });
-        self.items.len() - 1
+        self.push_item(output_index, id, kind)
     }
 
     fn on_item_done(
@@ -424,8 +503,8 @@ impl StreamState {
                     }
                     self.text_done_at(pos, content_index, part.text.0.or(part.refusal.0), out);
                 }
-                if let Some(ItemKind::Message { parts }) = self.items.get(pos).map(|i| &i.kind) {
-                    for &(_, index) in parts {
+                if let Some(ItemKind::Message { parts }) = self.items.get_mut(pos).map(|i| &mut i.kind) {
+                    for index in parts.unstopped.drain(..) {
                         out.push(Delta::BlockStop { index });
                     }
                 }
