@@ -277,6 +277,12 @@ pub enum RequestError {
         /// The header's name (as given).
         name: String,
     },
+    /// A value in the request (a tool input, a schema) is nested deeper than
+    /// [`MAX_DEPTH`](crate::depth::MAX_DEPTH) levels, past what omni writes out.
+    TooDeep {
+        /// Which value.
+        what: String,
+    },
 }
 
 impl fmt::Display for RequestError {
@@ -290,6 +296,9 @@ impl fmt::Display for RequestError {
             RequestError::InvalidOptions(e) => write!(f, "invalid options: {e}"),
             RequestError::InvalidHeader { name } => {
                 write!(f, "header {name:?} cannot be sent: a bad name, or a control character in its value")
+            }
+            RequestError::TooDeep { what } => {
+                write!(f, "{what} is nested deeper than {} levels", crate::depth::MAX_DEPTH)
             }
         }
     }
