@@ -16,6 +16,14 @@
 //! | `JsonSchemaValidator` | the schema it compiles, each value it checks | `SchemaError`, `ValidationError` |
 //! | schema adaptation | the depth it descends to | the rest is left as given, with a warning |
 //!
+//! Audited and bounded already: every JSON text omni parses (stream events, tool
+//! arguments, error bodies, structured output, user schemas from text) goes through
+//! serde_json with its recursion limit on (its `unbounded_depth` feature is off in the whole
+//! dependency tree, and `disable_recursion_limit` is called nowhere), so a parsed value
+//! has at most 128 levels, which serialising, cloning and dropping handle on a small stack;
+//! request builders wrap values in a fixed number of levels; framing, text and thinking
+//! are flat; `schema::for_type` follows Rust types, whose recursion stays a `$ref`.
+//!
 //! The bound is half the parser's: 64 levels is far beyond any real tool input or schema
 //! (OpenAI's strict mode allows 10 levels of objects), and validating a value that deep
 //! with `jsonschema` takes about 2 to 4 KiB of stack per level in a debug build, so it
