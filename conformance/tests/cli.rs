@@ -88,3 +88,21 @@ fn request_mode_prints_the_request_with_the_key_redacted() {
         .any(|h| h[0] == "authorization" && h[1] == "<redacted>"));
     assert_eq!(request["body"]["stream"], true);
 }
+
+/// Issue 10: one 28 KB Gemini event whose `partialArgs` path has 14,000 segments aborted
+/// the process (a stack overflow). It is a typed decode error now: exit 1, an error line.
+#[test]
+fn a_deeply_nested_partial_args_path_exits_1_with_a_typed_error() {
+    let path = format!("${}", ".a".repeat(14_000));
+    let chunk = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+        "name": "f", "partialArgs": [{"jsonPath": path, "stringValue": "x"}], "willContinue": true
+    }}]}}]});
+    let body = format!("data: {chunk}\r\n\r\n");
+    assert!(body.len() > 28_000);
+    let out = run(&["--dialect", "google_gemini"], body.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let last = lines(&out).pop().expect("a last line");
+    assert_eq!(last["type"], "error");
+    assert_eq!(last["error"]["type"], "decode");
+    assert!(last["error"]["message"].as_str().is_some_and(|m| m.contains("deeper than 64 levels")), "{last}");
+}

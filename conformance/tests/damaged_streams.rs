@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 
 use omni_conformance::fixtures::{fixtures_root, stream_cases};
 use omni_conformance::upstream;
+use omni_core::depth::MAX_DEPTH;
 use omni_core::{decode_body, Dialect, Response, StreamEvent};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
@@ -311,5 +312,279 @@ fn damage_value(root: &mut Value, path: &str, how: u32, size: u32) {
     };
     if let Some(slot) = root.pointer_mut(path) {
         *slot = replacement;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Deep structures (issue 10: a 28 KB Gemini event aborted the process).
+
+/// Depths of the deep cases: one past omni's bound (still within serde_json's parser,
+/// whose recursion limit is 128), and the 28 KB event of issue 10 (far past both).
+const DEPTHS: [usize; 2] = [MAX_DEPTH + 1, 14_000];
+/// The stack each deep case is decoded on: a recursion without a bound overflows it
+/// at once (and aborts the test binary, naming the case in the thread's name).
+const SMALL_STACK: usize = 256 * 1024;
+/// Stands for the deep value in a serialised event, before it is spliced in.
+const MARK: &str = "\u{1}deep\u{1}";
+
+/// JSON text nested `depth` levels: arrays, or objects.
+fn deep_text(objects: bool, depth: usize) -> String {
+    if objects {
+        format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth))
+    } else {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    }
+}
+
+/// Runs `f` on a thread with a [`SMALL_STACK`], named `name`.
+fn on_small_stack<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(SMALL_STACK)
+        .spawn(f)
+        .expect("a thread")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// What a deep case's decode is held to, on top of [`check_well_formed`]: the response
+/// serialises and drops (on the small stack), and no tool input in it is nested deeper
+/// than the bound. Returns the tool input errors seen.
+fn decode_deep(dialect: Dialect, body: Vec<u8>) -> Result<Vec<String>, String> {
+    let (events, response) = decode_body(dialect, "model", &body);
+    check_well_formed(&body, &events, &response)?;
+    serde_json::to_string(&response).map_err(|e| e.to_string())?;
+    for call in response.message.tool_uses() {
+        if omni_core::depth::exceeds(&call.input, MAX_DEPTH) {
+            return Err(format!("tool call {} has an input nested deeper than {MAX_DEPTH}", call.id));
+        }
+    }
+    let input_errors = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolUseEnd { input_error: Some(error), .. } => Some(error.clone()),
+            _ => None,
+        })
+        .collect();
+    Ok(input_errors)
+}
+
+/// Every JSON value of every event of every fixture, once per dialect, event type and
+/// place, replaced by a deep array and a deep object (and, where tool arguments travel as
+/// text, by a string holding deep JSON), at each of [`DEPTHS`]; each decoded on a small
+/// stack.
+#[test]
+fn deep_structures_in_every_field_decode_on_a_small_stack() {
+    let cases = stream_cases(&fixtures_root()).unwrap_or_else(|e| panic!("cannot load fixtures: {e}"));
+    let mut seen = BTreeSet::new();
+    let mut deep_tool_inputs = BTreeSet::new();
+    let mut decoded = 0;
+    for case in &cases {
+        let Ok(text) = std::str::from_utf8(&case.body) else { continue };
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (at, line) in lines.iter().enumerate() {
+            let Some((prefix, value)) = json_of(line) else { continue };
+            let kind = value.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+            for path in paths(&value).into_iter().filter(|p| !p.is_empty()) {
+                let place = path.split('/').map(|s| if s.parse::<u32>().is_ok() { "#" } else { s });
+                let place = place.collect::<Vec<_>>().join("/");
+                // Tool arguments stream as pieces of JSON text: each piece is tried (one that
+                // is the whole input reaches the check of the parsed input); other places once.
+                let arguments = ["partial_json", "arguments", "delta"].iter().any(|k| path.ends_with(&format!("/{k}")));
+                let key = (case.dialect.name(), kind.clone(), place.clone());
+                let every_piece = arguments && value.pointer(&path).is_some_and(Value::is_string);
+                if !seen.insert(key) && !every_piece {
+                    continue;
+                }
+                let mut marked = value.clone();
+                *marked.pointer_mut(&path).expect("the path exists") = Value::String(MARK.into());
+                let marked = format!("{prefix}{marked}");
+                let quoted_mark = serde_json::to_string(MARK).expect("a string");
+                for depth in DEPTHS {
+                    let mut shapes = vec![("arrays", deep_text(false, depth)), ("objects", deep_text(true, depth))];
+                    if arguments {
+                        shapes.push(("text", serde_json::to_string(&deep_text(true, depth)).expect("a string")));
+                    }
+                    for (shape, deep) in shapes {
+                        let mut body_lines = lines.clone();
+                        let line = marked.replacen(&quoted_mark, &deep, 1);
+                        body_lines[at] = &line;
+                        let body = body_lines.join("\n").into_bytes();
+                        let dialect = case.dialect;
+                        let name = format!("{} {}{place} ({kind}): {shape} x{depth}", case.name, dialect.name());
+                        let outcome = on_small_stack(name.clone(), move || decode_deep(dialect, body));
+                        match outcome {
+                            Ok(errors) if errors.iter().any(|e| e.contains("nested deeper")) => {
+                                deep_tool_inputs.insert(dialect.name());
+                            }
+                            Ok(_) => {}
+                            Err(e) => panic!("{name}: {e}"),
+                        }
+                        decoded += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!("{decoded} deep structures decoded on a {} KiB stack", SMALL_STACK / 1024);
+    // Each dialect's tool arguments were reached: a too deep input is kept as text, typed.
+    let all: BTreeSet<&str> = Dialect::ALL.iter().map(|d| d.name()).collect();
+    assert_eq!(deep_tool_inputs, all, "a deep tool input was refused in every dialect");
+}
+
+/// Gemini's `partialArgs` (Vertex AI's streamed function arguments): a leaf path of
+/// 14,000 segments, the 28 KB event that aborted the process, ends the stream with a
+/// typed decode error; a path at the bound is assembled.
+#[test]
+fn a_deep_partial_args_path_is_a_typed_error_on_a_small_stack() {
+    for (segments, fails) in [(14_000, true), (MAX_DEPTH, false), (MAX_DEPTH + 1, true)] {
+        let body = deep_partial_args_event(segments);
+        let name = format!("google_gemini partialArgs x{segments}");
+        let (events, input) = on_small_stack(name, move || {
+            let (events, response) = decode_body(Dialect::GoogleGemini, "model", &body);
+            check_well_formed(&body, &events, &response).unwrap_or_else(|e| panic!("{e}"));
+            serde_json::to_string(&response).expect("the response serialises");
+            let input = response.message.tool_uses().next().map(|call| call.input.clone());
+            (events, input)
+        });
+        match events.last() {
+            Some(StreamEvent::Error { error: omni_core::StreamError::Decode { message, .. } }) if fails => {
+                assert!(message.contains("deeper than 64"), "{message}");
+            }
+            Some(StreamEvent::Done { .. }) if !fails => {
+                let input = input.expect("the call");
+                assert!(
+                    !omni_core::depth::exceeds(&input, MAX_DEPTH) && omni_core::depth::exceeds(&input, MAX_DEPTH - 1)
+                );
+            }
+            other => panic!("{segments} segments: {other:?}"),
+        }
+    }
+}
+
+/// One Gemini event: a streamed call whose single leaf's path has `segments` segments.
+fn deep_partial_args_event(segments: usize) -> Vec<u8> {
+    let path = format!("${}", ".a".repeat(segments));
+    let chunk = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {
+        "name": "f", "partialArgs": [{"jsonPath": path, "stringValue": "x"}], "willContinue": true
+    }}]}}]});
+    let end = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]},
+        "finishReason": "STOP"}]});
+    format!("data: {chunk}\r\n\r\ndata: {end}\r\n\r\n").into_bytes()
+}
+
+// ---------------------------------------------------------------------------------------
+// Deep schemas and deep tool inputs, from an application or a model.
+
+/// The deepest value JSON text can give (serde_json's parser stops at 128 levels).
+const PARSER_DEPTH: usize = 127;
+
+/// A value nested `depth` levels of objects, parsed from text as an application or a
+/// model would hand it over.
+fn deep_value(depth: usize) -> Value {
+    serde_json::from_str(&deep_text(true, depth)).expect("within the parser's limit")
+}
+
+/// A schema of `levels` nested object properties (two JSON levels each).
+fn deep_schema(levels: usize) -> Value {
+    let text = format!(
+        "{}{{\"type\":\"string\"}}{}",
+        r#"{"type":"object","properties":{"a":"#.repeat(levels),
+        "}}".repeat(levels)
+    );
+    serde_json::from_str(&text).expect("within the parser's limit")
+}
+
+/// Definitions that chain one into the next, each referenced with a sibling keyword (so
+/// adapters inline it): a schema a few levels deep that inlines into thousands of levels.
+fn chained_definitions(links: usize, all_of: bool) -> Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..links {
+        let next = serde_json::json!({"$ref": format!("#/$defs/d{}", i + 1), "description": "next"});
+        let def = if all_of {
+            serde_json::json!({"allOf": [next], "description": "link"})
+        } else {
+            serde_json::json!({"type": "object", "properties": {"n": next}, "required": ["n"]})
+        };
+        defs.insert(format!("d{i}"), def);
+    }
+    defs.insert(format!("d{links}"), serde_json::json!({"type": "object", "properties": {}}));
+    serde_json::json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/d0", "description": "start"}},
+        "required": ["root"], "$defs": defs})
+}
+
+/// A schema adapter of `omni_core::schema::adapt`.
+type Adapter = fn(&Value) -> (Value, Vec<omni_core::Warning>);
+
+#[test]
+fn deep_schemas_are_refused_or_adapted_within_the_bound_on_a_small_stack() {
+    use omni_core::schema::{adapt, JsonSchemaValidator};
+    on_small_stack("deep schemas".into(), || {
+        // Compiling: at the bound it works, past it a typed refusal.
+        assert!(JsonSchemaValidator::new(deep_schema(MAX_DEPTH / 2 - 1)).is_ok());
+        for levels in [MAX_DEPTH / 2 + 1, PARSER_DEPTH / 2] {
+            let err = JsonSchemaValidator::new(deep_schema(levels)).expect_err("too deep");
+            assert!(err.to_string().contains("deeper than 64 levels"), "{err}");
+        }
+        // Adapting: a schema as deep as text allows, and chains of references that inline
+        // into thousands of levels, come back within twice the bound, with a warning.
+        let adapters: [(&str, Adapter); 3] =
+            [("openai", adapt::openai_strict), ("gemini", adapt::gemini), ("anthropic", adapt::anthropic_output)];
+        for schema in [chained_definitions(200, false), chained_definitions(200, true), deep_schema(PARSER_DEPTH / 2)] {
+            for (name, adapter) in adapters {
+                let (adapted, warnings) = adapter(&schema);
+                assert!(!omni_core::depth::exceeds(&adapted, 2 * MAX_DEPTH), "{name}: adapted too deep");
+                assert!(!warnings.is_empty(), "{name}: the change is reported");
+                serde_json::to_string(&adapted).expect("serialises");
+            }
+        }
+    });
+}
+
+#[test]
+fn deep_tool_inputs_are_refused_by_validation_and_request_building_on_a_small_stack() {
+    use omni_core::catalogue::Catalogue;
+    use omni_core::schema::{adapt, JsonSchemaValidator, Validator};
+    use omni_core::{ApiKey, Block, Context, Message, Model, Options, RequestError, RequestSpec, Role, ToolUse};
+    on_small_stack("deep tool inputs".into(), || {
+        // A recursive schema, so the validator would follow the value all the way down.
+        let schema = serde_json::json!({"$defs": {"n": {"type": ["object", "integer"],
+            "properties": {"a": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"});
+        let validator = JsonSchemaValidator::new(schema).expect("a schema");
+        assert!(validator.validate(&deep_value(MAX_DEPTH)).is_ok(), "at the bound");
+        for depth in [MAX_DEPTH + 1, PARSER_DEPTH] {
+            let err = validator.validate(&deep_value(depth)).expect_err("too deep");
+            assert!(err.message.contains("deeper than 64 levels"), "{err}");
+            let err = adapt::validate_adapted(&validator, &deep_value(depth)).expect_err("too deep");
+            assert!(err.message.contains("deeper than 64 levels"), "{err}");
+        }
+        // A tool call in the history with an input past the bound: a typed refusal.
+        let catalogue = Catalogue::builtin().expect("the catalogue");
+        let call = ToolUse { id: "call_1".into(), name: "f".into(), input: deep_value(PARSER_DEPTH), signature: None };
+        let context = Context {
+            messages: vec![Message::user("hi"), Message::new(Role::Assistant, vec![Block::ToolUse(call)])],
+            ..Context::default()
+        };
+        for dialect in Dialect::ALL {
+            let provider = catalogue.providers().find(|p| p.id == provider_of(dialect)).expect("a provider");
+            let model = Model::new(provider.id.clone(), "m", dialect);
+            let options = Options::default();
+            let key = ApiKey::new("sk-deep");
+            let spec =
+                RequestSpec { model: &model, provider, context: &context, options: &options, api_key: Some(&key) };
+            match dialect.build_request(&spec) {
+                Err(RequestError::TooDeep { what }) => assert!(what.contains("call_1"), "{what}"),
+                other => panic!("{}: {other:?}", dialect.name()),
+            }
+        }
+    });
+}
+
+fn provider_of(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::AnthropicMessages => "anthropic",
+        Dialect::OpenaiCompletions | Dialect::OpenaiResponses => "openai",
+        Dialect::GoogleGemini => "google",
+        _ => "ollama",
     }
 }

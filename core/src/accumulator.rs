@@ -390,6 +390,10 @@ fn parse_tool_input(raw: String) -> (Value, Option<String>) {
         return (Value::Object(Default::default()), None);
     }
     match serde_json::from_str::<Value>(&raw) {
+        // Kept as text like bad JSON: deeper values are not validated or sent (crate::depth).
+        Ok(v) if crate::depth::exceeds(&v, crate::depth::MAX_DEPTH) => {
+            (Value::String(raw), Some(format!("the input is nested deeper than {} levels", crate::depth::MAX_DEPTH)))
+        }
         Ok(v) => (v, None),
         Err(e) => (Value::String(raw), Some(e.to_string())),
     }

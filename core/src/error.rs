@@ -46,7 +46,9 @@ pub struct ProviderError {
     pub code: Option<String>,
     /// The provider's message.
     pub message: String,
-    /// How long the provider asked us to wait (`retry-after-ms` / `retry-after`).
+    /// How long the provider asked us to wait (`retry-after-ms` / `retry-after`), however
+    /// long: a wait past [`RetryPolicy::max_retry_after`](crate::generate::RetryPolicy)
+    /// fails the call at once with this error, so the caller sees what was asked.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_duration_ms")]
     pub retry_after: Option<Duration>,
     /// The raw body, kept so nothing is lost (bounded by the caller).
@@ -75,7 +77,11 @@ impl fmt::Display for ProviderError {
         if let Some(code) = &self.code {
             write!(f, " [{code}]")?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", self.message)?;
+        if let Some(wait) = self.retry_after {
+            write!(f, " (retry after {wait:?})")?;
+        }
+        Ok(())
     }
 }
 
@@ -159,7 +165,11 @@ impl ProviderError {
     }
 
     /// Reads `retry-after-ms` (milliseconds) or `retry-after` (seconds) from response headers.
-    /// The HTTP-date form of `retry-after` needs a clock and is left to the caller.
+    /// Every finite, non-negative wait is kept, however long (beyond 136 years it reads as
+    /// `u32::MAX` seconds): whether to wait is the retry policy's decision, and a day-long
+    /// wait dropped here would have been replaced by a short backoff, hammering a provider
+    /// that asked for quiet. The HTTP-date form of `retry-after` needs a clock: it is not
+    /// read, and the backoff applies.
     pub fn with_retry_after_from<'h>(mut self, headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> Self {
         let mut ms = None;
         let mut secs = None;
@@ -171,8 +181,10 @@ impl ProviderError {
             }
         }
         let wait = ms.map(|m| m / 1000.0).or(secs);
-        if let Some(w) = wait.filter(|w| w.is_finite() && *w >= 0.0 && *w < 86_400.0) {
-            self.retry_after = Some(Duration::from_secs_f64(w));
+        // Capped so that any wait converts, and serialises as milliseconds in a u64.
+        let longest = Duration::from_secs(u32::MAX.into());
+        if let Some(w) = wait.filter(|w| w.is_finite() && *w >= 0.0) {
+            self.retry_after = Some(Duration::try_from_secs_f64(w).map_or(longest, |d| d.min(longest)));
         }
         self
     }
@@ -290,6 +302,12 @@ pub enum RequestError {
         /// The header's name (as given).
         name: String,
     },
+    /// A value in the request (a tool input, a schema) is nested deeper than
+    /// [`MAX_DEPTH`](crate::depth::MAX_DEPTH) levels, past what omni writes out.
+    TooDeep {
+        /// Which value.
+        what: String,
+    },
 }
 
 impl fmt::Display for RequestError {
@@ -303,6 +321,9 @@ impl fmt::Display for RequestError {
             RequestError::InvalidOptions(e) => write!(f, "invalid options: {e}"),
             RequestError::InvalidHeader { name } => {
                 write!(f, "header {name:?} cannot be sent: a bad name, or a control character in its value")
+            }
+            RequestError::TooDeep { what } => {
+                write!(f, "{what} is nested deeper than {} levels", crate::depth::MAX_DEPTH)
             }
         }
     }
@@ -365,5 +386,15 @@ mod tests {
         assert_eq!(e.retry_after, Some(Duration::from_millis(1500)));
         let e = ProviderError::new(Some(429), None, "x").with_retry_after_from([("retry-after", "Wed, 21 Oct 2015")]);
         assert_eq!(e.retry_after, None);
+        // A day or more is kept (the policy decides), an absurd value is capped.
+        let e = ProviderError::new(Some(429), None, "x").with_retry_after_from([("retry-after", "86400")]);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(86_400)));
+        assert!(e.to_string().ends_with("(retry after 86400s)"), "{e}");
+        let e = ProviderError::new(Some(429), None, "x").with_retry_after_from([("retry-after", "1e300")]);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(u32::MAX.into())));
+        for bad in ["-1", "NaN", "inf"] {
+            let e = ProviderError::new(Some(429), None, "x").with_retry_after_from([("retry-after", bad)]);
+            assert_eq!(e.retry_after, None, "{bad}");
+        }
     }
 }

@@ -21,6 +21,7 @@ pub mod client;
 pub mod client_builder;
 pub mod decoder;
 pub mod delta;
+pub mod depth;
 pub mod dialect;
 pub mod driver_error;
 pub mod error;

@@ -88,6 +88,9 @@ impl Dialect {
     /// Options are validated here too, so a hand-built request cannot skip the checks.
     pub fn build_request(self, spec: &RequestSpec<'_>) -> Result<BuiltRequest, RequestError> {
         spec.options.validate().map_err(RequestError::InvalidOptions)?;
+        if let Some(what) = crate::depth::too_deep_in_request(spec.context, spec.options) {
+            return Err(RequestError::TooDeep { what });
+        }
         let key = match (&spec.provider.auth, spec.api_key) {
             (Auth::None, _) => None,
             (_, Some(key)) => Some(key),

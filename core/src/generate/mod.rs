@@ -55,6 +55,20 @@ pub const DEFAULT_MAX_STEPS: u32 = 10;
 /// Default time a tool call may take.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time without progress (keep-alives do not count) before a stream is stalled.
+///
+/// Why 120 s, retried once ([`RetryPolicy::max_stall_retries`]): the official SDKs wait far
+/// longer. openai-python and anthropic-sdk-python default to `httpx.Timeout(600, connect=5)`,
+/// a 10-minute read timeout that any byte (a keep-alive too) resets, retried twice
+/// (`DEFAULT_MAX_RETRIES = 2`): a silent server holds a call 30 minutes. Google's genai SDKs
+/// set no timeout at all. A shorter limit would cut real calls: a reasoning model thinks
+/// in silence before its first token (OpenAI's Responses API streams reasoning summaries
+/// only on request, and omni does not ask by default: they need a verified organisation),
+/// and a long prompt's prefill takes tens of seconds. What a shorter worst case can come
+/// from is the retries: a stall is retried only before anything reached the caller, where
+/// it is a dead connection (one retry finds a live one) or a slow model (a retry thinks
+/// just as long, and pays again). So one retry, not two: a silent server holds a call
+/// about 4 minutes (two stalls and a backoff), down from 6, and a stall mid-stream fails
+/// at once, with what arrived.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default number of corrections asked for invalid structured output.
 pub const DEFAULT_OUTPUT_RETRIES: u32 = 3;
@@ -153,6 +167,8 @@ pub struct Generate {
     added: Vec<Message>,
     step: u32,
     retries: u32,
+    /// Of those, retries after a stall (bounded by [`RetryPolicy::max_stall_retries`]).
+    stall_retries: u32,
     usage: Usage,
     warnings: Vec<Warning>,
     last: Option<Response>,
@@ -195,6 +211,7 @@ impl Generate {
             added: Vec::new(),
             step: 0,
             retries: 0,
+            stall_retries: 0,
             usage: Usage::default(),
             warnings: Vec::new(),
             last: None,
@@ -439,13 +456,16 @@ impl Generate {
             Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
             _ => (None, false),
         };
-        if !delivered && error.is_retryable() && self.retries < self.config.retry.max_retries {
+        let stalled = matches!(error, GenerateError::Stalled(_));
+        let stalls_left = !stalled || self.stall_retries < self.config.retry.max_stall_retries;
+        if !delivered && error.is_retryable() && stalls_left && self.retries < self.config.retry.max_retries {
             let retry_after = match &error {
                 GenerateError::Provider(e) => e.retry_after,
                 _ => None,
             };
             if let Some(delay) = self.config.retry.delay(self.retries + 1, retry_after) {
                 self.retries += 1;
+                self.stall_retries += u32::from(stalled);
                 self.events.push_back(GenerateEvent::Retry { step: self.step, attempt: self.retries, delay, error });
                 self.state = State::Backoff { until: now + delay };
                 return;
@@ -508,6 +528,7 @@ impl Generate {
     fn next_step(&mut self, now: Instant) {
         self.step += 1;
         self.retries = 0;
+        self.stall_retries = 0;
         match build(&self.config, &self.added) {
             Ok((request, warnings)) => {
                 self.request = request;

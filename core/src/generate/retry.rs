@@ -14,8 +14,15 @@ pub struct RetryPolicy {
     pub initial_backoff: Duration,
     /// Cap on one wait, before jitter.
     pub max_backoff: Duration,
-    /// Cap on a provider's `retry-after`: a longer demand fails the call instead.
+    /// The longest `retry-after` waited for. A longer demand (a rate limit that resets
+    /// tomorrow) fails the call at once with the provider's error, whose `retry_after`
+    /// says how long it asked for; retrying sooner would only be refused again. The default,
+    /// 60 s, is the official OpenAI and Anthropic SDKs' (they honour `retry-after` up to 60 s).
     pub max_retry_after: Duration,
+    /// Of the retries, how many may follow a stall (no progress for the stall limit before
+    /// anything reached the caller). One by default: see
+    /// [`DEFAULT_STALL_TIMEOUT`](super::DEFAULT_STALL_TIMEOUT) for why.
+    pub max_stall_retries: u32,
     /// Jitter seed; drivers pass a random one, simulations a fixed one.
     pub seed: u64,
 }
@@ -27,6 +34,7 @@ impl Default for RetryPolicy {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
+            max_stall_retries: 1,
             seed: 0x6f6d_6e69,
         }
     }
@@ -83,6 +91,10 @@ mod tests {
     fn retry_after_wins_unless_too_long() {
         let p = RetryPolicy::default();
         assert_eq!(p.delay(1, Some(Duration::from_secs(3))), Some(Duration::from_secs(3)));
+        assert_eq!(p.delay(1, Some(Duration::from_secs(60))), Some(Duration::from_secs(60)));
         assert_eq!(p.delay(1, Some(Duration::from_secs(3600))), None);
+        assert_eq!(p.delay(1, Some(Duration::from_secs(86_400))), None, "a day: no retry, not a short backoff");
+        let patient = RetryPolicy { max_retry_after: Duration::from_secs(86_400), ..p };
+        assert_eq!(patient.delay(1, Some(Duration::from_secs(86_400))), Some(Duration::from_secs(86_400)));
     }
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::depth::{self, MAX_DEPTH};
+
 /// At most this many problems are reported at once: enough to fix, short enough for a model.
 const MAX_REPORTED: usize = 3;
 
@@ -64,8 +66,13 @@ impl fmt::Debug for JsonSchemaValidator {
 }
 
 impl JsonSchemaValidator {
-    /// Compiles `schema` (the draft is taken from `$schema`, 2020-12 by default).
+    /// Compiles `schema` (the draft is taken from `$schema`, 2020-12 by default). A schema
+    /// nested deeper than [`MAX_DEPTH`] levels is refused: compiling it recurses once per
+    /// level (see [`crate::depth`]).
     pub fn new(schema: Value) -> Result<Self, SchemaError> {
+        if depth::exceeds(&schema, MAX_DEPTH) {
+            return Err(SchemaError(format!("the schema is nested deeper than {MAX_DEPTH} levels")));
+        }
         let compiled = jsonschema::validator_for(&schema).map_err(|e| SchemaError(e.to_string()))?;
         Ok(JsonSchemaValidator { schema, compiled })
     }
@@ -76,7 +83,10 @@ impl Validator for JsonSchemaValidator {
         &self.schema
     }
 
+    /// Checks `value`; a value nested deeper than [`MAX_DEPTH`] levels is refused before
+    /// `jsonschema` walks it (it recurses once per level).
     fn validate(&self, value: &Value) -> Result<Value, ValidationError> {
+        refuse_too_deep(value)?;
         let mut errors = self.compiled.iter_errors(value).peekable();
         let Some(first) = errors.next() else { return Ok(value.clone()) };
         let path = first.instance_path().to_string();
@@ -86,6 +96,16 @@ impl Validator for JsonSchemaValidator {
         }
         Err(ValidationError { path, message: messages.join("; ") })
     }
+}
+
+/// Refuses a value nested deeper than [`MAX_DEPTH`] levels, which no validator is asked to
+/// walk (see [`crate::depth`]).
+pub(crate) fn refuse_too_deep(value: &Value) -> Result<(), ValidationError> {
+    if depth::exceeds(value, MAX_DEPTH) {
+        let message = format!("the value is nested deeper than {MAX_DEPTH} levels");
+        return Err(ValidationError { path: String::new(), message });
+    }
+    Ok(())
 }
 
 /// The error's message, with long instance values cut so a huge input stays readable.

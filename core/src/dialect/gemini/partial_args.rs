@@ -5,6 +5,12 @@
 //! carries a string piece (continued while `willContinue` is true), a number, a boolean
 //! or a null. The leaves are assembled into one object, emitted as the call's input when
 //! the call ends.
+//!
+//! Two kinds of malformed leaf are told apart. A leaf far past its array's end is dropped
+//! (what came before it still makes sense). A leaf whose path is nested deeper than
+//! [`MAX_DEPTH`] is a `Decode` error that ends the stream: a 28 KB event of 14,000 path
+//! segments would otherwise build a value that overflows the stack when it is written out
+//! or dropped, and no real tool input is nested that deeply (see [`crate::depth`]).
 
 use std::borrow::Cow;
 
@@ -12,6 +18,8 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use super::wire::Str;
+use crate::depth::MAX_DEPTH;
+use crate::error::StreamError;
 
 /// How far past an array's end a leaf may land (the elements between become nulls).
 /// Elements stream in order, so a leaf much further out is malformed: it is dropped
@@ -57,9 +65,13 @@ impl PartialArgs {
         PartialArgs { root: args.unwrap_or_default(), open_string: None }
     }
 
-    /// Applies one streamed leaf. Unknown value kinds are ignored.
-    pub(super) fn apply(&mut self, arg: &PartialArg<'_>) {
-        let path = parse_path(&arg.json_path);
+    /// Applies one streamed leaf. Unknown value kinds are ignored; a path nested deeper
+    /// than [`MAX_DEPTH`] is an error.
+    pub(super) fn apply(&mut self, arg: &PartialArg<'_>) -> Result<(), StreamError> {
+        let Some(path) = parse_path(&arg.json_path) else {
+            let message = format!("a partialArgs jsonPath is nested deeper than {MAX_DEPTH} levels");
+            return Err(StreamError::decode(message, &arg.json_path));
+        };
         let continuing = self.open_string.as_deref() == Some(&*arg.json_path);
         self.open_string = None;
         let value = if let Some(Str(piece)) = &arg.string_value {
@@ -69,7 +81,7 @@ impl PartialArgs {
             if continuing {
                 if let Some(Value::String(s)) = self.leaf(&path) {
                     s.push_str(piece);
-                    return;
+                    return Ok(());
                 }
             }
             Value::String(piece.to_string())
@@ -80,11 +92,12 @@ impl PartialArgs {
         } else if arg.null_value.is_some() {
             Value::Null
         } else {
-            return;
+            return Ok(());
         };
         if let Some(slot) = self.leaf(&path) {
             *slot = value;
         }
+        Ok(())
     }
 
     /// The arguments as JSON text.
@@ -127,15 +140,36 @@ impl PartialArgs {
 }
 
 /// Parses `$.a.b[0]['c d']`. A path that does not parse names a top-level key spelled
-/// as the whole path, so its value is kept rather than lost.
-fn parse_path(path: &str) -> Vec<Segment<'_>> {
-    parse_path_strict(path).unwrap_or_else(|| vec![Segment::Key(Cow::Borrowed(path))])
+/// as the whole path, so its value is kept rather than lost. `None` for a path of more
+/// than [`MAX_DEPTH`] segments (each one a level of nesting).
+fn parse_path(path: &str) -> Option<Vec<Segment<'_>>> {
+    match parse_path_strict(path) {
+        Strict::Parsed(segments) => Some(segments),
+        Strict::Malformed => Some(vec![Segment::Key(Cow::Borrowed(path))]),
+        Strict::TooDeep => None,
+    }
 }
 
-fn parse_path_strict(path: &str) -> Option<Vec<Segment<'_>>> {
+enum Strict<'a> {
+    Parsed(Vec<Segment<'a>>),
+    Malformed,
+    TooDeep,
+}
+
+fn parse_path_strict(path: &str) -> Strict<'_> {
+    match segments(path) {
+        Some(segments) if segments.len() > MAX_DEPTH => Strict::TooDeep,
+        // The arguments are an object: the first step must be a key.
+        Some(segments) if matches!(segments.first(), Some(Segment::Key(_))) => Strict::Parsed(segments),
+        _ => Strict::Malformed,
+    }
+}
+
+/// The segments of a path, stopping one past [`MAX_DEPTH`] (enough to tell it is too deep).
+fn segments(path: &str) -> Option<Vec<Segment<'_>>> {
     let mut rest = path.strip_prefix('$')?;
     let mut segments = Vec::new();
-    while !rest.is_empty() {
+    while !rest.is_empty() && segments.len() <= MAX_DEPTH {
         if let Some(after) = rest.strip_prefix('.') {
             let end = after.find(['.', '[']).unwrap_or(after.len());
             if end == 0 {
@@ -159,8 +193,7 @@ fn parse_path_strict(path: &str) -> Option<Vec<Segment<'_>>> {
             return None;
         }
     }
-    // The arguments are an object: the first step must be a key.
-    matches!(segments.first(), Some(Segment::Key(_))).then_some(segments)
+    Some(segments)
 }
 
 #[cfg(test)]
@@ -179,20 +212,20 @@ mod tests {
         use Segment::*;
         assert_eq!(
             parse_path("$.recipe.steps[6].name"),
-            [Key("recipe".into()), Key("steps".into()), Index(6), Key("name".into())]
+            Some(vec![Key("recipe".into()), Key("steps".into()), Index(6), Key("name".into())])
         );
-        assert_eq!(parse_path("$['a b'][\"c\"]"), [Key("a b".into()), Key("c".into())]);
-        assert_eq!(parse_path("not a path"), [Key("not a path".into())]);
-        assert_eq!(parse_path("$[0]"), [Key("$[0]".into())]);
+        assert_eq!(parse_path("$['a b'][\"c\"]"), Some(vec![Key("a b".into()), Key("c".into())]));
+        assert_eq!(parse_path("not a path"), Some(vec![Key("not a path".into())]));
+        assert_eq!(parse_path("$[0]"), Some(vec![Key("$[0]".into())]));
     }
 
     #[test]
     fn a_leaf_far_past_the_end_of_its_array_is_dropped_not_allocated() {
         let mut args = PartialArgs::default();
-        args.apply(&arg("$.xs[2]", serde_json::json!({"numberValue": 1})));
-        args.apply(&arg("$.xs[5000000]", serde_json::json!({"numberValue": 2})));
-        args.apply(&arg("$.ys[1001]", serde_json::json!({"numberValue": 3})));
-        args.apply(&arg("$.zs[1000]", serde_json::json!({"numberValue": 4})));
+        args.apply(&arg("$.xs[2]", serde_json::json!({"numberValue": 1}))).unwrap();
+        args.apply(&arg("$.xs[5000000]", serde_json::json!({"numberValue": 2}))).unwrap();
+        args.apply(&arg("$.ys[1001]", serde_json::json!({"numberValue": 3}))).unwrap();
+        args.apply(&arg("$.zs[1000]", serde_json::json!({"numberValue": 4}))).unwrap();
         let value: serde_json::Value = serde_json::from_str(&args.into_json()).unwrap();
         assert_eq!(value["xs"], serde_json::json!([null, null, 1]));
         assert_eq!(value["ys"], serde_json::Value::Null, "the leaf was dropped");
@@ -202,16 +235,35 @@ mod tests {
     #[test]
     fn assembles_nested_leaves_and_continued_strings() {
         let mut args = PartialArgs::default();
-        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "Gro", "willContinue": true})));
-        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "und beef"})));
-        args.apply(&arg("$.r.count", serde_json::json!({"numberValue": 2})));
-        args.apply(&arg("$.r.ok", serde_json::json!({"boolValue": true})));
-        args.apply(&arg("$.r.none", serde_json::json!({"nullValue": "NULL_VALUE"})));
-        args.apply(&arg("$.r.items[9999999]", serde_json::json!({"stringValue": "x"})));
+        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "Gro", "willContinue": true}))).unwrap();
+        args.apply(&arg("$.r.items[1].name", serde_json::json!({"stringValue": "und beef"}))).unwrap();
+        args.apply(&arg("$.r.count", serde_json::json!({"numberValue": 2}))).unwrap();
+        args.apply(&arg("$.r.ok", serde_json::json!({"boolValue": true}))).unwrap();
+        args.apply(&arg("$.r.none", serde_json::json!({"nullValue": "NULL_VALUE"}))).unwrap();
+        args.apply(&arg("$.r.items[9999999]", serde_json::json!({"stringValue": "x"}))).unwrap();
         let value: Value = serde_json::from_str(&args.into_json()).unwrap();
         assert_eq!(
             value,
             serde_json::json!({"r": {"items": [null, {"name": "Ground beef"}], "count": 2, "ok": true, "none": null}})
         );
+    }
+
+    #[test]
+    fn a_path_nested_deeper_than_the_bound_is_a_typed_error_not_a_deep_value() {
+        let mut args = PartialArgs::default();
+        let deepest = format!("${}", ".a".repeat(MAX_DEPTH));
+        args.apply(&arg(&deepest, serde_json::json!({"numberValue": 1}))).unwrap();
+        let mixed = format!("$.b{}", "[0]".repeat(MAX_DEPTH - 1));
+        args.apply(&arg(&mixed, serde_json::json!({"boolValue": true}))).unwrap();
+        // The 28 KB event of the issue: 14,000 segments.
+        for path in [format!("${}", ".a".repeat(MAX_DEPTH + 1)), format!("$.b{}", "[0]".repeat(14_000))] {
+            let err = args.apply(&arg(&path, serde_json::json!({"stringValue": "x"}))).unwrap_err();
+            let StreamError::Decode { message, payload } = err else { panic!("a decode error") };
+            assert!(message.contains("deeper than 64 levels"), "{message}");
+            assert!(payload.len() <= 200, "the payload is quoted, not copied whole");
+        }
+        let value: Value = serde_json::from_str(&args.into_json()).unwrap();
+        assert!(!crate::depth::exceeds(&value, MAX_DEPTH), "what was kept stays within the bound");
+        assert!(crate::depth::exceeds(&value, MAX_DEPTH - 1), "a leaf at the bound is kept");
     }
 }

@@ -120,8 +120,7 @@ impl StreamState {
         if let Some(raw) = part.function_call {
             // Parsed only when present: keeping the part type small keeps text chunks fast.
             let call: FunctionCall<'_> = common::parse_json(raw.get())?;
-            self.function_call(call, part.thought_signature.0.take(), out);
-            return Ok(());
+            return self.function_call(call, part.thought_signature.0.take(), out);
         }
         match part.text.0.take() {
             Some(text) if !text.is_empty() => {
@@ -188,7 +187,12 @@ impl StreamState {
         index
     }
 
-    fn function_call(&mut self, call: FunctionCall<'_>, sig: Option<Cow<'_, str>>, out: &mut impl DeltaSink) {
+    fn function_call(
+        &mut self,
+        call: FunctionCall<'_>,
+        sig: Option<Cow<'_, str>>,
+        out: &mut impl DeltaSink,
+    ) -> Result<(), StreamError> {
         self.run = None;
         let streaming = call.will_continue == Some(true);
         match call.name.map(|n| n.0).filter(|n| !n.is_empty()) {
@@ -207,7 +211,7 @@ impl StreamState {
                 if streaming || !call.partial_args.is_empty() {
                     let base = call.args.and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok());
                     let mut args = PartialArgs::with_args(base);
-                    call.partial_args.iter().for_each(|a| args.apply(a));
+                    call.partial_args.iter().try_for_each(|a| args.apply(a))?;
                     self.pending = Some(PendingCall { index, signed: sig.is_some(), args });
                     if !streaming {
                         self.flush_pending(out);
@@ -225,9 +229,9 @@ impl StreamState {
                         let index = self.start_run(false, out);
                         self.sign_run(index, sig, out);
                     }
-                    return;
+                    return Ok(());
                 };
-                call.partial_args.iter().for_each(|a| pending.args.apply(a));
+                call.partial_args.iter().try_for_each(|a| pending.args.apply(a))?;
                 if let Some(sig) = sig {
                     if pending.signed {
                         // A second signature on one call: keep it on its own block.
@@ -244,6 +248,7 @@ impl StreamState {
                 }
             }
         }
+        Ok(())
     }
 
     /// An id for a call Gemini sent without one: unique in the stream by position, and

@@ -19,7 +19,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::walk::{filter_keywords, for_each_subschema, has_recursion, is_object_schema, Cx};
+use super::walk::{filter_keywords, for_each_subschema, has_recursion, is_object_schema, too_deep, Cx};
+use crate::depth::MAX_DEPTH;
 use crate::response::Warning;
 
 /// How warnings name the target.
@@ -68,6 +69,9 @@ pub fn anthropic_output(schema: &Value) -> (Value, Vec<Warning>) {
 }
 
 fn adapt(schema: &mut Value, path: &str, cx: &mut Cx<'_>) {
+    if too_deep(path) {
+        return cx.report.note(format!("left as given below {MAX_DEPTH} levels of nesting"), path);
+    }
     let Value::Object(node) = schema else { return };
     let beside_ref = |k: &String| !matches!(k.as_str(), "$ref" | "$defs" | "definitions");
     if node.contains_key("$ref") && node.keys().any(beside_ref) && !cx.inline_ref(node, path.is_empty()) {

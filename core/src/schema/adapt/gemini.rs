@@ -20,7 +20,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::walk::{filter_keywords, for_each_subschema, Cx};
+use super::walk::{filter_keywords, for_each_subschema, too_deep, Cx};
+use crate::depth::MAX_DEPTH;
 use crate::response::Warning;
 
 /// How warnings name the target.
@@ -72,6 +73,9 @@ pub fn gemini(schema: &Value) -> (Value, Vec<Warning>) {
 }
 
 fn adapt(schema: &mut Value, path: &str, cx: &mut Cx<'_>, renamed: bool) {
+    if too_deep(path) {
+        return cx.report.note(format!("left as given below {MAX_DEPTH} levels of nesting"), path);
+    }
     let Value::Object(node) = schema else { return };
     if node.contains_key("$ref") && node.keys().any(|k| !k.starts_with('$')) && !cx.inline_ref(node, path.is_empty()) {
         let beside: Vec<String> = node.keys().filter(|k| !k.starts_with('$')).cloned().collect();

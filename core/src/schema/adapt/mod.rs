@@ -37,6 +37,7 @@ pub use gemini::gemini;
 pub use openai::{is_openai_strict, openai_strict};
 
 use super::{ValidationError, Validator};
+use crate::depth::MAX_DEPTH;
 use crate::response::Warning;
 use walk::{accepts_null, resolve};
 
@@ -53,14 +54,13 @@ pub fn label(warnings: Vec<Warning>, subject: &str) -> impl Iterator<Item = Warn
     warnings.into_iter().map(move |w| Warning { message: format!("{subject}: {}", w.message), ..w })
 }
 
-/// Deepest nesting [`drop_optional_nulls`] follows (references can loop).
-const MAX_NULL_DEPTH: usize = 64;
-
 /// Validates a value the model produced for an adapted schema. Strict mode makes optional
 /// properties required and nullable, so the model says `null` for "absent": when the value
 /// fails, such nulls are removed and the value checked again, and the errors that remain
-/// are the real ones.
+/// are the real ones. A value nested deeper than [`MAX_DEPTH`] is refused whatever the
+/// validator (see [`crate::depth`]).
 pub fn validate_adapted(validator: &dyn Validator, value: &Value) -> Result<Value, ValidationError> {
+    super::validate::refuse_too_deep(value)?;
     let err = match validator.validate(value) {
         Ok(valid) => return Ok(valid),
         Err(err) => err,
@@ -82,7 +82,8 @@ pub fn drop_optional_nulls(schema: &Value, value: &mut Value) -> bool {
 
 fn drop_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> bool {
     let Value::Object(node) = schema else { return false };
-    if depth > MAX_NULL_DEPTH {
+    // References can loop: the walk stops at the depth bound.
+    if depth > MAX_DEPTH {
         return false;
     }
     let mut changed = false;

@@ -23,7 +23,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::walk::{accepts_null, child, children, filter_keywords, for_each_subschema, is_object_schema, resolve, Cx};
+use super::walk::{
+    accepts_null, child, children, filter_keywords, for_each_subschema, is_object_schema, resolve, too_deep, Cx,
+};
+use crate::depth;
 use crate::response::Warning;
 
 /// How warnings name the target.
@@ -100,6 +103,9 @@ pub fn is_openai_strict(schema: &Value) -> bool {
 }
 
 fn adapt(schema: &mut Value, path: &str, cx: &mut Cx<'_>) {
+    if too_deep(path) {
+        return cx.report.block(format_args!("more than {} levels of nesting", depth::MAX_DEPTH), path);
+    }
     let Value::Object(node) = schema else {
         cx.report.block(format_args!("the boolean schema `{schema}`"), path);
         return;

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::depth::MAX_DEPTH;
 use crate::response::Warning;
 
 /// Keywords whose value maps names to subschemas.
@@ -49,6 +50,13 @@ pub(super) fn child(path: &str, segment: &str) -> String {
         }
     }
     out
+}
+
+/// True when the node at `path` (a JSON Pointer: one `/` per level) lies [`MAX_DEPTH`]
+/// levels down: adapters leave it as it is. Each level is a stack frame of theirs, and
+/// inlined references can make a schema deeper than the one given (see [`crate::depth`]).
+pub(super) fn too_deep(path: &str) -> bool {
+    path.bytes().filter(|b| *b == b'/').count() >= MAX_DEPTH
 }
 
 /// Calls `f` on every direct subschema of `node` with its path and the keyword it sits
@@ -160,14 +168,16 @@ pub(super) fn is_recursive(root: &Value, reference: &str) -> bool {
     false
 }
 
-/// Every `$ref` string inside `schema`.
+/// Every `$ref` string inside `schema` (iteratively: an adapted schema may be deeper
+/// than the one given).
 pub(super) fn collect_refs(schema: &Value, out: &mut Vec<String>) {
-    let Value::Object(node) = schema else { return };
-    if let Some(Value::String(r)) = node.get("$ref") {
-        out.push(r.clone());
-    }
-    for (sub, _, _) in children(node, "") {
-        collect_refs(sub, out);
+    let mut pending = vec![schema];
+    while let Some(next) = pending.pop() {
+        let Value::Object(node) = next else { continue };
+        if let Some(Value::String(r)) = node.get("$ref") {
+            out.push(r.clone());
+        }
+        pending.extend(children(node, "").into_iter().rev().map(|(sub, _, _)| sub));
     }
 }
 
@@ -231,6 +241,15 @@ impl<'a> Cx<'a> {
     /// schema generators for "this definition, plus a description". Returns false, leaving
     /// the node unchanged, on any conflict.
     pub fn merge_all_of(&mut self, node: &mut Map<String, Value>) -> bool {
+        self.merge_all_of_at(node, 0)
+    }
+
+    /// [`Cx::merge_all_of`] `nested` levels into branches that hold `allOf` themselves
+    /// (each through a reference, so a chain of definitions cannot recurse without bound).
+    fn merge_all_of_at(&mut self, node: &mut Map<String, Value>, nested: usize) -> bool {
+        if nested >= MAX_DEPTH {
+            return false;
+        }
         let Some(Value::Array(branches)) = node.get("allOf") else { return false };
         let branches = branches.clone();
         let mut merged = node.clone();
@@ -244,7 +263,7 @@ impl<'a> Cx<'a> {
             if branch.contains_key("$ref") && !self.inline_ref(&mut branch, false) {
                 return false;
             }
-            if branch.contains_key("allOf") && !self.merge_all_of(&mut branch) {
+            if branch.contains_key("allOf") && !self.merge_all_of_at(&mut branch, nested + 1) {
                 return false;
             }
             if !merge_into(&mut merged, branch) {
