@@ -81,9 +81,14 @@ pub(super) fn all_runnable(decls: &[ToolDecl], context_tools: &[ToolSpec], calls
 pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
     if !call.input.is_object() {
         let got = match &call.input {
-            serde_json::Value::String(_) => "text that is not valid JSON",
-            serde_json::Value::Null => "nothing",
-            _ => "a JSON value that is not an object",
+            // The accumulator keeps input it could not use as raw text: JSON too deep to
+            // take (see `crate::depth`) or no JSON at all. The model is told which.
+            serde_json::Value::String(text) if too_deep(text) => {
+                format!("JSON nested deeper than {} levels", crate::depth::MAX_DEPTH)
+            }
+            serde_json::Value::String(_) => "text that is not valid JSON".into(),
+            serde_json::Value::Null => "nothing".into(),
+            _ => "a JSON value that is not an object".into(),
         };
         return Err(format!("invalid input for tool {:?}: expected a JSON object, got {got}", call.name));
     }
@@ -92,6 +97,15 @@ pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json:
         Some(v) => validate_adapted(v.as_ref(), &call.input)
             .map_err(|e| format!("invalid input for tool {:?}: {e}", call.name)),
         None => Ok(call.input.clone()),
+    }
+}
+
+/// True when `text` is JSON nested deeper than [`crate::depth::MAX_DEPTH`]: it parses
+/// and measures too deep, or the parser stopped at its own recursion limit.
+fn too_deep(text: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => crate::depth::exceeds(&value, crate::depth::MAX_DEPTH),
+        Err(e) => e.to_string().starts_with("recursion limit exceeded"),
     }
 }
 
@@ -184,5 +198,40 @@ impl ToolPhase {
     /// The results as content blocks, in the order of the calls.
     pub(super) fn into_result_blocks(self) -> Vec<Block> {
         self.calls.into_iter().filter_map(|c| c.result).map(Block::ToolResult).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolSpec;
+
+    fn call(input: serde_json::Value) -> ToolUse {
+        ToolUse { id: "c1".into(), name: "t".into(), input, signature: None }
+    }
+
+    #[test]
+    fn unusable_input_is_named_for_the_model() {
+        let decl = ToolDecl::new(
+            ToolSpec {
+                name: "t".into(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            },
+            true,
+        );
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        let deeper = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
+        for (input, expected) in [
+            (serde_json::Value::String(deep), "JSON nested deeper than 64 levels"),
+            (serde_json::Value::String(deeper), "JSON nested deeper than 64 levels"),
+            (serde_json::Value::String("{\"a\": ".into()), "text that is not valid JSON"),
+            (serde_json::Value::Null, "nothing"),
+            (serde_json::json!([1]), "a JSON value that is not an object"),
+        ] {
+            let message = check_input(&decl, &call(input)).unwrap_err();
+            assert!(message.ends_with(expected), "{message}");
+        }
+        assert_eq!(check_input(&decl, &call(serde_json::json!({"a": 1}))), Ok(serde_json::json!({"a": 1})));
     }
 }
