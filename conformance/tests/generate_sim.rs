@@ -207,3 +207,145 @@ fn a_forced_tool_choice_is_released_once_a_tool_was_called() {
     assert!(bodies[1].get("tool_choice").is_none(), "{}", bodies[1]);
     assert!(bodies[1]["tools"].is_array(), "the tools are still offered");
 }
+
+// ---- Every wire: the same five scenarios in each dialect's documented format ----
+
+mod wires {
+    use std::time::Duration;
+
+    use omni_conformance::fixtures::check_or_bless;
+    use omni_conformance::scenarios::NamedScenario;
+    use omni_conformance::sim::{simulate, SimResult};
+    use omni_conformance::wires::{Wire, KEY};
+    use omni_core::generate::GenerateError;
+    use omni_core::{StopReason, StreamError};
+
+    const BASE: &str = "http://replay.invalid";
+
+    fn run(wire: Wire, name: &str) -> (NamedScenario, SimResult) {
+        let scenario = wire.scenarios().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
+        let result = simulate(wire.config(&scenario, &wire.base_url(BASE)), &scenario.scenario);
+        (scenario, result)
+    }
+
+    /// Runs `check` on `scenario` of every wire, naming the wire in a failure.
+    fn each_wire(scenario: &str, check: impl Fn(Wire, SimResult)) {
+        for wire in Wire::all() {
+            let (_, result) = run(wire, scenario);
+            let transcript = result.transcript.clone();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(wire, result)));
+            if let Err(panic) = outcome {
+                let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                panic!("{}/{scenario}: {message}\ntranscript: {transcript:#?}", wire.name());
+            }
+        }
+    }
+
+    #[test]
+    fn every_wire_scenario_matches_its_transcript() {
+        let mut failures = Vec::new();
+        for wire in Wire::all() {
+            for scenario in wire.scenarios() {
+                let result = simulate(wire.config(&scenario, &wire.base_url(BASE)), &scenario.scenario);
+                let text = result.transcript.join("\n") + "\n";
+                if let Err(diff) = check_or_bless(&wire.transcript_path(scenario.name), &text) {
+                    failures.push(diff);
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn every_wire_has_the_same_five_scenarios() {
+        for wire in Wire::all() {
+            let names: Vec<_> = wire.scenarios().iter().map(|s| s.name).collect();
+            assert_eq!(
+                names,
+                ["text_stream", "two_step_tool_loop", "provider_error", "rate_limited_then_ok", "cut_stream"],
+                "{}",
+                wire.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_wire_streams_the_text_to_the_documented_endpoint_with_its_key() {
+        each_wire("text_stream", |wire, r| {
+            let response = r.response.expect("a response");
+            assert_eq!(response.text(), "It is sunny and noon.");
+            assert_eq!(response.stop_reason, Some(StopReason::Stop));
+            assert!(response.usage.output_tokens > 0, "usage was read: {:?}", response.usage);
+            assert_eq!(r.requests.len(), 1);
+            let path = r.requests[0].url.trim_start_matches(BASE).to_string();
+            let documented = match wire.name() {
+                "anthropic_messages" => "/v1/messages",
+                "openai_completions" => "/v1/chat/completions",
+                "openai_responses" => "/v1/responses",
+                "google_gemini" => "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                _ => "/api/chat",
+            };
+            assert_eq!(path, documented);
+            match wire.key_header() {
+                Some((name, value)) => assert_eq!(r.requests[0].header(name), Some(value.as_str())),
+                None => assert!(!String::from_utf8_lossy(&r.requests[0].body).contains(KEY)),
+            }
+        });
+    }
+
+    #[test]
+    fn every_wire_runs_both_tools_and_sends_the_results_back_in_its_own_shape() {
+        each_wire("two_step_tool_loop", |wire, r| {
+            let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+            assert_eq!(runs.len(), 2, "{:?}", r.effects);
+            assert!(runs.iter().all(|e| e.ends_with(r#"{"city":"Paris"}"#)), "arguments were joined: {runs:?}");
+            let response = r.response.expect("a response");
+            assert_eq!(response.stop_reason, Some(StopReason::Stop));
+            assert_eq!(response.messages.len(), 3, "assistant (tools), user (results), assistant (answer)");
+            assert_eq!(response.text(), "It is sunny and noon.");
+            assert_eq!(r.requests.len(), 2);
+            let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+            let keys = wire.result_keys();
+            let expected = vec![(keys[0].clone(), "sunny".to_string()), (keys[1].clone(), "12:00".to_string())];
+            assert_eq!(wire.tool_results(&second), expected, "{second}");
+        });
+    }
+
+    #[test]
+    fn every_wire_types_the_documented_error_body_and_does_not_retry_it() {
+        each_wire("provider_error", |wire, r| {
+            assert_eq!(r.requests.len(), 1);
+            let (status, body, kind) = wire.not_found();
+            match r.error {
+                Some(GenerateError::Provider(e)) => {
+                    assert_eq!(e.kind, kind);
+                    assert_eq!(e.status, Some(status));
+                    let doc: serde_json::Value = serde_json::from_str(&body).expect("JSON error body");
+                    let message = doc["error"]["message"].as_str().or(doc["error"].as_str());
+                    assert_eq!(Some(e.message.as_str()), message, "the provider's message is kept");
+                    assert_eq!(e.body.as_deref(), Some(body.as_str()));
+                }
+                other => panic!("expected a provider error, got {other:?}"),
+            }
+        });
+    }
+
+    #[test]
+    fn every_wire_waits_for_retry_after_then_succeeds() {
+        each_wire("rate_limited_then_ok", |_, r| {
+            assert_eq!(r.requests.len(), 2);
+            assert!(r.elapsed >= Duration::from_secs(1), "retry-after: 1 was honoured: {:?}", r.elapsed);
+            assert!(r.transcript.iter().any(|l| l == "step 0: retry 1 after provider RateLimited 429"));
+            assert_eq!(r.response.expect("a response").text(), "It is sunny and noon.");
+        });
+    }
+
+    #[test]
+    fn every_wire_fails_a_cut_stream_as_incomplete_keeping_the_text() {
+        each_wire("cut_stream", |_, r| {
+            assert_eq!(r.requests.len(), 1, "content reached the caller: no silent retry");
+            assert!(matches!(r.error, Some(GenerateError::Stream(StreamError::Incomplete))), "{:?}", r.error);
+            assert_eq!(r.response.expect("partial").text(), "It is sunny and ");
+        });
+    }
+}
