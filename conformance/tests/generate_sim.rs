@@ -223,7 +223,9 @@ mod wires {
     const BASE: &str = "http://replay.invalid";
 
     fn run(wire: Wire, name: &str) -> (NamedScenario, SimResult) {
-        let scenario = wire.scenarios().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
+        let mut all = wire.scenarios();
+        all.extend(wire.cut_mid_event());
+        let scenario = all.into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
         let result = simulate(wire.config(&scenario, &wire.base_url(BASE)), &scenario.scenario);
         (scenario, result)
     }
@@ -340,12 +342,25 @@ mod wires {
         });
     }
 
+    /// A cut body: one request (content reached the caller, so no silent retry), a typed
+    /// incomplete-stream error, the text received so far kept, and the transcript of a cut.
+    fn assert_cut(wire: Wire, r: SimResult) {
+        assert_eq!(r.requests.len(), 1, "content reached the caller: no silent retry");
+        assert!(matches!(r.error, Some(GenerateError::Stream(StreamError::Incomplete))), "{:?}", r.error);
+        assert_eq!(r.response.expect("partial").text(), "It is sunny and ");
+        let expected = std::fs::read_to_string(wire.transcript_path("cut_stream")).expect("transcript");
+        assert_eq!(r.transcript.join("\n") + "\n", expected);
+    }
+
     #[test]
     fn every_wire_fails_a_cut_stream_as_incomplete_keeping_the_text() {
-        each_wire("cut_stream", |_, r| {
-            assert_eq!(r.requests.len(), 1, "content reached the caller: no silent retry");
-            assert!(matches!(r.error, Some(GenerateError::Stream(StreamError::Incomplete))), "{:?}", r.error);
-            assert_eq!(r.response.expect("partial").text(), "It is sunny and ");
-        });
+        each_wire("cut_stream", assert_cut);
+    }
+
+    #[test]
+    #[ignore = "issue 11: a body cut inside an event fails as a decode error of the half event, not as an \
+                incomplete stream (core/src/framing dispatches the unterminated event or line at the end)"]
+    fn every_wire_fails_a_body_cut_inside_an_event_as_incomplete_keeping_the_text() {
+        each_wire("cut_mid_event", assert_cut);
     }
 }

@@ -206,11 +206,36 @@ impl Wire {
 
     /// A 200 response streaming `answer`, one event (or line) per chunk.
     fn stream(self, answer: &Answer) -> Reply {
-        let mut reply = scenarios::paced(&self.render(answer), GAP);
+        self.paced(&self.render(answer))
+    }
+
+    /// A 200 response with the wire's content type sending `events` one per chunk.
+    fn paced(self, events: &[String]) -> Reply {
+        let mut reply = scenarios::paced(events, GAP);
         if let (Dialect::OllamaChat, Reply::Http { headers, .. }) = (self.0, &mut reply) {
             *headers = vec![("content-type".into(), "application/x-ndjson".into())];
         }
         reply
+    }
+
+    /// The text answer cut inside an event: the first two pieces whole, then the body
+    /// ends halfway through the event (or line) carrying the third. What the caller sees
+    /// must be [`Wire::scenarios`]' `cut_stream` exactly (its transcript is the expected
+    /// one): an unterminated event is never dispatched (WHATWG SSE: "If the file ends
+    /// in the middle of an event, before the final empty line, the incomplete event is
+    /// not dispatched"), and half a line is no line; the body was cut, not malformed.
+    pub fn cut_mid_event(self) -> Vec<NamedScenario> {
+        let words = ["It is ", "sunny and ", "noon."];
+        let mut events = self.render(&Answer { text: &words[..2], calls: &[], finished: false });
+        let whole = self.render(&Answer { text: &words, calls: &[], finished: true });
+        let next = &whole[events.len()];
+        events.push(next[..next.len() / 2].to_string());
+        vec![NamedScenario {
+            name: "cut_mid_event",
+            scenario: Scenario { replies: vec![self.paced(&events)], ..Scenario::default() },
+            options: Options::default(),
+            stall_timeout: Duration::from_secs(2),
+        }]
     }
 
     /// The provider's documented error body for an unknown model (HTTP 404), and the
@@ -277,8 +302,10 @@ impl Wire {
         ]
     }
 
-    /// The expected transcript file of `scenario`.
+    /// The expected transcript file of `scenario` (a cut inside an event must read as
+    /// a cut between events).
     pub fn transcript_path(self, scenario: &str) -> PathBuf {
+        let scenario = if scenario == "cut_mid_event" { "cut_stream" } else { scenario };
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("transcripts/wires")
             .join(self.name())
@@ -287,7 +314,7 @@ impl Wire {
 
     /// Checks a driver's run of `scenario` against the simulation: the same transcript
     /// (the expected file), and the server `server` received what the simulated
-    /// provider did (count, method, path, key header, body). Returns the differences.
+    /// provider did (count, method, path, key and every header the core set, body). Returns the differences.
     pub fn check_run(
         self,
         scenario: &NamedScenario,
@@ -318,6 +345,17 @@ impl Wire {
             if key.is_none() && got.header("authorization").is_some() {
                 failures.push(format!("{name}: request {i} sent an authorization header to a keyless provider"));
             }
+            // Every header the core decided (accept, content-type, version headers …)
+            // reaches the server as decided.
+            for header in &want.headers {
+                if got.header(&header.name) != Some(header.value.as_str()) {
+                    failures.push(format!(
+                        "{name}: request {i} header {} was {:?}",
+                        header.name,
+                        got.header(&header.name)
+                    ));
+                }
+            }
             if got.body != want.body {
                 failures.push(format!(
                     "{name}: request {i} body differs:\n  sent {}\n  simulated {}",
@@ -328,4 +366,48 @@ impl Wire {
         }
         failures
     }
+}
+
+/// Runs every scenario of every wire through a driver: see [`check_every_wire_of`].
+pub fn check_every_wire<F>(run: F)
+where
+    F: Fn(Wire, &NamedScenario) -> (Vec<String>, crate::replay::ReplayServer) + Sync,
+{
+    check_every_wire_of(Wire::scenarios, run);
+}
+
+/// Runs the `scenarios` of every wire through a driver and checks each run against the
+/// simulation ([`Wire::check_run`]); panics listing every difference. `run` makes one
+/// call of the scenario through the driver's public API against a replay server it
+/// starts with the scenario's replies, and returns the transcript and the server. The
+/// wires run side by side, one thread each (the scenarios wait more than they compute).
+pub fn check_every_wire_of<F>(scenarios: fn(Wire) -> Vec<NamedScenario>, run: F)
+where
+    F: Fn(Wire, &NamedScenario) -> (Vec<String>, crate::replay::ReplayServer) + Sync,
+{
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let threads: Vec<_> = Wire::all()
+            .into_iter()
+            .map(|wire| {
+                let run = &run;
+                scope.spawn(move || {
+                    let mut failures = Vec::new();
+                    for scenario in scenarios(wire) {
+                        let (transcript, server) = run(wire, &scenario);
+                        failures.extend(wire.check_run(&scenario, &transcript, &server.requests(), &server.base_url()));
+                    }
+                    failures
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .zip(Wire::all())
+            .flat_map(|(thread, wire)| match thread.join() {
+                Ok(failures) => failures,
+                Err(_) => vec![format!("{}: the run panicked (see above)", wire.name())],
+            })
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
