@@ -213,9 +213,11 @@ fn a_forced_tool_choice_is_released_once_a_tool_was_called() {
 mod wires {
     use std::time::Duration;
 
-    use omni_conformance::fixtures::check_or_bless;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use omni_conformance::fixtures::{check_or_bless, fixtures_root};
     use omni_conformance::scenarios::NamedScenario;
-    use omni_conformance::sim::{simulate, SimResult};
+    use omni_conformance::sim::{simulate, BodyStep, Reply, SimResult};
     use omni_conformance::wires::{Wire, KEY};
     use omni_core::generate::GenerateError;
     use omni_core::{StopReason, StreamError};
@@ -252,6 +254,97 @@ mod wires {
                 let text = result.transcript.join("\n") + "\n";
                 if let Err(diff) = check_or_bless(&wire.transcript_path(scenario.name), &text) {
                     failures.push(diff);
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Every key path of a JSON value (`choices[].delta.content`), array items merged.
+    fn key_paths(value: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    let path = format!("{prefix}.{key}");
+                    // A tool call's arguments are the model's own data, not the format.
+                    if !matches!(key.as_str(), "args" | "arguments" | "input") {
+                        key_paths(inner, &path, out);
+                    }
+                    out.insert(path);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| key_paths(v, &format!("{prefix}[]"), out)),
+            _ => {}
+        }
+    }
+
+    /// The events of a streamed body, each as (kind, key paths): the kind is the SSE
+    /// `event:` name, else the payload's `type`, else empty (NDJSON lines, chunks).
+    fn event_shapes(body: &str) -> Vec<(String, BTreeSet<String>)> {
+        let body = body.replace("\r\n", "\n");
+        let payloads: Vec<(String, &str)> = if body.trim_start().starts_with('{') {
+            body.lines().filter(|l| !l.trim().is_empty()).map(|l| (String::new(), l)).collect()
+        } else {
+            body.split("\n\n")
+                .filter(|e| !e.trim().is_empty())
+                .map(|event| {
+                    let field = |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+                    (field("event:").unwrap_or_default().to_string(), field("data:").unwrap_or_default())
+                })
+                .collect()
+        };
+        payloads
+            .into_iter()
+            .map(|(event, data)| {
+                let value: serde_json::Value = serde_json::from_str(data).unwrap_or(serde_json::Value::Null);
+                let kind =
+                    if event.is_empty() { value["type"].as_str().unwrap_or_default().to_string() } else { event };
+                let mut paths = BTreeSet::new();
+                key_paths(&value, "", &mut paths);
+                (if data == "[DONE]" { data.to_string() } else { kind }, paths)
+            })
+            .collect()
+    }
+
+    /// The scripted bodies use only what the project's fixtures of the same wire use
+    /// (`conformance/fixtures/<dialect>/`, each citing the provider's documentation and
+    /// real recordings): every event kind, and every field at its place in that kind.
+    #[test]
+    fn every_wire_body_uses_only_the_documented_shapes_of_its_fixtures() {
+        let mut failures = Vec::new();
+        for wire in Wire::all() {
+            let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for case in ["text", "tool_call", "parallel_tool_calls", "multi_block_text", "cut_before_stop"] {
+                let dir = fixtures_root().join(wire.name()).join(case);
+                let body = ["body.sse", "body.ndjson"]
+                    .iter()
+                    .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+                    .unwrap_or_else(|| panic!("{}: no body", dir.display()));
+                for (kind, paths) in event_shapes(&body) {
+                    known.entry(kind).or_default().extend(paths);
+                }
+            }
+            let scenarios = wire.scenarios().into_iter().chain(wire.cut_mid_event());
+            for reply in scenarios.flat_map(|s| s.scenario.replies) {
+                let Reply::Http { status: 200, body, .. } = reply else { continue };
+                let bytes: Vec<u8> = body
+                    .into_iter()
+                    .filter_map(|step| if let BodyStep::Bytes(b) = step { Some(b) } else { None })
+                    .flatten()
+                    .collect();
+                for (kind, paths) in event_shapes(&String::from_utf8_lossy(&bytes)) {
+                    match known.get(&kind) {
+                        // A cut event is no event: only whole ones are compared.
+                        _ if paths.is_empty() && kind != "[DONE]" => {}
+                        None => failures.push(format!("{}: event {kind:?} is in no fixture", wire.name())),
+                        Some(documented) => {
+                            let extra: Vec<_> = paths.difference(documented).collect();
+                            if !extra.is_empty() {
+                                failures
+                                    .push(format!("{}: {kind:?} has fields no fixture has: {extra:?}", wire.name()));
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -10,7 +10,8 @@
 //!   `response.output_text.delta`, `response.function_call_arguments.delta`, … and
 //!   `response.completed` carrying the output and usage; no `[DONE]`.
 //! - Gemini: `streamGenerateContent?alt=sse`, one `GenerateContentResponse` per `data:`
-//!   event, `functionCall` parts, `finishReason` and `usageMetadata` on the last chunk.
+//!   event (CRLF line ends), `functionCall` parts, `finishReason` and `usageMetadata`
+//!   on the last chunk.
 //! - Ollama `/api/chat`: NDJSON, one chat object per line, whole `tool_calls` in
 //!   `message`, a last line with `done: true` and the token counts.
 
@@ -206,7 +207,8 @@ pub fn google_gemini(answer: &Answer) -> Vec<String> {
         }
         let chunk = json!({"candidates": [candidate], "usageMetadata": usage,
             "modelVersion": "gemini-2.5-flash", "responseId": "Vb3YaKXzB8yTnvgP8t2o2QE"});
-        out.push(format!("data: {chunk}\n\n"));
+        // Google ends its lines with CRLF (as the recordings in the fixtures show).
+        out.push(format!("data: {chunk}\r\n\r\n"));
     }
     out
 }
