@@ -352,12 +352,19 @@ mod wires {
     }
 
     #[test]
-    fn every_wire_has_the_same_five_scenarios() {
+    fn every_wire_has_the_same_scenarios() {
         for wire in Wire::all() {
             let names: Vec<_> = wire.scenarios().iter().map(|s| s.name).collect();
             assert_eq!(
                 names,
-                ["text_stream", "two_step_tool_loop", "provider_error", "rate_limited_then_ok", "cut_stream"],
+                [
+                    "text_stream",
+                    "two_step_tool_loop",
+                    "provider_error",
+                    "rate_limited_then_ok",
+                    "cut_stream",
+                    "text_in_small_chunks"
+                ],
                 "{}",
                 wire.name()
             );
@@ -385,6 +392,18 @@ mod wires {
                 Some((name, value)) => assert_eq!(r.requests[0].header(name), Some(value.as_str())),
                 None => assert!(!String::from_utf8_lossy(&r.requests[0].body).contains(KEY)),
             }
+        });
+    }
+
+    #[test]
+    fn every_wire_reads_the_text_the_same_in_7_byte_chunks() {
+        each_wire("text_in_small_chunks", |wire, r| {
+            let expected = std::fs::read_to_string(wire.transcript_path("text_stream")).expect("transcript");
+            assert_eq!(r.transcript.join("\n") + "\n", expected);
+            let Some(Reply::Http { body, .. }) = wire.scenarios().pop().map(|s| s.scenario.replies[0].clone()) else {
+                panic!("a reply")
+            };
+            assert!(body.len() > 100, "the body really goes in many pieces: {}", body.len());
         });
     }
 

@@ -1,6 +1,6 @@
 //! The generate scenarios of every wire: one definition, five dialects. Each scenario
 //! (a text stream, a two-step tool loop, a provider error, a rate limit with
-//! `retry-after`, a cut stream) is scripted in the wire's documented format
+//! `retry-after`, a cut stream, the text stream in 7-byte chunks) is scripted in the wire's documented format
 //! ([`bodies`]) and its documented error body, run by the pure simulation (held to
 //! `conformance/transcripts/wires/<dialect>/<scenario>.txt`) and by every driver against
 //! the replay server, which must produce the same transcript and send the same requests.
@@ -211,7 +211,17 @@ impl Wire {
 
     /// A 200 response with the wire's content type sending `events` one per chunk.
     fn paced(self, events: &[String]) -> Reply {
-        let mut reply = scenarios::paced(events, GAP);
+        self.with_content_type(scenarios::paced(events, GAP))
+    }
+
+    /// A 200 response sending `answer` in chunks of 7 bytes, 1 ms apart: events,
+    /// lines, CRLF pairs and JSON strings split anywhere.
+    fn in_small_chunks(self, answer: &Answer) -> Reply {
+        let body = self.render(answer).concat();
+        self.with_content_type(Reply::stream(body.as_bytes(), 7, Duration::from_millis(1)))
+    }
+
+    fn with_content_type(self, mut reply: Reply) -> Reply {
         if let (Dialect::OllamaChat, Reply::Http { headers, .. }) = (self.0, &mut reply) {
             *headers = vec![("content-type".into(), "application/x-ndjson".into())];
         }
@@ -269,10 +279,11 @@ impl Wire {
         }
     }
 
-    /// The five scenarios of this wire.
+    /// The scenarios of this wire.
     pub fn scenarios(self) -> Vec<NamedScenario> {
         let words = ["It is ", "sunny and ", "noon."];
-        let final_answer = self.stream(&Answer { text: &words, calls: &[], finished: true });
+        let text_answer = Answer { text: &words, calls: &[], finished: true };
+        let final_answer = self.stream(&text_answer);
         let calls = self.calls();
         let tool_answer = self.stream(&Answer { text: &["Let me check."], calls: &calls, finished: true });
         let cut = self.stream(&Answer { text: &words[..2], calls: &[], finished: false });
@@ -299,13 +310,19 @@ impl Wire {
                 vec![Reply::error(429, &[("retry-after", "1")], &self.rate_limited()), final_answer],
             ),
             named("cut_stream", vec![cut]),
+            named("text_in_small_chunks", vec![self.in_small_chunks(&text_answer)]),
         ]
     }
 
-    /// The expected transcript file of `scenario` (a cut inside an event must read as
-    /// a cut between events).
+    /// The expected transcript file of `scenario`. How a body is split into chunks
+    /// changes nothing the caller sees, and a cut inside an event reads as a cut
+    /// between events.
     pub fn transcript_path(self, scenario: &str) -> PathBuf {
-        let scenario = if scenario == "cut_mid_event" { "cut_stream" } else { scenario };
+        let scenario = match scenario {
+            "text_in_small_chunks" => "text_stream",
+            "cut_mid_event" => "cut_stream",
+            other => other,
+        };
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("transcripts/wires")
             .join(self.name())
