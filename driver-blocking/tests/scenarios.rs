@@ -259,7 +259,8 @@ fn every_wire_matches_the_simulation() {
 
 #[test]
 #[ignore = "issue 11: a body cut inside an event fails as a decode error of the half event, not as an \
-            incomplete stream (core/src/framing dispatches the unterminated event or line at the end)"]
+            incomplete stream (core/src/framing dispatches the unterminated event or line at the end), so a \
+            cut inside the first event is not retried"]
 fn every_wire_reads_a_body_cut_inside_an_event_as_a_cut() {
-    check_every_wire_of(Wire::cut_mid_event, transcript_and_server);
+    check_every_wire_of(Wire::cuts_inside_an_event, transcript_and_server);
 }

@@ -26,6 +26,19 @@ pub const KEY: &str = "sk-replay";
 /// Gap between streamed events, as in [`scenarios`].
 const GAP: Duration = Duration::from_millis(5);
 
+/// The final answer's text, one streamed piece each.
+const WORDS: [&str; 3] = ["It is ", "sunny and ", "noon."];
+
+/// A scenario of `replies`, default options, the scenarios' stall limit.
+fn named(name: &'static str, replies: Vec<Reply>) -> NamedScenario {
+    NamedScenario {
+        name,
+        scenario: Scenario { replies, ..Scenario::default() },
+        options: Options::default(),
+        stall_timeout: Duration::from_secs(2),
+    }
+}
+
 /// One dialect as the scenarios speak it: its model, provider, bodies and error bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wire(pub Dialect);
@@ -228,24 +241,26 @@ impl Wire {
         reply
     }
 
-    /// The text answer cut inside an event: the first two pieces whole, then the body
-    /// ends halfway through the event (or line) carrying the third. What the caller sees
-    /// must be [`Wire::scenarios`]' `cut_stream` exactly (its transcript is the expected
-    /// one): an unterminated event is never dispatched (WHATWG SSE: "If the file ends
-    /// in the middle of an event, before the final empty line, the incomplete event is
-    /// not dispatched"), and half a line is no line; the body was cut, not malformed.
-    pub fn cut_mid_event(self) -> Vec<NamedScenario> {
-        let words = ["It is ", "sunny and ", "noon."];
-        let mut events = self.render(&Answer { text: &words[..2], calls: &[], finished: false });
-        let whole = self.render(&Answer { text: &words, calls: &[], finished: true });
-        let next = &whole[events.len()];
-        events.push(next[..next.len() / 2].to_string());
-        vec![NamedScenario {
-            name: "cut_mid_event",
-            scenario: Scenario { replies: vec![self.paced(&events)], ..Scenario::default() },
-            options: Options::default(),
-            stall_timeout: Duration::from_secs(2),
-        }]
+    /// Bodies cut inside an event, which must read as cut between events: an
+    /// unterminated event is never dispatched (WHATWG SSE: "If the file ends in the
+    /// middle of an event, before the final empty line, the incomplete event is not
+    /// dispatched"), and half a line is no line; the body was cut, not malformed.
+    /// - `cut_mid_event`: the first two pieces of text whole, then half the event (or
+    ///   line) carrying the third; the caller must see `cut_stream` exactly.
+    /// - `cut_in_first_event_then_ok`: half the first event and nothing else, then the
+    ///   whole answer: nothing reached the caller, so the cut is retried, as a cut after
+    ///   a whole first event is (the Anthropic and OpenAI wires' first events carry no
+    ///   content).
+    pub fn cuts_inside_an_event(self) -> Vec<NamedScenario> {
+        let text_answer = Answer { text: &WORDS, calls: &[], finished: true };
+        let whole = self.render(&text_answer);
+        let half = |event: &String| event[..event.len() / 2].to_string();
+        let mut events = self.render(&Answer { text: &WORDS[..2], calls: &[], finished: false });
+        events.push(half(&whole[events.len()]));
+        vec![
+            named("cut_mid_event", vec![self.paced(&events)]),
+            named("cut_in_first_event_then_ok", vec![self.paced(&[half(&whole[0])]), self.stream(&text_answer)]),
+        ]
     }
 
     /// The provider's documented error body for an unknown model (HTTP 404), and the
@@ -281,24 +296,17 @@ impl Wire {
 
     /// The scenarios of this wire.
     pub fn scenarios(self) -> Vec<NamedScenario> {
-        let words = ["It is ", "sunny and ", "noon."];
-        let text_answer = Answer { text: &words, calls: &[], finished: true };
+        let text_answer = Answer { text: &WORDS, calls: &[], finished: true };
         let final_answer = self.stream(&text_answer);
         let calls = self.calls();
         let tool_answer = self.stream(&Answer { text: &["Let me check."], calls: &calls, finished: true });
-        let cut = self.stream(&Answer { text: &words[..2], calls: &[], finished: false });
+        let cut = self.stream(&Answer { text: &WORDS[..2], calls: &[], finished: false });
         let (status, not_found, _) = self.not_found();
         let with_tools = scenarios::all()
             .into_iter()
             .find(|s| s.name == "two_step_tool_loop")
             .map(|s| s.scenario.tools)
             .unwrap_or_default();
-        let named = |name: &'static str, replies: Vec<Reply>| NamedScenario {
-            name,
-            scenario: Scenario { replies, ..Scenario::default() },
-            options: Options::default(),
-            stall_timeout: Duration::from_secs(2),
-        };
         let mut tool_loop = named("two_step_tool_loop", vec![tool_answer, final_answer.clone()]);
         tool_loop.scenario.tools = with_tools;
         vec![
