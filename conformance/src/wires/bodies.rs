@@ -143,25 +143,24 @@ pub fn openai_responses(answer: &Answer) -> Vec<String> {
     let item = |status: &str, content: Value| json!({"id": message_id, "type": "message", "status": status, "content": content, "role": "assistant"});
     let part = |text: &str| json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
     events.push("response.output_item.added", json!({"output_index": 0, "item": item("in_progress", json!([]))}));
-    let at = json!({"item_id": message_id, "output_index": 0, "content_index": 0});
-    let with = |mut base: Value, key: &str, value: Value| {
-        base[key] = value;
-        base
+    // The events of the message's one text part say which part they belong to.
+    let on_part = |fields: Value| {
+        let mut event = json!({"item_id": message_id, "output_index": 0, "content_index": 0});
+        if let (Some(event), Value::Object(fields)) = (event.as_object_mut(), fields) {
+            event.extend(fields);
+        }
+        event
     };
-    events.push("response.content_part.added", with(at.clone(), "part", part("")));
+    events.push("response.content_part.added", on_part(json!({"part": part("")})));
     for piece in answer.text {
-        events.push(
-            "response.output_text.delta",
-            with(with(at.clone(), "delta", (*piece).into()), "logprobs", json!([])),
-        );
+        events.push("response.output_text.delta", on_part(json!({"delta": piece, "logprobs": []})));
     }
     if !answer.finished {
         return events.out;
     }
     let text = answer.text.concat();
-    events
-        .push("response.output_text.done", with(with(at.clone(), "text", text.as_str().into()), "logprobs", json!([])));
-    events.push("response.content_part.done", with(at, "part", part(&text)));
+    events.push("response.output_text.done", on_part(json!({"text": text, "logprobs": []})));
+    events.push("response.content_part.done", on_part(json!({"part": part(&text)})));
     output.push(item("completed", json!([part(&text)])));
     events.push("response.output_item.done", json!({"output_index": 0, "item": output[0]}));
     for (i, call) in answer.calls.iter().enumerate() {

@@ -1,9 +1,10 @@
 //! The generate scenarios of every wire: one definition, five dialects. Each scenario
 //! (a text stream, a two-step tool loop, a provider error, a rate limit with
-//! `retry-after`, a cut stream, the text stream in 7-byte chunks) is scripted in the wire's documented format
-//! ([`bodies`]) and its documented error body, run by the pure simulation (held to
-//! `conformance/transcripts/wires/<dialect>/<scenario>.txt`) and by every driver against
-//! the replay server, which must produce the same transcript and send the same requests.
+//! `retry-after`, a cut stream, the text stream in 7-byte chunks) is scripted in the
+//! wire's documented streaming format ([`bodies`]) and error shape, run by the pure
+//! simulation (held to `conformance/transcripts/wires/<dialect>/<scenario>.txt`) and by
+//! every driver against the replay server ([`check_every_wire`]), which must produce
+//! the same transcript and send the same requests.
 
 pub mod bodies;
 
@@ -263,8 +264,8 @@ impl Wire {
         ]
     }
 
-    /// The provider's documented error body for an unknown model (HTTP 404), and the
-    /// kind it must be classified as.
+    /// The provider's error body for an unknown model (HTTP 404) in its documented
+    /// shape, and the kind it must be classified as.
     pub fn not_found(self) -> (u16, String, ProviderErrorKind) {
         let body = match self.0 {
             Dialect::AnthropicMessages => {
@@ -282,7 +283,7 @@ impl Wire {
         (404, body, ProviderErrorKind::NotFound)
     }
 
-    /// The provider's documented rate-limit body (HTTP 429).
+    /// A rate-limit body (HTTP 429) in the provider's documented error shape.
     pub fn rate_limited(self) -> String {
         match self.0 {
             Dialect::AnthropicMessages => {
@@ -302,6 +303,7 @@ impl Wire {
         let tool_answer = self.stream(&Answer { text: &["Let me check."], calls: &calls, finished: true });
         let cut = self.stream(&Answer { text: &WORDS[..2], calls: &[], finished: false });
         let (status, not_found, _) = self.not_found();
+        // The tools of the Anthropic scenarios: get_weather (20 ms) and get_time (10 ms).
         let with_tools = scenarios::all()
             .into_iter()
             .find(|s| s.name == "two_step_tool_loop")
