@@ -26,6 +26,7 @@ pub mod structured;
 pub mod synth;
 pub mod ttfe;
 pub mod upstream;
+pub mod wires;
 
 /// The README's examples, compiled (and run where they need no network) as doc tests of
 /// this crate, which can see every driver.

@@ -279,3 +279,281 @@ fn by_default_a_silent_server_holds_a_call_two_stalls_not_three() {
     let (_, r) = run("server_error_twice_then_ok");
     assert_eq!(r.requests.len(), 3);
 }
+
+// ---- Every wire: the same five scenarios in each dialect's documented format ----
+
+mod wires {
+    use std::time::Duration;
+
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use omni_conformance::fixtures::{check_or_bless, fixtures_root};
+    use omni_conformance::scenarios::NamedScenario;
+    use omni_conformance::sim::{simulate, BodyStep, Reply, SimResult};
+    use omni_conformance::wires::{Wire, KEY};
+    use omni_core::generate::GenerateError;
+    use omni_core::{StopReason, StreamError};
+
+    const BASE: &str = "http://replay.invalid";
+
+    fn run(wire: Wire, name: &str) -> (NamedScenario, SimResult) {
+        let mut all = wire.scenarios();
+        all.extend(wire.cuts_inside_an_event());
+        let scenario = all.into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
+        let result = simulate(wire.config(&scenario, &wire.base_url(BASE)), &scenario.scenario);
+        (scenario, result)
+    }
+
+    /// Runs `check` on `scenario` of every wire, naming the wire in a failure.
+    fn each_wire(scenario: &str, check: impl Fn(Wire, SimResult)) {
+        for wire in Wire::all() {
+            let (_, result) = run(wire, scenario);
+            let transcript = result.transcript.clone();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(wire, result)));
+            if let Err(panic) = outcome {
+                let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                panic!("{}/{scenario}: {message}\ntranscript: {transcript:#?}", wire.name());
+            }
+        }
+    }
+
+    #[test]
+    fn every_wire_scenario_matches_its_transcript() {
+        let mut failures = Vec::new();
+        for wire in Wire::all() {
+            for scenario in wire.scenarios() {
+                let result = simulate(wire.config(&scenario, &wire.base_url(BASE)), &scenario.scenario);
+                let text = result.transcript.join("\n") + "\n";
+                if let Err(diff) = check_or_bless(&wire.transcript_path(scenario.name), &text) {
+                    failures.push(diff);
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Every key path of a JSON value (`choices[].delta.content`), array items merged.
+    fn key_paths(value: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    let path = format!("{prefix}.{key}");
+                    // A tool call's arguments are the model's own data, not the format.
+                    if !matches!(key.as_str(), "args" | "arguments" | "input") {
+                        key_paths(inner, &path, out);
+                    }
+                    out.insert(path);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| key_paths(v, &format!("{prefix}[]"), out)),
+            _ => {}
+        }
+    }
+
+    /// The events of a streamed body, each as (kind, key paths): the kind is the SSE
+    /// `event:` name, else the payload's `type`, else empty (NDJSON lines, chunks).
+    fn event_shapes(body: &str) -> Vec<(String, BTreeSet<String>)> {
+        let body = body.replace("\r\n", "\n");
+        let payloads: Vec<(String, &str)> = if body.trim_start().starts_with('{') {
+            body.lines().filter(|l| !l.trim().is_empty()).map(|l| (String::new(), l)).collect()
+        } else {
+            body.split("\n\n")
+                .filter(|e| !e.trim().is_empty())
+                .map(|event| {
+                    let field = |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+                    (field("event:").unwrap_or_default().to_string(), field("data:").unwrap_or_default())
+                })
+                .collect()
+        };
+        payloads
+            .into_iter()
+            .map(|(event, data)| {
+                let value: serde_json::Value = serde_json::from_str(data).unwrap_or(serde_json::Value::Null);
+                let kind =
+                    if event.is_empty() { value["type"].as_str().unwrap_or_default().to_string() } else { event };
+                let mut paths = BTreeSet::new();
+                key_paths(&value, "", &mut paths);
+                (if data == "[DONE]" { data.to_string() } else { kind }, paths)
+            })
+            .collect()
+    }
+
+    /// The scripted bodies use only what the project's fixtures of the same wire use
+    /// (`conformance/fixtures/<dialect>/`, each citing the provider's documentation and
+    /// real recordings): every event kind, and every field at its place in that kind.
+    #[test]
+    fn every_wire_body_uses_only_the_documented_shapes_of_its_fixtures() {
+        let mut failures = Vec::new();
+        for wire in Wire::all() {
+            let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for case in ["text", "tool_call", "parallel_tool_calls", "multi_block_text", "cut_before_stop"] {
+                let dir = fixtures_root().join(wire.name()).join(case);
+                let body = ["body.sse", "body.ndjson"]
+                    .iter()
+                    .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+                    .unwrap_or_else(|| panic!("{}: no body", dir.display()));
+                for (kind, paths) in event_shapes(&body) {
+                    known.entry(kind).or_default().extend(paths);
+                }
+            }
+            let scenarios = wire.scenarios().into_iter().chain(wire.cuts_inside_an_event());
+            for reply in scenarios.flat_map(|s| s.scenario.replies) {
+                let Reply::Http { status: 200, body, .. } = reply else { continue };
+                let bytes: Vec<u8> = body
+                    .into_iter()
+                    .filter_map(|step| if let BodyStep::Bytes(b) = step { Some(b) } else { None })
+                    .flatten()
+                    .collect();
+                for (kind, paths) in event_shapes(&String::from_utf8_lossy(&bytes)) {
+                    match known.get(&kind) {
+                        // A cut event is no event: only whole ones are compared.
+                        _ if paths.is_empty() && kind != "[DONE]" => {}
+                        None => failures.push(format!("{}: event {kind:?} is in no fixture", wire.name())),
+                        Some(documented) => {
+                            let extra: Vec<_> = paths.difference(documented).collect();
+                            if !extra.is_empty() {
+                                failures
+                                    .push(format!("{}: {kind:?} has fields no fixture has: {extra:?}", wire.name()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn every_wire_has_the_same_scenarios() {
+        for wire in Wire::all() {
+            let names: Vec<_> = wire.scenarios().iter().map(|s| s.name).collect();
+            assert_eq!(
+                names,
+                [
+                    "text_stream",
+                    "two_step_tool_loop",
+                    "provider_error",
+                    "rate_limited_then_ok",
+                    "cut_stream",
+                    "text_in_small_chunks"
+                ],
+                "{}",
+                wire.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_wire_streams_the_text_to_the_documented_endpoint_with_its_key() {
+        each_wire("text_stream", |wire, r| {
+            let response = r.response.expect("a response");
+            assert_eq!(response.text(), "It is sunny and noon.");
+            assert_eq!(response.stop_reason, Some(StopReason::Stop));
+            assert!(response.usage.output_tokens > 0, "usage was read: {:?}", response.usage);
+            assert_eq!(r.requests.len(), 1);
+            let path = r.requests[0].url.trim_start_matches(BASE).to_string();
+            let documented = match wire.name() {
+                "anthropic_messages" => "/v1/messages",
+                "openai_completions" => "/v1/chat/completions",
+                "openai_responses" => "/v1/responses",
+                "google_gemini" => "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                _ => "/api/chat",
+            };
+            assert_eq!(path, documented);
+            match wire.key_header() {
+                Some((name, value)) => assert_eq!(r.requests[0].header(name), Some(value.as_str())),
+                None => assert!(!String::from_utf8_lossy(&r.requests[0].body).contains(KEY)),
+            }
+        });
+    }
+
+    #[test]
+    fn every_wire_reads_the_text_the_same_in_7_byte_chunks() {
+        each_wire("text_in_small_chunks", |wire, r| {
+            let expected = std::fs::read_to_string(wire.transcript_path("text_stream")).expect("transcript");
+            assert_eq!(r.transcript.join("\n") + "\n", expected);
+            let Some(Reply::Http { body, .. }) = wire.scenarios().pop().map(|s| s.scenario.replies[0].clone()) else {
+                panic!("a reply")
+            };
+            assert!(body.len() > 100, "the body really goes in many pieces: {}", body.len());
+        });
+    }
+
+    #[test]
+    fn every_wire_runs_both_tools_and_sends_the_results_back_in_its_own_shape() {
+        each_wire("two_step_tool_loop", |wire, r| {
+            let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+            assert_eq!(runs.len(), 2, "{:?}", r.effects);
+            assert!(runs.iter().all(|e| e.ends_with(r#"{"city":"Paris"}"#)), "arguments were joined: {runs:?}");
+            let response = r.response.expect("a response");
+            assert_eq!(response.stop_reason, Some(StopReason::Stop));
+            assert_eq!(response.messages.len(), 3, "assistant (tools), user (results), assistant (answer)");
+            assert_eq!(response.text(), "It is sunny and noon.");
+            assert_eq!(r.requests.len(), 2);
+            let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+            let keys = wire.result_keys();
+            let expected = vec![(keys[0].clone(), "sunny".to_string()), (keys[1].clone(), "12:00".to_string())];
+            assert_eq!(wire.tool_results(&second), expected, "{second}");
+        });
+    }
+
+    #[test]
+    fn every_wire_types_the_documented_error_body_and_does_not_retry_it() {
+        each_wire("provider_error", |wire, r| {
+            assert_eq!(r.requests.len(), 1);
+            let (status, body, kind) = wire.not_found();
+            match r.error {
+                Some(GenerateError::Provider(e)) => {
+                    assert_eq!(e.kind, kind);
+                    assert_eq!(e.status, Some(status));
+                    let doc: serde_json::Value = serde_json::from_str(&body).expect("JSON error body");
+                    let message = doc["error"]["message"].as_str().or(doc["error"].as_str());
+                    assert_eq!(Some(e.message.as_str()), message, "the provider's message is kept");
+                    assert_eq!(e.body.as_deref(), Some(body.as_str()));
+                }
+                other => panic!("expected a provider error, got {other:?}"),
+            }
+        });
+    }
+
+    #[test]
+    fn every_wire_waits_for_retry_after_then_succeeds() {
+        each_wire("rate_limited_then_ok", |_, r| {
+            assert_eq!(r.requests.len(), 2);
+            assert!(r.elapsed >= Duration::from_secs(1), "retry-after: 1 was honoured: {:?}", r.elapsed);
+            assert!(r.transcript.iter().any(|l| l == "step 0: retry 1 after provider RateLimited 429"));
+            assert_eq!(r.response.expect("a response").text(), "It is sunny and noon.");
+        });
+    }
+
+    /// A cut body: one request (content reached the caller, so no silent retry), a typed
+    /// incomplete-stream error, the text received so far kept, and the transcript of a cut.
+    fn assert_cut(wire: Wire, r: SimResult) {
+        assert_eq!(r.requests.len(), 1, "content reached the caller: no silent retry");
+        assert!(matches!(r.error, Some(GenerateError::Stream(StreamError::Incomplete))), "{:?}", r.error);
+        assert_eq!(r.response.expect("partial").text(), "It is sunny and ");
+        let expected = std::fs::read_to_string(wire.transcript_path("cut_stream")).expect("transcript");
+        assert_eq!(r.transcript.join("\n") + "\n", expected);
+    }
+
+    #[test]
+    fn every_wire_fails_a_cut_stream_as_incomplete_keeping_the_text() {
+        each_wire("cut_stream", assert_cut);
+    }
+
+    #[test]
+    fn every_wire_fails_a_body_cut_inside_an_event_as_incomplete_keeping_the_text() {
+        each_wire("cut_mid_event", assert_cut);
+    }
+
+    #[test]
+    fn every_wire_retries_a_body_cut_inside_its_first_event() {
+        each_wire("cut_in_first_event_then_ok", |wire, r| {
+            assert_eq!(r.requests.len(), 2, "nothing reached the caller: the cut is retried");
+            assert_eq!(r.response.expect("a response").text(), "It is sunny and noon.");
+            let expected =
+                std::fs::read_to_string(wire.transcript_path("cut_in_first_event_then_ok")).expect("transcript");
+            assert_eq!(r.transcript.join("\n") + "\n", expected);
+        });
+    }
+}

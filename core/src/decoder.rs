@@ -67,7 +67,9 @@ impl StreamDecoder {
         let Self { frames, state, acc, .. } = self;
         let result = frames.feed(chunk, |frame| {
             progress.frames += 1;
-            Self::on_frame(state, acc, &frame, out, &mut progress);
+            if let Err(e) = Self::on_frame(state, acc, &frame, out, &mut progress) {
+                acc.fail(e, out);
+            }
         });
         if let Err(e) = result {
             self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
@@ -89,7 +91,15 @@ impl StreamDecoder {
         let sse = matches!(self.frames, FrameDecoder::Sse(_));
         let Self { frames, state, acc, .. } = self;
         let mut progress = Progress::default();
-        let end = frames.finish(|frame| Self::on_frame(state, acc, &frame, out, &mut progress));
+        // A frame handed over here is one the body ended inside (a last SSE event without
+        // its blank line, a last NDJSON line without its newline). One that does not parse
+        // is the front half of an event: the stream was cut, which is `Incomplete` (and
+        // retryable before anything reached the caller), not a malformed stream.
+        let end = frames.finish(|frame| {
+            if Self::on_frame(state, acc, &frame, out, &mut progress).is_err() {
+                acc.fail(StreamError::Incomplete, out);
+            }
+        });
         if let Err(e) = end {
             self.acc.fail(StreamError::Framing { message: e.to_string() }, out);
             return;
@@ -105,23 +115,22 @@ impl StreamDecoder {
         self.acc.finish(out);
     }
 
+    /// Parses one frame into the accumulator; the caller decides what a parse error means.
     fn on_frame(
         state: &mut DialectState,
         acc: &mut Accumulator,
         frame: &Frame<'_>,
         out: &mut Vec<StreamEvent>,
         progress: &mut Progress,
-    ) {
+    ) -> Result<(), StreamError> {
         if acc.is_terminated() {
-            return;
+            return Ok(());
         }
         // Deltas go straight into the accumulator, in the order the dialect produces them.
         let mut sink = AccumulatorSink { acc, out, pushed: false };
         let parsed = state.parse_to(frame, &mut sink);
         progress.progressed |= sink.pushed;
-        if let Err(e) = parsed {
-            acc.fail(e, out);
-        }
+        parsed
     }
 
     /// The response so far.

@@ -1,7 +1,8 @@
 //! Every generate scenario run through this driver against the replay server, in real
 //! time: the transcript must equal `conformance/transcripts/<name>.txt` (the file the
 //! pure simulation is held to), and the server must have received exactly the
-//! requests the simulation sent.
+//! requests the simulation sent. The scenarios of every wire (omni_conformance::wires)
+//! go through the same run and are held to the same checks.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, sockets, clocks
 
@@ -16,6 +17,10 @@ use omni_blocking::{CancelToken, Client, Tool, ToolError, ToolOutput};
 use omni_conformance::replay::{RecordedRequest, ReplayServer};
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, transcript_line, ToolScript};
+use omni_conformance::wires::{check_every_wire, check_every_wire_of, Wire};
+use omni_core::Dialect;
+
+const ANTHROPIC: Wire = Wire(Dialect::AnthropicMessages);
 
 /// The scenario tools as real handlers: sleep the scripted delay, return the scripted
 /// outcome; `Hang` sleeps until its run is cancelled. `live` counts running handlers.
@@ -60,23 +65,25 @@ struct Run {
     server: ReplayServer,
 }
 
-fn run(name: &str) -> Run {
-    let named: NamedScenario =
-        scenarios::all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}"));
+fn scenario(name: &str) -> NamedScenario {
+    scenarios::all().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}"))
+}
+
+fn run(wire: Wire, named: &NamedScenario) -> Run {
+    let name = format!("{}/{}", wire.name(), named.name);
     let server = ReplayServer::start(named.scenario.replies.clone()).expect("replay server");
-    let base_url = format!("{}/v1", server.base_url());
-    let client = Client::builder()
-        .base_url("anthropic", &base_url)
-        .api_key("anthropic", "sk-replay")
+    let base_url = wire.base_url(&server.base_url());
+    let client = wire
+        .apply(Client::builder(), &server.base_url())
         .retry(RetryPolicy { seed: 7, ..RetryPolicy::default() })
         .stall_timeout(named.stall_timeout)
         .build()
         .expect("a client");
-    let expected = scenarios::config(&named, &base_url);
+    let expected = wire.config(named, &base_url);
     let live = Arc::new(AtomicUsize::new(0));
     let tools =
         expected.tools.iter().map(|d| scripted_tool(d, named.scenario.tools.get(&d.spec.name).cloned(), live.clone()));
-    let call = client.call(scenarios::model(), expected.context.clone()).options(named.options.clone()).tools(tools);
+    let call = client.call(wire.model(), expected.context.clone()).options(named.options.clone()).tools(tools);
 
     // Built through the public API, the call is the simulation's call.
     let config = call.config().expect("the call resolves");
@@ -113,14 +120,15 @@ fn run(name: &str) -> Run {
     for (got, want) in requests.iter().zip(&sim.requests) {
         assert_eq!(got.method, want.method.as_str());
         assert_eq!(format!("{}{}", server.base_url(), got.path), want.url);
-        assert_eq!(got.header("x-api-key"), Some("sk-replay"));
+        let key = wire.key_header();
+        assert_eq!(key.as_ref().map(|(n, _)| got.header(n)), key.as_ref().map(|(_, v)| Some(v.as_str())));
         assert_eq!(got.body, want.body, "{name}: request body");
     }
     Run { transcript, requests, base_url, server }
 }
 
 fn check(name: &str) -> Run {
-    let run = run(name);
+    let run = run(ANTHROPIC, &scenario(name));
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/transcripts").join(format!("{name}.txt"));
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let actual = run.transcript.join("\n") + "\n";
@@ -220,7 +228,7 @@ fn cancel_during_tool_call() {
 
 #[test]
 fn generate_returns_the_final_response_and_the_events_agree() {
-    let run = run("two_step_tool_loop");
+    let run = run(ANTHROPIC, &scenario("two_step_tool_loop"));
     assert!(run.transcript.last().is_some_and(|l| l.starts_with("finished stop messages=3")));
     let named = scenarios::all().into_iter().find(|s| s.name == "text_stream").expect("scenario");
     let server = ReplayServer::start(named.scenario.replies.clone()).expect("replay server");
@@ -237,4 +245,19 @@ fn generate_returns_the_final_response_and_the_events_agree() {
     let mut stream = client.stream_text(scenarios::model(), "again", Default::default()).expect("a stream");
     assert!(stream.by_ref().any(|e| matches!(e, GenerateEvent::Finished(_))));
     assert_eq!(stream.response().expect("a response").text(), "It is sunny and noon.");
+}
+
+fn transcript_and_server(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+    let run = run(wire, scenario);
+    (run.transcript, run.server)
+}
+
+#[test]
+fn every_wire_matches_the_simulation() {
+    check_every_wire(transcript_and_server);
+}
+
+#[test]
+fn every_wire_reads_a_body_cut_inside_an_event_as_a_cut() {
+    check_every_wire_of(Wire::cuts_inside_an_event, transcript_and_server);
 }

@@ -1,6 +1,7 @@
 //! Every generate scenario through the smol driver against the loopback replay server:
 //! the transcript must equal the simulation's, file for file, and the server must have
-//! seen what the simulation's provider saw.
+//! seen what the simulation's provider saw; and the scenarios of every wire
+//! (omni_conformance::wires), held to the same two checks.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
@@ -10,15 +11,16 @@ use futures_lite::{future, StreamExt};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{scripted_async_tool, simulate, transcript_line};
+use omni_conformance::wires::{check_every_wire, check_every_wire_of, Wire};
 use omni_core::generate::RetryPolicy;
+use omni_core::Dialect;
 use omni_smol::Client;
 use smol::Timer;
 
-async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+async fn run(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
     let server = ReplayServer::start(scenario.scenario.replies.clone()).expect("replay server");
-    let client = Client::builder()
-        .base_url("anthropic", format!("{}/v1", server.base_url()))
-        .api_key("anthropic", "sk-replay")
+    let client = wire
+        .apply(Client::builder(), &server.base_url())
         .retry(RetryPolicy { seed: 7, ..RetryPolicy::default() })
         .stall_timeout(scenario.stall_timeout)
         .build()
@@ -27,7 +29,7 @@ async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
         .iter()
         .map(|decl| scripted_async_tool(decl, scenario.scenario.tools.get(&decl.spec.name).cloned(), sleep_for))
         .collect::<Vec<_>>();
-    let config = scenarios::config(scenario, "unused");
+    let config = wire.config(scenario, "unused");
     let mut stream = client
         .call(config.model, config.context)
         .options(scenario.options.clone())
@@ -70,7 +72,7 @@ fn expected(name: &str) -> Vec<String> {
 fn every_scenario_matches_the_simulation() {
     let mut failures = Vec::new();
     for scenario in scenarios::all() {
-        let (mut actual, server) = smol::block_on(run(&scenario));
+        let (mut actual, server) = smol::block_on(run(Wire(Dialect::AnthropicMessages), &scenario));
         let mut want = expected(scenario.name);
         if actual.last().is_some_and(|l| l == "dropped") {
             // A dropped stream never sees the final `finished cancelled` line.
@@ -112,6 +114,20 @@ fn every_scenario_matches_the_simulation() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn run_blocking(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+    smol::block_on(run(wire, scenario))
+}
+
+#[test]
+fn every_wire_matches_the_simulation() {
+    check_every_wire(run_blocking);
+}
+
+#[test]
+fn every_wire_reads_a_body_cut_inside_an_event_as_a_cut() {
+    check_every_wire_of(Wire::cuts_inside_an_event, run_blocking);
 }
 
 async fn sleep_for(limit: Duration) {

@@ -1,5 +1,6 @@
 //! Every generate scenario through the tokio driver against the loopback replay server:
-//! the transcript must equal the simulation's, file for file.
+//! the transcript must equal the simulation's, file for file; and the scenarios of every
+//! wire (omni_conformance::wires), whose requests must also be the simulation's.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
@@ -8,18 +9,19 @@ use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{scripted_async_tool, transcript_line};
+use omni_conformance::wires::{check_every_wire, check_every_wire_of, Wire};
 use omni_core::generate::{GenerateEvent, RetryPolicy};
+use omni_core::Dialect;
 use omni_tokio::Client;
 
 async fn next(stream: &mut omni_tokio::TextStream) -> Option<GenerateEvent> {
     std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
 }
 
-async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+async fn run(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
     let server = ReplayServer::start(scenario.scenario.replies.clone()).expect("replay server");
-    let client = Client::builder()
-        .base_url("anthropic", format!("{}/v1", server.base_url()))
-        .api_key("anthropic", "sk-replay")
+    let client = wire
+        .apply(Client::builder(), &server.base_url())
         .retry(RetryPolicy { seed: 7, ..RetryPolicy::default() })
         .stall_timeout(scenario.stall_timeout)
         .build()
@@ -30,7 +32,7 @@ async fn run(scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
             scripted_async_tool(decl, scenario.scenario.tools.get(&decl.spec.name).cloned(), tokio::time::sleep)
         })
         .collect::<Vec<_>>();
-    let config = scenarios::config(scenario, "unused");
+    let config = wire.config(scenario, "unused");
     let mut stream = client
         .call(config.model, config.context)
         .options(scenario.options.clone())
@@ -67,7 +69,7 @@ fn expected(name: &str) -> Vec<String> {
 async fn every_scenario_matches_the_simulation() {
     let mut failures = Vec::new();
     for scenario in scenarios::all() {
-        let (mut actual, server) = run(&scenario).await;
+        let (mut actual, server) = run(Wire(Dialect::AnthropicMessages), &scenario).await;
         let mut want = expected(scenario.name);
         if actual.last().is_some_and(|l| l == "dropped") {
             // A dropped stream never sees the final `finished cancelled` line.
@@ -83,4 +85,20 @@ async fn every_scenario_matches_the_simulation() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One call on a runtime of its own, for the shared wire checks (which are not async).
+fn run_blocking(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, ReplayServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    runtime.block_on(run(wire, scenario))
+}
+
+#[test]
+fn every_wire_matches_the_simulation() {
+    check_every_wire(run_blocking);
+}
+
+#[test]
+fn every_wire_reads_a_body_cut_inside_an_event_as_a_cut() {
+    check_every_wire_of(Wire::cuts_inside_an_event, run_blocking);
 }
