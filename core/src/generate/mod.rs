@@ -5,7 +5,7 @@
 //!            ┌──────────── retry (backoff, nothing delivered yet) ◄───┐
 //!            ▼                                                        │
 //!   new ─► Sending ── head 2xx ─► Streaming ── done ─► step finished ─┤── failure
-//!            │  └─ head 4xx/5xx ─► ErrorBody ── end ─► failure ───────┘
+//!            │  └─ head 4xx/5xx ─► ErrorBody ── end or 64 KiB ─► failure ┘
 //!            │                         tool calls + handlers + steps left
 //!            │                                       ▼
 //!            └───────────────◄──── next step ◄── Tools (parallel, deadlines)
@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::decoder::StreamDecoder;
-use crate::dialect::RequestSpec;
+use crate::dialect::{Dialect, RequestSpec};
 use crate::event::StreamEvent;
 use crate::http::HttpRequest;
 use crate::message::{Context, Message, Role};
@@ -180,6 +180,11 @@ pub struct Generate {
     effects: VecDeque<Effect>,
     events: VecDeque<GenerateEvent>,
     scratch: Vec<StreamEvent>,
+}
+
+/// The provider's error from an HTTP error response (the kept part of its body).
+fn error_response(dialect: Dialect, status: u16, headers: &[(String, String)], body: &[u8]) -> GenerateError {
+    GenerateError::Provider(dialect.parse_error(status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body))
 }
 
 impl Generate {
@@ -376,9 +381,19 @@ impl Generate {
                 }
                 self.drain_stream_events(now);
             }
-            Phase::ErrorBody { body, .. } => {
+            Phase::ErrorBody { status, headers, body } => {
                 let room = MAX_ERROR_BODY.saturating_sub(body.len());
                 body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                // Bytes of an error page are the server's progress, like content.
+                a.stall_at = now + self.config.stall_timeout;
+                if body.len() >= MAX_ERROR_BODY {
+                    // All of the error that is kept has come: reading the rest of a huge
+                    // page would only cost time, so the request is closed and the error
+                    // is read from the part kept.
+                    let error = error_response(self.config.model.dialect, *status, headers, body);
+                    self.fail_attempt(error, true, now);
+                    return;
+                }
             }
             Phase::AwaitingHead => {}
         }
@@ -400,9 +415,8 @@ impl Generate {
                 self.drain_stream_events(now);
             }
             Phase::ErrorBody { status, headers, body } => {
-                let dialect = self.config.model.dialect;
-                let error = dialect.parse_error(*status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body);
-                self.fail_attempt(GenerateError::Provider(error), false, now);
+                let error = error_response(self.config.model.dialect, *status, headers, body);
+                self.fail_attempt(error, false, now);
             }
             Phase::AwaitingHead => {
                 let error = TransportError {

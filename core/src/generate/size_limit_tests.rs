@@ -79,6 +79,34 @@ fn an_error_body_counts_too() {
 }
 
 #[test]
+fn a_huge_error_page_ends_the_attempt_once_its_kept_part_is_full() {
+    let start = Instant::now();
+    let mut machine = call(DEFAULT_MAX_RESPONSE_BYTES, start);
+    machine.config.retry = RetryPolicy::none();
+    let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
+    machine.handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), start);
+    let page = vec![b'x'; 4096];
+    let stall = machine.config.stall_timeout;
+    let mut now = start;
+    for _ in 0..(MAX_ERROR_BODY / page.len() - 1) {
+        // A slow page: each piece comes just within the stall limit, which it resets.
+        now += stall - std::time::Duration::from_millis(1);
+        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+        assert!(machine.poll_event().is_none(), "still reading the page");
+        assert!(machine.poll_timeout().is_some_and(|t| t > now), "bytes of the page are progress");
+    }
+    machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+    let effects: Vec<_> = std::iter::from_fn(|| machine.poll_effect()).collect();
+    assert!(matches!(effects[..], [Effect::CancelRequest { .. }]), "the rest of the page is not read: {effects:?}");
+    let events: Vec<_> = std::iter::from_fn(|| machine.poll_event()).collect();
+    let [GenerateEvent::Failed { error: GenerateError::Provider(error), .. }] = &events[..] else {
+        panic!("the provider's error: {events:?}")
+    };
+    assert_eq!(error.status, Some(500));
+    assert_eq!(error.body.as_ref().map(String::len), Some(MAX_ERROR_BODY), "the kept part");
+}
+
+#[test]
 fn the_default_limit_is_the_documented_one() {
     let model = Model::new("local", "m", Dialect::OpenaiCompletions);
     let provider = Provider::openai_compatible("local", "http://127.0.0.1:9/v1", None);
