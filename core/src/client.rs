@@ -377,16 +377,4 @@ mod tests {
         let err = config.prepare(local_call(vec![tool("one"), tool("two")], Options::default()), &no_env, 1);
         assert_eq!(err.unwrap_err(), ClientError::DuplicateTool("get_weather".into()));
     }
-
-    #[test]
-    #[allow(clippy::disallowed_methods)] // a test's clock
-    fn a_machine_refusing_its_configuration_names_the_model() {
-        let config = ClientConfig::new().unwrap();
-        let output = crate::options::OutputSchema { name: "bad".into(), schema: serde_json::json!({"type": 12}) };
-        let options = Options { output: Some(output), ..Options::default() };
-        match config.start(local_call(vec![], options), &no_env, 1, Instant::now()) {
-            Err(Error::Generate { partial, .. }) => assert_eq!(partial.model, "llama3.2:3b"),
-            other => panic!("{other:?}"),
-        }
-    }
 }
