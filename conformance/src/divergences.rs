@@ -4,13 +4,14 @@
 //! - two tools of one name: the call is refused when it starts, with
 //!   [`ClientError::DuplicateTool`], before anything is sent
 //!   ([`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare));
-//! - retry jitter: each call draws its own seed, unless the client's policy was set with
-//!   one (same place);
+//! - retry jitter: each call and each agent draws its own seed, unless the client's
+//!   policy was set with one (same place);
 //! - a call whose machine refuses its configuration fails naming the model
 //!   ([`ClientConfig::start`](omni_core::client::ClientConfig::start)).
 
 use std::time::Duration;
 
+use omni_core::agent::AgentEvent;
 use omni_core::client::ClientError;
 use omni_core::driver_error::Error;
 use omni_core::generate::{GenerateEvent, RetryPolicy};
@@ -92,6 +93,37 @@ pub fn each_call_draws_its_own_jitter_seed_unless_the_client_set_one(driver: &im
     let policy = RetryPolicy { initial_backoff: Duration::from_millis(40), seed: 99, ..RetryPolicy::default() };
     let expected = policy.delay(1, None).expect("a delay");
     assert_eq!(two_retried_calls(driver, Some(policy)), [expected, expected], "the client's seed is kept");
+}
+
+/// The retry delays of two agents of one client whose first request each fails (500).
+fn two_retried_agents<D: StreamingDriver>(driver: &D, retry: Option<RetryPolicy>) -> [Duration; 2] {
+    let server = ReplayServer::start(vec![server_error(), text_reply(&["a"]), server_error(), text_reply(&["b"])])
+        .expect("server");
+    let client = driver.client(&Setup { retry, ..Setup::new(server.base_url(), "k") });
+    [(); 2].map(|()| {
+        let events = driver.agent_turn(&client);
+        assert!(matches!(events.last(), Some(AgentEvent::Turn { .. })), "the retry succeeds: {events:?}");
+        let delays: Vec<Duration> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Retry { delay, .. } => Some(*delay),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(delays.len(), 1, "one retry: {events:?}");
+        delays[0]
+    })
+}
+
+/// The same for agents: each agent of a client has its own jitter, unless the client's
+/// policy was set with a seed.
+pub fn each_agent_draws_its_own_jitter_seed_unless_the_client_set_one(driver: &impl StreamingDriver) {
+    let [first, second] = two_retried_agents(driver, None);
+    assert_ne!(first, second, "two agents of one client drew the same jitter");
+
+    let policy = RetryPolicy { initial_backoff: Duration::from_millis(40), seed: 99, ..RetryPolicy::default() };
+    let expected = policy.delay(1, None).expect("a delay");
+    assert_eq!(two_retried_agents(driver, Some(policy)), [expected, expected], "the client's seed is kept");
 }
 
 /// A machine that refuses its configuration (here an output schema that does not

@@ -227,10 +227,7 @@ impl ClientConfig {
         config.api_key = api_key;
         config.tools = call.tools;
         config.output_validator = call.output_validator;
-        config.retry = self.retry;
-        if self.fresh_retry_seed {
-            config.retry.seed = fresh_seed;
-        }
+        config.retry = self.retry_policy(fresh_seed);
         config.stall_timeout = self.stall_timeout;
         config.max_response_bytes = self.max_response_bytes;
         Ok(config)
@@ -254,21 +251,33 @@ impl ClientConfig {
     }
 
     /// An agent's configuration on this client: the model resolved as for a call, the
-    /// client's default options, retry policy and stall limit; no history, no tools.
+    /// client's default options, retry policy (with `fresh_seed`, the driver's random
+    /// number for this agent, as for a call) and stall limit; no history, no tools.
     pub fn agent(
         &self,
         model: &ModelRef,
         api_key: Option<&ApiKey>,
         env: &dyn Fn(&str) -> Option<String>,
+        fresh_seed: u64,
     ) -> Result<AgentConfig, ClientError> {
         let (model, provider, api_key) = self.resolve(model, api_key, env)?;
         let mut config = AgentConfig::new(model, provider);
         config.api_key = api_key;
         config.options = self.default_options.clone();
-        config.retry = self.retry;
+        config.retry = self.retry_policy(fresh_seed);
         config.stall_timeout = self.stall_timeout;
         config.max_response_bytes = self.max_response_bytes;
         Ok(config)
+    }
+}
+
+impl ClientConfig {
+    /// The retry policy of one call or agent: the client's, with the seed the driver drew
+    /// for it unless the application chose the seed. Jitter exists so that calls failing
+    /// together do not retry together; one seed per client would undo that.
+    fn retry_policy(&self, fresh_seed: u64) -> RetryPolicy {
+        let seed = if self.fresh_retry_seed { fresh_seed } else { self.retry.seed };
+        RetryPolicy { seed, ..self.retry }
     }
 }
 

@@ -108,8 +108,8 @@ impl<D: Connect> ClientBuilder<D> {
         self
     }
 
-    /// Retry policy, its seed used as is by every call (default: 2 retries with
-    /// exponential backoff and a random seed for each call).
+    /// Retry policy, its seed used as is by every call and agent (default: 2 retries with
+    /// exponential backoff and a random seed for each call and agent).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
         self
@@ -191,8 +191,9 @@ impl<D: Connect> ClientBuilder<D> {
             options.validate().map_err(ClientError::InvalidOptions)?;
             config.default_options = options;
         }
-        // Without a policy of the application's, every call draws its own seed (see
-        // `ClientConfig::prepare`); agents use the client's, drawn here.
+        // Without a policy of the application's, every call and agent draws its own seed
+        // (see `ClientConfig::prepare`); the client's is random too, for code that makes
+        // machines from `config.retry` itself.
         config.fresh_retry_seed = self.retry.is_none();
         config.retry = self.retry.unwrap_or(RetryPolicy { seed: D::random_seed(), ..RetryPolicy::default() });
         if let Some(limit) = self.stall_timeout {

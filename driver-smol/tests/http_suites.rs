@@ -52,6 +52,11 @@ fn each_call_draws_its_own_jitter_seed_unless_the_client_set_one() {
 }
 
 #[test]
+fn each_agent_draws_its_own_jitter_seed_unless_the_client_set_one() {
+    divergences::each_agent_draws_its_own_jitter_seed_unless_the_client_set_one(&Driver::new());
+}
+
+#[test]
 fn a_call_refused_before_it_starts_names_the_model() {
     divergences::a_call_refused_before_it_starts_names_the_model(&Driver::new());
 }
