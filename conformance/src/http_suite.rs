@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use omni_core::agent::AgentEvent;
 use omni_core::client_builder::{ClientBuilder, Connect};
+use omni_core::driver_error::Error;
 use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_core::{Options, Provider};
 
@@ -33,6 +34,9 @@ pub struct Setup {
     pub timeout: Option<Duration>,
     /// A response size limit, in bytes.
     pub max_response_bytes: Option<u64>,
+    /// The client's retry policy (its seed then used by every call); ignored with
+    /// `no_retries`.
+    pub retry: Option<RetryPolicy>,
 }
 
 impl Setup {
@@ -55,6 +59,8 @@ impl Setup {
         }
         if self.no_retries {
             builder = builder.retry(RetryPolicy::none());
+        } else if let Some(policy) = self.retry {
+            builder = builder.retry(policy);
         }
         if !self.provider_headers.0.is_empty() {
             let (headers, secret_headers) = self.provider_headers.clone();
@@ -94,6 +100,31 @@ pub trait StreamingDriver: Send + Sync + 'static {
     /// settings) prompted "hi": from its subscription, up to the turn's end
     /// ([`turn_ended`]) or the subscription's.
     fn agent_turn(&self, client: &Self::Client) -> Vec<AgentEvent>;
+    /// A call like [`StreamingDriver::stream`]'s with these options and tools, added
+    /// one by one with the driver's `Call::tool`: the driver's refusal to start it, or
+    /// its events to the end.
+    fn try_stream(
+        &self,
+        client: &Self::Client,
+        options: Options,
+        tools: &[TestTool],
+    ) -> Result<Vec<GenerateEvent>, Error>;
+}
+
+/// A tool for [`StreamingDriver::try_stream`]: any input, answered with `answer`.
+#[derive(Debug, Clone, Copy)]
+pub struct TestTool {
+    /// Its name.
+    pub name: &'static str,
+    /// Its description, and the text its handler answers.
+    pub answer: &'static str,
+}
+
+impl TestTool {
+    /// The tool's input schema: an object.
+    pub fn schema() -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
 }
 
 /// True for the event that ends an agent's turn (committed, failed or cancelled).

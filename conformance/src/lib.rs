@@ -9,6 +9,7 @@ pub mod agent_sim;
 pub mod async_agent;
 pub mod connect_proxy;
 pub mod demo;
+pub mod divergences;
 pub mod faults;
 pub mod fixtures;
 pub mod floods;

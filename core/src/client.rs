@@ -3,20 +3,27 @@
 //! URL (client override > environment for local servers > catalogue), merging options
 //! over the client's defaults, and producing the generate machine's configuration.
 //!
-//! Drivers pass the environment in as a lookup function (`std::env::var`), so the core
-//! still reads nothing itself.
+//! Drivers pass the environment in as a lookup function (`std::env::var`) and a fresh
+//! random number per call (for retry jitter), so the core still reads nothing itself.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::agent::AgentConfig;
 use crate::catalogue::{Catalogue, CatalogueError, LookupError};
-use crate::generate::{GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT};
+use crate::driver_error::Error;
+use crate::generate::{
+    duplicate_tool_name, Generate, GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_STALL_TIMEOUT,
+};
 use crate::message::Context;
 use crate::model::Model;
 use crate::options::{Options, OptionsError};
 use crate::provider::{ApiKey, Auth, Provider};
+use crate::response::Response;
+use crate::schema::Validator;
 
 /// A model by name (`"anthropic:claude-sonnet-4-5"`) or as a value.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,10 +67,14 @@ pub struct CallSpec {
     pub context: Context,
     /// Options for this call (merged over the client's defaults).
     pub options: Options,
-    /// Tools and whether each has a handler.
+    /// Tools and whether each has a handler. Names must differ: a model calls a tool by
+    /// its name, so a second tool of one name is refused ([`ClientError::DuplicateTool`])
+    /// rather than silently dropped or replaced.
     pub tools: Vec<ToolDecl>,
     /// A key for this call only.
     pub api_key: Option<ApiKey>,
+    /// Checks structured output instead of the schema of the `output` option.
+    pub output_validator: Option<Arc<dyn Validator>>,
 }
 
 /// Why a call could not be prepared.
@@ -87,6 +98,8 @@ pub enum ClientError {
     Catalogue(CatalogueError),
     /// The proxy URL (given, or from the environment) cannot be used.
     InvalidProxy(crate::proxy::ProxyError),
+    /// Two tools of the call have this name.
+    DuplicateTool(String),
 }
 
 impl fmt::Display for ClientError {
@@ -101,6 +114,7 @@ impl fmt::Display for ClientError {
             ClientError::InvalidOptions(e) => write!(f, "{e}"),
             ClientError::Catalogue(e) => write!(f, "{e}"),
             ClientError::InvalidProxy(e) => write!(f, "{e}"),
+            ClientError::DuplicateTool(name) => write!(f, "two tools are named {name:?}"),
         }
     }
 }
@@ -120,6 +134,10 @@ pub struct ClientConfig {
     pub default_options: Options,
     /// Retry policy.
     pub retry: RetryPolicy,
+    /// True when every call draws its own jitter seed (the application set no retry
+    /// policy), so that calls failing together do not retry together; false keeps
+    /// `retry.seed` for every call (a policy set with its seed, a simulation).
+    pub fresh_retry_seed: bool,
     /// No-progress limit for streams.
     pub stall_timeout: Duration,
     /// Largest response body, in bytes.
@@ -140,6 +158,7 @@ impl ClientConfig {
             base_urls: BTreeMap::new(),
             default_options: Options::default(),
             retry: RetryPolicy::default(),
+            fresh_retry_seed: false,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
@@ -189,36 +208,76 @@ impl ClientConfig {
         Ok((model, provider, api_key))
     }
 
-    /// Turns a call into the generate machine's configuration.
-    pub fn prepare(&self, call: CallSpec, env: &dyn Fn(&str) -> Option<String>) -> Result<GenerateConfig, ClientError> {
+    /// Turns a call into the generate machine's configuration. `fresh_seed` is a random
+    /// number the driver draws for this call: the call's retry jitter seed unless the
+    /// client's policy keeps its own ([`ClientConfig::fresh_retry_seed`]).
+    pub fn prepare(
+        &self,
+        call: CallSpec,
+        env: &dyn Fn(&str) -> Option<String>,
+        fresh_seed: u64,
+    ) -> Result<GenerateConfig, ClientError> {
+        if let Some(name) = duplicate_tool_name(call.tools.iter().map(|t| t.spec.name.as_str())) {
+            return Err(ClientError::DuplicateTool(name.to_string()));
+        }
         let (model, provider, api_key) = self.resolve(&call.model, call.api_key.as_ref(), env)?;
         let options = call.options.merged_over(&self.default_options);
         options.validate().map_err(ClientError::InvalidOptions)?;
         let mut config = GenerateConfig::new(model, provider, call.context, options);
         config.api_key = api_key;
         config.tools = call.tools;
-        config.retry = self.retry;
+        config.output_validator = call.output_validator;
+        config.retry = self.retry_policy(fresh_seed);
         config.stall_timeout = self.stall_timeout;
         config.max_response_bytes = self.max_response_bytes;
         Ok(config)
     }
 
+    /// Prepares a call ([`ClientConfig::prepare`]) and makes its generate machine: what
+    /// every driver's `Call::stream` runs. A machine that refuses its configuration (an
+    /// output schema that does not compile, say) fails as the call would, its partial
+    /// response naming the model.
+    pub fn start(
+        &self,
+        call: CallSpec,
+        env: &dyn Fn(&str) -> Option<String>,
+        fresh_seed: u64,
+        now: Instant,
+    ) -> Result<Generate, Error> {
+        let config = self.prepare(call, env, fresh_seed)?;
+        let model_id = config.model.id.clone();
+        Generate::new(config, now)
+            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty(model_id)) })
+    }
+
     /// An agent's configuration on this client: the model resolved as for a call, the
-    /// client's default options, retry policy and stall limit; no history, no tools.
+    /// client's default options, retry policy (with `fresh_seed`, the driver's random
+    /// number for this agent, as for a call) and stall limit; no history, no tools.
     pub fn agent(
         &self,
         model: &ModelRef,
         api_key: Option<&ApiKey>,
         env: &dyn Fn(&str) -> Option<String>,
+        fresh_seed: u64,
     ) -> Result<AgentConfig, ClientError> {
         let (model, provider, api_key) = self.resolve(model, api_key, env)?;
         let mut config = AgentConfig::new(model, provider);
         config.api_key = api_key;
         config.options = self.default_options.clone();
-        config.retry = self.retry;
+        config.retry = self.retry_policy(fresh_seed);
         config.stall_timeout = self.stall_timeout;
         config.max_response_bytes = self.max_response_bytes;
         Ok(config)
+    }
+}
+
+impl ClientConfig {
+    /// The retry policy of one call or agent: the client's, with the seed the driver drew
+    /// for it unless the application chose the seed. Jitter exists so that calls failing
+    /// together do not retry together; one seed per client would undo that.
+    fn retry_policy(&self, fresh_seed: u64) -> RetryPolicy {
+        let seed = if self.fresh_retry_seed { fresh_seed } else { self.retry.seed };
+        RetryPolicy { seed, ..self.retry }
     }
 }
 
@@ -249,8 +308,9 @@ mod tests {
             options: Options::default(),
             tools: vec![],
             api_key: None,
+            output_validator: None,
         };
-        let err = config.prepare(call, &no_env).unwrap_err();
+        let err = config.prepare(call, &no_env, 1).unwrap_err();
         assert_eq!(err.to_string(), "no API key for anthropic: pass one to the client or set ANTHROPIC_API_KEY");
     }
 
@@ -265,11 +325,12 @@ mod tests {
             options: Options::default(),
             tools: vec![],
             api_key: key.map(ApiKey::from),
+            output_validator: None,
         };
-        let g = config.prepare(call(None), &env).unwrap();
+        let g = config.prepare(call(None), &env, 1).unwrap();
         assert_eq!(g.api_key.unwrap().expose(), "from-env");
         assert_eq!(g.provider.base_url, "http://127.0.0.1:9/v1");
-        let g = config.prepare(call(Some("at-call")), &env).unwrap();
+        let g = config.prepare(call(Some("at-call")), &env, 1).unwrap();
         assert_eq!(g.api_key.unwrap().expose(), "at-call");
     }
 
@@ -283,9 +344,46 @@ mod tests {
             options: Options::default(),
             tools: vec![],
             api_key: None,
+            output_validator: None,
         };
-        let g = config.prepare(call, &env).unwrap();
+        let g = config.prepare(call, &env, 1).unwrap();
         assert_eq!(g.provider.base_url, "http://10.1.2.3:11434");
         assert!(g.api_key.is_none());
+    }
+
+    fn local_call(tools: Vec<ToolDecl>, options: Options) -> CallSpec {
+        CallSpec {
+            model: "ollama:llama3.2:3b".into(),
+            context: Context::from_prompt("hi"),
+            options,
+            tools,
+            api_key: None,
+            output_validator: None,
+        }
+    }
+
+    #[test]
+    fn each_call_takes_the_fresh_seed_unless_the_policy_keeps_its_own() {
+        let mut config = ClientConfig::new().unwrap();
+        config.retry.seed = 7;
+        config.fresh_retry_seed = true;
+        assert_eq!(config.prepare(local_call(vec![], Options::default()), &no_env, 42).unwrap().retry.seed, 42);
+        config.fresh_retry_seed = false;
+        assert_eq!(config.prepare(local_call(vec![], Options::default()), &no_env, 42).unwrap().retry.seed, 7);
+    }
+
+    #[test]
+    fn two_tools_of_one_name_are_refused_before_anything_else() {
+        let config = ClientConfig::new().unwrap();
+        let tool = |description: &str| {
+            let spec = crate::message::ToolSpec {
+                name: "get_weather".into(),
+                description: description.into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            };
+            ToolDecl::new(spec, true)
+        };
+        let err = config.prepare(local_call(vec![tool("one"), tool("two")], Options::default()), &no_env, 1);
+        assert_eq!(err.unwrap_err(), ClientError::DuplicateTool("get_weather".into()));
     }
 }

@@ -22,9 +22,6 @@ pub struct Built {
     pub config: ClientConfig,
     /// PEM data of extra trusted roots, for the driver's TLS setup.
     pub root_certificates: Vec<Vec<u8>>,
-    /// True unless the application set a retry policy: calls may then draw a fresh
-    /// jitter seed each (the configuration's policy already has a random one).
-    pub random_retry_seed: bool,
     /// How requests reach servers; resolve it with
     /// [`ProxyRules::resolve`](crate::proxy::ProxyRules::resolve).
     pub proxy: ProxySetting,
@@ -34,8 +31,8 @@ pub struct Built {
 pub trait Connect {
     /// The driver's client.
     type Client;
-    /// A random number for retry jitter (the core has no randomness), so that many
-    /// clients do not retry in lockstep.
+    /// A fresh random number for retry jitter (the core has no randomness), drawn per
+    /// client and per call, so that clients and calls do not retry in lockstep.
     fn random_seed() -> u64;
     /// Sets up HTTP and TLS and makes the client.
     fn connect(built: Built) -> Result<Self::Client, Error>;
@@ -111,8 +108,8 @@ impl<D: Connect> ClientBuilder<D> {
         self
     }
 
-    /// Retry policy, its seed used as is (default: 2 retries with exponential backoff and
-    /// a random seed).
+    /// Retry policy, its seed used as is by every call and agent (default: 2 retries with
+    /// exponential backoff and a random seed for each call and agent).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
         self
@@ -194,7 +191,10 @@ impl<D: Connect> ClientBuilder<D> {
             options.validate().map_err(ClientError::InvalidOptions)?;
             config.default_options = options;
         }
-        let random_retry_seed = self.retry.is_none();
+        // Without a policy of the application's, every call and agent draws its own seed
+        // (see `ClientConfig::prepare`); the client's is random too, for code that makes
+        // machines from `config.retry` itself.
+        config.fresh_retry_seed = self.retry.is_none();
         config.retry = self.retry.unwrap_or(RetryPolicy { seed: D::random_seed(), ..RetryPolicy::default() });
         if let Some(limit) = self.stall_timeout {
             config.stall_timeout = limit;
@@ -203,6 +203,6 @@ impl<D: Connect> ClientBuilder<D> {
             config.max_response_bytes = limit;
         }
         let proxy = self.proxy.map_err(ClientError::InvalidProxy)?;
-        D::connect(Built { config, root_certificates: self.root_certificates, random_retry_seed, proxy })
+        D::connect(Built { config, root_certificates: self.root_certificates, proxy })
     }
 }

@@ -92,6 +92,14 @@ pub fn outcome(result: Result<ToolOutput, ToolError>) -> ToolOutcome {
     }
 }
 
+/// The outcome of a run the machine asked for of a tool the driver has no handler for.
+/// The machine runs only tools declared with a handler, so this means the declarations
+/// and the handlers went apart (a driver's bug); the model gets an error result rather
+/// than the call waiting for the tool's deadline. Every driver answers so.
+pub fn no_handler(name: &str) -> ToolOutcome {
+    ToolOutcome::Err(format!("tool {name:?} has no handler"))
+}
+
 /// The message of a caught panic payload.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

@@ -12,6 +12,7 @@ use omni_core::async_tool::handlers_by_name;
 use omni_core::async_tool::{AsyncHandler, AsyncTool};
 use omni_core::client::ClientConfig;
 use omni_core::client::{CallSpec, ModelRef};
+use omni_core::client_builder::Connect;
 use omni_core::driver_error::Error;
 use omni_core::generate::{Generate, GenerateEvent};
 use omni_core::schema::Validator;
@@ -48,7 +49,8 @@ pub struct Call<D> {
     output_validator: Option<Arc<dyn Validator>>,
 }
 
-impl<D: StartCall> Call<D> {
+// `Connect` for the driver's randomness: each call draws its own retry jitter seed.
+impl<D: StartCall + Connect> Call<D> {
     /// A call on `client` (drivers: what `client.call(model, context)` returns).
     pub fn new(client: D, model: ModelRef, context: Context) -> Self {
         Call {
@@ -68,13 +70,17 @@ impl<D: StartCall> Call<D> {
         self
     }
 
-    /// Adds a tool.
+    /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
+    /// with two tools of one name is refused when it starts, with
+    /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
+    /// before anything is sent. (Every driver decides so, in
+    /// [`ClientConfig::prepare`].)
     pub fn tool(mut self, tool: AsyncTool) -> Self {
         self.tools.push(tool);
         self
     }
 
-    /// Adds tools.
+    /// Adds tools (see [`Call::tool`] on names).
     pub fn tools(mut self, tools: impl IntoIterator<Item = AsyncTool>) -> Self {
         self.tools.extend(tools);
         self
@@ -105,11 +111,10 @@ impl<D: StartCall> Call<D> {
             options: self.options,
             tools: self.tools.iter().map(AsyncTool::decl).collect(),
             api_key: self.api_key,
+            output_validator: self.output_validator,
         };
-        let mut config = self.client.client_config().prepare(spec, &|name| std::env::var(name).ok())?;
-        config.output_validator = self.output_validator;
-        let machine = Generate::new(config, Instant::now())
-            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty("")) })?;
+        let env = |name: &str| std::env::var(name).ok();
+        let machine = self.client.client_config().start(spec, &env, D::random_seed(), Instant::now())?;
         // Bounded: an application that does not read makes the call stop reading the
         // response (see `delivery`).
         let (events_tx, events) = async_channel::bounded(crate::delivery::EVENT_CAPACITY);

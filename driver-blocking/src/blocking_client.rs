@@ -26,9 +26,6 @@ pub struct Client {
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,
     pub(crate) http: Http,
-    /// True unless the application set a retry policy: each call then gets a fresh
-    /// jitter seed (and the client's policy a random one, for agents).
-    pub(crate) random_retry_seed: bool,
 }
 
 impl fmt::Debug for Client {
@@ -115,7 +112,7 @@ impl Connect for Client {
         let proxies =
             ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
         let http = Http::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
-        let inner = Inner { config: built.config, http, random_retry_seed: built.random_retry_seed };
+        let inner = Inner { config: built.config, http };
         Ok(Client { inner: Arc::new(inner) })
     }
 }

@@ -1,12 +1,12 @@
 //! One call, described step by step: `client.call(model, context).tool(t).stream()`.
 
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Instant;
 
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::generate::{Generate, GenerateConfig};
+use omni_core::client_builder::Connect;
+use omni_core::generate::GenerateConfig;
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
 
@@ -48,18 +48,20 @@ impl Call {
         self
     }
 
-    /// Adds a tool; a tool with the same name as an earlier one replaces it.
+    /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
+    /// with two tools of one name is refused when it starts, with
+    /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
+    /// before anything is sent. (Every driver decides so, in
+    /// [`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare).)
     pub fn tool(mut self, tool: Tool) -> Call {
-        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
-            Some(existing) => *existing = tool,
-            None => self.tools.push(tool),
-        }
+        self.tools.push(tool);
         self
     }
 
-    /// Adds tools.
-    pub fn tools(self, tools: impl IntoIterator<Item = Tool>) -> Call {
-        tools.into_iter().fold(self, Call::tool)
+    /// Adds tools (see [`Call::tool`] on names).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Call {
+        self.tools.extend(tools);
+        self
     }
 
     /// A key for this call only (wins over the client's and the environment's).
@@ -77,35 +79,32 @@ impl Call {
     }
 
     /// The generate machine's configuration this call resolves to (model, provider,
-    /// key, merged options, tools), as [`Call::stream`] would start it.
+    /// key, merged options, tools, a retry seed of its own), as [`Call::stream`] would
+    /// start it.
     pub fn config(&self) -> Result<GenerateConfig, Error> {
-        let spec = CallSpec {
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(self.client.inner.config.prepare(self.spec(), &env, Client::random_seed())?)
+    }
+
+    /// Starts the call and returns its events.
+    pub fn stream(self) -> Result<TextStream, Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let machine = self.client.inner.config.start(self.spec(), &env, Client::random_seed(), Instant::now())?;
+        let tools: BTreeMap<String, Tool> = self.tools.into_iter().map(|t| (t.name().to_string(), t)).collect();
+        let (events, control) = event_loop::spawn(machine, self.client.inner.http.clone(), Arc::new(tools))
+            .map_err(|e| Error::Setup(format!("could not start the generate loop thread: {e}")))?;
+        Ok(TextStream::new(events, control))
+    }
+
+    fn spec(&self) -> CallSpec {
+        CallSpec {
             model: self.model.clone(),
             context: self.context.clone(),
             options: self.options.clone(),
             tools: self.tools.iter().map(Tool::decl).collect(),
             api_key: self.api_key.clone(),
-        };
-        let mut config = self.client.inner.config.prepare(spec, &|name| std::env::var(name).ok())?;
-        config.output_validator.clone_from(&self.output_validator);
-        if self.client.inner.random_retry_seed {
-            // Jitter must differ between calls so that clients failing together do not
-            // retry together; a policy set on the client keeps its seed.
-            config.retry.seed = RandomState::new().hash_one(Instant::now());
+            output_validator: self.output_validator.clone(),
         }
-        Ok(config)
-    }
-
-    /// Starts the call and returns its events.
-    pub fn stream(self) -> Result<TextStream, Error> {
-        let config = self.config()?;
-        let model_id = config.model.id.clone();
-        let machine = Generate::new(config, Instant::now())
-            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty(model_id)) })?;
-        let tools: BTreeMap<String, Tool> = self.tools.into_iter().map(|t| (t.name().to_string(), t)).collect();
-        let (events, control) = event_loop::spawn(machine, self.client.inner.http.clone(), Arc::new(tools))
-            .map_err(|e| Error::Setup(format!("could not start the generate loop thread: {e}")))?;
-        Ok(TextStream::new(events, control))
     }
 
     /// Runs the call to the end and returns the final response.

@@ -102,19 +102,15 @@ impl Executor {
                             // The loop may be gone (call over, agent stopped): nobody needs the answer.
                             let _ = tx.send(TaskReport::Tool { id, outcome });
                         })
-                        .map_err(|e| format!("could not start the tool thread: {e}"))
+                        .map_err(|e| ToolOutcome::Err(format!("could not start the tool thread: {e}")))
                     }
-                    // The machine runs only tools declared with a handler; a mismatch is
-                    // reported rather than left to the tool deadline.
-                    None => Err(format!("tool {:?} has no handler", call.name)),
+                    None => Err(omni_core::tool::no_handler(&call.name)),
                 };
                 match started {
                     Ok(()) => {
                         self.runs.insert(id, token);
                     }
-                    Err(message) => {
-                        self.immediate.push_back(TaskReport::Tool { id, outcome: ToolOutcome::Err(message) })
-                    }
+                    Err(outcome) => self.immediate.push_back(TaskReport::Tool { id, outcome }),
                 }
             }
             Effect::CancelTool { id } => {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use omni_core::generate::{ToolDecl, ToolOutcome};
 use omni_core::schema::Validator;
-use omni_core::tool::{outcome, panic_message, typed_input, ToolError, ToolOutput};
+use omni_core::tool::{no_handler, outcome, panic_message, typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -209,7 +209,7 @@ impl Tool {
         done: impl FnOnce(ToolOutcome) + Send + 'static,
     ) -> io::Result<()> {
         let Some(handler) = self.handler.clone() else {
-            done(ToolOutcome::Err(format!("tool {:?} has no handler", self.spec.name)));
+            done(no_handler(&self.spec.name));
             return Ok(());
         };
         let run_token = token.clone();

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use futures_lite::future;
 use omni_async::delivery::INPUT_CAPACITY;
-use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
+use omni_core::generate::{Effect, RequestId, ToolRunId};
 use omni_core::machine::{Machine, Report};
 use smol::channel::{self, Receiver, Sender};
 use smol::{Task, Timer};
@@ -53,11 +53,9 @@ impl Executor {
                     let run = self.spawner.spawn(tools::run(handler, id, call.input, self.inputs.clone()));
                     self.runs.insert(id, run);
                 }
-                // The machine runs only tools declared with a handler; a mismatch is
-                // reported rather than left to the tool deadline.
-                // (From a task: the channel may be full, and the loop is the one reading it.)
+                // From a task: the channel may be full, and the loop is the one reading it.
                 None => {
-                    let outcome = ToolOutcome::Err(format!("tool {:?} has no handler", call.name));
+                    let outcome = omni_core::tool::no_handler(&call.name);
                     let tx = self.inputs.clone();
                     self.spawner.spawn(async move { tx.send(TaskInput::Tool { id, outcome }).await }).detach();
                 }

@@ -43,7 +43,7 @@ use omni_conformance::ttfe::{
     contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
 };
 use omni_tokio::core::client::CallSpec;
-use omni_tokio::core::generate::{Effect, Generate};
+use omni_tokio::core::generate::Effect;
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 
 const RUNTIMES: [&str; 2] = ["current_thread", "multi_thread"];
@@ -192,8 +192,9 @@ fn omni_setup_only() -> Option<Effect> {
         options: Options::default(),
         tools: Vec::new(),
         api_key: None,
+        output_validator: None,
     };
-    let config = f.client.config().prepare(spec, &|name| std::env::var(name).ok()).expect("prepare");
-    let mut machine = Generate::new(config, Instant::now()).expect("machine");
+    let env = |name: &str| std::env::var(name).ok();
+    let mut machine = f.client.config().start(spec, &env, 0, Instant::now()).expect("machine");
     machine.poll_effect()
 }

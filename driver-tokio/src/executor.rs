@@ -12,7 +12,7 @@ use std::time::Instant;
 use omni_async::delivery::INPUT_CAPACITY;
 use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
 use omni_core::machine::{Machine, Report};
-use omni_core::tool::{outcome, panic_message};
+use omni_core::tool::{no_handler, outcome, panic_message};
 use tokio::sync::mpsc::{self, Receiver, Sender};
 use tokio::task::AbortHandle;
 
@@ -51,10 +51,8 @@ impl Executor {
             }
             Effect::RunTool { id, call } => {
                 let Some(handler) = handlers.get(&call.name).cloned() else {
-                    // The machine runs only tools declared with a handler; a mismatch is
-                    // reported rather than left to the tool deadline.
-                    // (From a task: the channel may be full, and the loop is the one reading it.)
-                    let outcome = ToolOutcome::Err(format!("tool {:?} has no handler", call.name));
+                    // From a task: the channel may be full, and the loop is the one reading it.
+                    let outcome = no_handler(&call.name);
                     let tx = self.inputs.clone();
                     tokio::spawn(async move { tx.send(TaskInput::Tool { id, outcome }).await });
                     return;

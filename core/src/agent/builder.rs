@@ -7,6 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::client::{ClientConfig, ClientError, ModelRef};
+use crate::client_builder::Connect;
 use crate::generate::{RetryPolicy, ToolDecl};
 use crate::message::Message;
 use crate::options::Options;
@@ -17,8 +18,9 @@ use super::{Agent, AgentCallbacks, AgentError, EventSink, Host, NoCallbacks};
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
 
-/// A driver's side of [`AgentBuilder::start`]. `T` is the driver's tool type.
-pub trait Launch<T> {
+/// A driver's side of [`AgentBuilder::start`]. `T` is the driver's tool type. (Its
+/// [`Connect::random_seed`] gives each agent its own retry jitter.)
+pub trait Launch<T>: Connect {
     /// The driver's agent handle.
     type Handle<C: AgentCallbacks + Send + 'static>;
     /// The driver's error type.
@@ -185,7 +187,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     pub fn start(self) -> Result<L::Handle<C>, L::Error> {
         let launcher = &self.launcher;
         let env = |name: &str| launcher.env(name);
-        let mut config = launcher.client_config().agent(&self.model, self.api_key.as_ref(), &env)?;
+        let mut config = launcher.client_config().agent(&self.model, self.api_key.as_ref(), &env, L::random_seed())?;
         config.system = self.system;
         config.messages = self.messages;
         config.tools = self.tools.iter().map(L::describe).collect();

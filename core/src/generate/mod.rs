@@ -27,9 +27,9 @@ pub use io::{
     TransportErrorKind,
 };
 pub use retry::RetryPolicy;
-pub use tools::ToolDecl;
 /// Input checking shared with the agent's tool phase.
 pub(crate) use tools::{check_input, prepare_tools};
+pub use tools::{duplicate_tool_name, ToolDecl};
 
 use std::collections::VecDeque;
 use std::sync::Arc;

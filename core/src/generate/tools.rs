@@ -46,12 +46,20 @@ impl ToolDecl {
 /// names the tool it calls, so two with one name would be ambiguous) and every validator
 /// compiles.
 pub(crate) fn prepare_tools(decls: &mut [ToolDecl]) -> Result<(), String> {
-    let mut names: Vec<&str> = decls.iter().map(|d| d.spec.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
-        return Err(format!("two tools are named {:?}", pair[0]));
+    if let Some(name) = duplicate_tool_name(decls.iter().map(|d| d.spec.name.as_str())) {
+        return Err(format!("two tools are named {name:?}"));
     }
     decls.iter_mut().try_for_each(ToolDecl::ensure_validator).map_err(|e| e.to_string())
+}
+
+/// The first name (in sorted order) that two of `names` share: the one rule for tool
+/// names, applied to a call's tools when it is prepared
+/// ([`ClientConfig::prepare`](crate::client::ClientConfig::prepare)) and to a machine's
+/// or an agent's configuration when it is made.
+pub fn duplicate_tool_name<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_unstable();
+    names.windows(2).find(|pair| pair[0] == pair[1]).map(|pair| pair[0])
 }
 
 #[derive(Debug)]

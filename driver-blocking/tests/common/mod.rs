@@ -1,8 +1,8 @@
 //! omni-blocking as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_blocking::{AgentEvent, Client, GenerateEvent, Options};
-use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
+use omni_blocking::{AgentEvent, Client, Error, GenerateEvent, Options, Tool};
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
 
 /// The driver under test.
@@ -41,5 +41,16 @@ impl StreamingDriver for Driver {
             }
         }
         events
+    }
+
+    fn try_stream(&self, client: &Client, options: Options, tools: &[TestTool]) -> Result<Vec<GenerateEvent>, Error> {
+        let mut call = client.call(scenarios::model(), "hi").options(options);
+        for tool in tools {
+            let answer = tool.answer;
+            call = call.tool(Tool::new(tool.name, answer, TestTool::schema(), move |_| {
+                Ok::<_, omni_blocking::ToolError>(answer)
+            }));
+        }
+        Ok(call.stream()?.collect())
     }
 }

@@ -1,9 +1,9 @@
 //! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
-use omni_smol::{AgentEvent, Client, GenerateEvent, Options};
+use omni_smol::{AgentEvent, Client, Error, GenerateEvent, Options, Tool, ToolError};
 use smol::stream::StreamExt;
 
 /// The driver under test.
@@ -46,5 +46,16 @@ impl StreamingDriver for Driver {
             }
             events
         })
+    }
+
+    fn try_stream(&self, client: &Client, options: Options, tools: &[TestTool]) -> Result<Vec<GenerateEvent>, Error> {
+        let mut call = client.call(scenarios::model(), "hi").options(options);
+        for tool in tools {
+            let answer = tool.answer;
+            call = call.tool(Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+                Ok::<_, ToolError>(answer)
+            }));
+        }
+        Ok(smol::block_on(call.stream()?.collect()))
     }
 }

@@ -1,9 +1,9 @@
 //! omni-tokio as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver};
+use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
-use omni_tokio::{AgentEvent, Client, GenerateEvent, Options, TextStream};
+use omni_tokio::{AgentEvent, Client, Error, GenerateEvent, Options, TextStream, Tool, ToolError};
 
 /// One runtime for every call: reqwest's pool lives in it between calls.
 pub struct Driver(tokio::runtime::Runtime);
@@ -50,6 +50,19 @@ impl StreamingDriver for Driver {
             }
             events
         })
+    }
+
+    fn try_stream(&self, client: &Client, options: Options, tools: &[TestTool]) -> Result<Vec<GenerateEvent>, Error> {
+        let _entered = self.0.enter();
+        let mut call = client.call(scenarios::model(), "hi").options(options);
+        for tool in tools {
+            let answer = tool.answer;
+            call = call.tool(Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+                Ok::<_, ToolError>(answer)
+            }));
+        }
+        let mut stream = call.stream()?;
+        Ok(self.0.block_on(collect(&mut stream)))
     }
 }
 

@@ -1,0 +1,141 @@
+//! Decisions the drivers once made each in their own way (issue 11), now made once in
+//! the core and checked here through every driver's public API:
+//!
+//! - two tools of one name: the call is refused when it starts, with
+//!   [`ClientError::DuplicateTool`], before anything is sent
+//!   ([`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare));
+//! - retry jitter: each call and each agent draws its own seed, unless the client's
+//!   policy was set with one (same place);
+//! - a call whose machine refuses its configuration fails naming the model
+//!   ([`ClientConfig::start`](omni_core::client::ClientConfig::start)).
+
+use std::time::Duration;
+
+use omni_core::agent::AgentEvent;
+use omni_core::client::ClientError;
+use omni_core::driver_error::Error;
+use omni_core::generate::{GenerateEvent, RetryPolicy};
+use omni_core::message::ToolResultContent;
+use omni_core::options::OutputSchema;
+use omni_core::Options;
+
+use crate::http_suite::{finished_text, Setup, StreamingDriver, TestTool};
+use crate::replay::ReplayServer;
+use crate::scenarios::{model, text_events, tool_events};
+use crate::sim::Reply;
+
+fn text_reply(words: &[&str]) -> Reply {
+    Reply::stream(text_events(words).concat().as_bytes(), 64, Duration::ZERO)
+}
+
+fn server_error() -> Reply {
+    Reply::error(500, &[], r#"{"type":"error","error":{"type":"api_error","message":"try again"}}"#)
+}
+
+/// Two tools of one name: refused, typed, nothing sent. Two names: the call runs and
+/// the tool the model calls answers (so the refusal is about the name, not the tools).
+pub fn two_tools_of_one_name_are_refused_before_anything_is_sent(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![
+        Reply::stream(tool_events(&[("t1", "get_weather", "{}")]).concat().as_bytes(), 64, Duration::ZERO),
+        text_reply(&["Sunny."]),
+    ])
+    .expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let twins = [TestTool { name: "get_weather", answer: "sunny" }, TestTool { name: "get_weather", answer: "rainy" }];
+    match driver.try_stream(&client, Options::default(), &twins) {
+        Err(Error::Client(ClientError::DuplicateTool(name))) => assert_eq!(name, "get_weather"),
+        other => panic!("two tools named get_weather: {other:?}"),
+    }
+    assert!(server.requests().is_empty(), "a refused call sends nothing");
+
+    let distinct = [TestTool { name: "get_weather", answer: "sunny" }, TestTool { name: "get_time", answer: "noon" }];
+    let events = driver.try_stream(&client, Options::default(), &distinct).expect("the call starts");
+    let answered: Vec<&ToolResultContent> = events
+        .iter()
+        .filter_map(|e| match e {
+            GenerateEvent::ToolResult { result, .. } => Some(&result.content),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(answered, [&ToolResultContent::Text { text: "sunny".into() }], "{events:?}");
+    assert!(finished_text(&events).is_some_and(|text| text.ends_with("Sunny.")), "{events:?}");
+}
+
+/// The retry delays of two calls that each fail once (500) and then succeed.
+fn two_retried_calls<D: StreamingDriver>(driver: &D, retry: Option<RetryPolicy>) -> [Duration; 2] {
+    let server = ReplayServer::start(vec![server_error(), text_reply(&["a"]), server_error(), text_reply(&["b"])])
+        .expect("server");
+    let client = driver.client(&Setup { retry, ..Setup::new(server.base_url(), "k") });
+    [(); 2].map(|()| {
+        let events = driver.stream(&client);
+        assert!(finished_text(&events).is_some(), "the retry succeeds: {events:?}");
+        let delays: Vec<Duration> = events
+            .iter()
+            .filter_map(|e| match e {
+                GenerateEvent::Retry { delay, .. } => Some(*delay),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(delays.len(), 1, "one retry: {events:?}");
+        delays[0]
+    })
+}
+
+/// Calls of one client that fail together must not retry together: without a policy
+/// of the application's each call has its own jitter (two random seeds giving the same
+/// delay to the nanosecond is as likely as guessing a 64-bit number); a policy set on
+/// the client keeps its seed, so both calls wait exactly what it says.
+pub fn each_call_draws_its_own_jitter_seed_unless_the_client_set_one(driver: &impl StreamingDriver) {
+    let [first, second] = two_retried_calls(driver, None);
+    assert_ne!(first, second, "two calls of one client drew the same jitter");
+
+    let policy = RetryPolicy { initial_backoff: Duration::from_millis(40), seed: 99, ..RetryPolicy::default() };
+    let expected = policy.delay(1, None).expect("a delay");
+    assert_eq!(two_retried_calls(driver, Some(policy)), [expected, expected], "the client's seed is kept");
+}
+
+/// The retry delays of two agents of one client whose first request each fails (500).
+fn two_retried_agents<D: StreamingDriver>(driver: &D, retry: Option<RetryPolicy>) -> [Duration; 2] {
+    let server = ReplayServer::start(vec![server_error(), text_reply(&["a"]), server_error(), text_reply(&["b"])])
+        .expect("server");
+    let client = driver.client(&Setup { retry, ..Setup::new(server.base_url(), "k") });
+    [(); 2].map(|()| {
+        let events = driver.agent_turn(&client);
+        assert!(matches!(events.last(), Some(AgentEvent::Turn { .. })), "the retry succeeds: {events:?}");
+        let delays: Vec<Duration> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Retry { delay, .. } => Some(*delay),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(delays.len(), 1, "one retry: {events:?}");
+        delays[0]
+    })
+}
+
+/// The same for agents: each agent of a client has its own jitter, unless the client's
+/// policy was set with a seed.
+pub fn each_agent_draws_its_own_jitter_seed_unless_the_client_set_one(driver: &impl StreamingDriver) {
+    let [first, second] = two_retried_agents(driver, None);
+    assert_ne!(first, second, "two agents of one client drew the same jitter");
+
+    let policy = RetryPolicy { initial_backoff: Duration::from_millis(40), seed: 99, ..RetryPolicy::default() };
+    let expected = policy.delay(1, None).expect("a delay");
+    assert_eq!(two_retried_agents(driver, Some(policy)), [expected, expected], "the client's seed is kept");
+}
+
+/// A machine that refuses its configuration (here an output schema that does not
+/// compile) fails the call before it starts, its partial response naming the model.
+pub fn a_call_refused_before_it_starts_names_the_model(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["unused"])]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let output = OutputSchema { name: "broken".into(), schema: serde_json::json!({"type": 12}) };
+    let options = Options { output: Some(output), ..Options::default() };
+    match driver.try_stream(&client, options, &[]) {
+        Err(Error::Generate { partial, .. }) => assert_eq!(partial.model, model().id),
+        other => panic!("an output schema that does not compile: {other:?}"),
+    }
+    assert!(server.requests().is_empty(), "a refused call sends nothing");
+}
