@@ -656,6 +656,3 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
 pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
     decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }
-
-#[cfg(test)]
-mod size_limit_tests;
