@@ -142,3 +142,59 @@ pub fn finished_text(events: &[GenerateEvent]) -> Option<String> {
         _ => None,
     }
 }
+
+/// The `#[test]` functions of every shared HTTP suite, for a driver's test binary:
+/// `omni_conformance::http_suite_tests!(Driver::new());`, where the expression builds the
+/// driver's [`StreamingDriver`] (evaluated afresh for each test). One list for every
+/// driver, so none can miss a suite.
+#[macro_export]
+macro_rules! http_suite_tests {
+    ($driver:expr) => {
+        #[test]
+        fn connections_are_reused_and_stale_ones_cost_no_retry() {
+            $crate::keepalive::reuse_suite(&$driver);
+        }
+
+        #[test]
+        fn calls_go_through_a_connect_proxy() {
+            $crate::connect_proxy::proxy_suite(&$driver);
+        }
+
+        #[test]
+        fn every_fault_ends_in_a_typed_outcome() {
+            $crate::faults::fault_suite($driver);
+        }
+
+        #[test]
+        fn redirects_are_decided_by_the_core_and_credentials_never_leave_their_origin() {
+            $crate::redirects::redirect_suite(&$driver);
+        }
+
+        #[test]
+        fn secret_headers_from_provider_and_options_are_sent_but_never_printed() {
+            $crate::logs::secret_headers_are_sent_but_never_printed(&$driver);
+        }
+
+        // Decisions once made differently per driver (issue 11), now made once in the core.
+
+        #[test]
+        fn two_tools_of_one_name_are_refused_before_anything_is_sent() {
+            $crate::divergences::two_tools_of_one_name_are_refused_before_anything_is_sent(&$driver);
+        }
+
+        #[test]
+        fn each_call_draws_its_own_jitter_seed_unless_the_client_set_one() {
+            $crate::divergences::each_call_draws_its_own_jitter_seed_unless_the_client_set_one(&$driver);
+        }
+
+        #[test]
+        fn each_agent_draws_its_own_jitter_seed_unless_the_client_set_one() {
+            $crate::divergences::each_agent_draws_its_own_jitter_seed_unless_the_client_set_one(&$driver);
+        }
+
+        #[test]
+        fn a_call_refused_before_it_starts_names_the_model() {
+            $crate::divergences::a_call_refused_before_it_starts_names_the_model(&$driver);
+        }
+    };
+}
