@@ -39,9 +39,10 @@ use omni_core::generate::{
     TransportError, TransportErrorKind,
 };
 use omni_core::tool::ToolOutput;
-use omni_core::{Context, Message, Options, Response, ToolResult, ToolResultContent, ToolUse};
+use omni_core::{Context, Message, Options, OutputSchema, Response, ToolResult, ToolResultContent, ToolUse};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::json;
 
 // ---------------------------------------------------------------------------------------
 // Transitions
@@ -85,7 +86,7 @@ enum Step {
 fn step(agent: bool) -> BoxedStrategy<Step> {
     let pick = 0usize..4;
     let common = prop_oneof![
-        6 => (pick.clone(), prop_oneof![3 => Just(200u16), 1 => Just(429), 1 => Just(500)],
+        6 => (pick.clone(), prop_oneof![6 => Just(200u16), 2 => Just(429), 2 => Just(500), 1 => Just(307)],
               proptest::option::weighted(0.3, prop_oneof![Just(0u32), Just(1), Just(120)]), 0usize..8)
             .prop_map(|(pick, status, retry_after, body)| Step::Head { pick, status, retry_after, body }),
         6 => (pick.clone(), 0usize..8).prop_map(|(pick, body)| Step::Reply { pick, body }),
@@ -132,7 +133,7 @@ fn stream_bodies() -> Vec<Vec<u8>> {
                 .to_string(),
         ],
         tool_events(&[("toolu_6", "complete", "{}")]),
-        text_events(&["Done."]),
+        text_events(&["{\"done\":", " true}"]),
         tool_events(&[("toolu_7", "get_time", weather)]),
     ];
     bodies.iter().map(|events| events.concat().into_bytes()).collect()
@@ -368,6 +369,8 @@ struct AgentSubject {
     patched: Option<Vec<Message>>,
     /// `terminate` was called: no event may follow.
     terminated: bool,
+    /// Reference: the messages the turn in flight announced (`message` events).
+    pending: Vec<Message>,
     events: usize,
 }
 
@@ -446,11 +449,23 @@ impl Subject for AgentSubject {
                 ));
             }
             match event {
+                AgentEvent::Message(message) => self.pending.push(message),
                 AgentEvent::Turn { end, messages, .. } => {
+                    if messages != self.pending {
+                        return Err(format!(
+                            "the turn commits {} messages, its message events announced {}",
+                            messages.len(),
+                            self.pending.len()
+                        ));
+                    }
+                    self.pending.clear();
                     self.committed.extend(messages);
                     self.in_turn = end == TurnEnd::Continue;
                 }
-                AgentEvent::Error(_) | AgentEvent::Cancelled => self.in_turn = false,
+                AgentEvent::Error(_) | AgentEvent::Cancelled => {
+                    self.pending.clear();
+                    self.in_turn = false;
+                }
                 _ => {}
             }
         }
@@ -459,6 +474,16 @@ impl Subject for AgentSubject {
                 "history is {} messages, the reference {}: it changed outside a turn end",
                 self.machine.messages().len(),
                 self.committed.len()
+            ));
+        }
+        let snapshot = self.machine.snapshot();
+        if !self.terminated && (snapshot.committed != self.committed || snapshot.pending != self.pending) {
+            return Err(format!(
+                "the snapshot ({} committed, {} pending) disagrees with the events ({} committed, {} pending)",
+                snapshot.committed.len(),
+                snapshot.pending.len(),
+                self.committed.len(),
+                self.pending.len()
             ));
         }
         if self.machine.status() != self.status {
@@ -541,6 +566,11 @@ impl<S: Subject> Harness<S> {
                 let mut headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
                 if let Some(secs) = retry_after {
                     headers.push(("retry-after".into(), secs.to_string()));
+                }
+                if (300..400).contains(status) {
+                    // Followed when on the same origin (a new request), refused when not.
+                    let location = if body % 2 == 0 { "/v1/elsewhere" } else { "http://other.invalid/v1" };
+                    headers.push(("location".into(), location.into()));
                 }
                 let request = self.ledger.requests.get_mut(&id).expect("picked");
                 request.stream = *status == 200;
@@ -721,6 +751,8 @@ struct Knobs {
     tool_timeout_ms: Option<u64>,
     max_steps: Option<u32>,
     max_response_bytes: u64,
+    /// Ask for structured output (an object): text answers are corrected, `{}`-less ones fail.
+    structured: bool,
 }
 
 fn knobs() -> impl Strategy<Value = Knobs> {
@@ -731,15 +763,19 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         proptest::option::weighted(0.5, 100u64..10_000),
         proptest::option::weighted(0.5, 1u32..4),
         prop_oneof![4 => Just(u64::MAX), 1 => 50u64..2_000],
+        proptest::bool::weighted(0.2),
     )
-        .prop_map(|(max_retries, timeout_ms, stall_ms, tool_timeout_ms, max_steps, max_response_bytes)| Knobs {
-            max_retries,
-            timeout_ms,
-            stall_ms,
-            tool_timeout_ms,
-            max_steps,
-            max_response_bytes,
-        })
+        .prop_map(
+            |(max_retries, timeout_ms, stall_ms, tool_timeout_ms, max_steps, max_response_bytes, structured)| Knobs {
+                max_retries,
+                timeout_ms,
+                stall_ms,
+                tool_timeout_ms,
+                max_steps,
+                max_response_bytes,
+                structured,
+            },
+        )
 }
 
 fn options(knobs: &Knobs) -> Options {
@@ -747,6 +783,7 @@ fn options(knobs: &Knobs) -> Options {
         timeout: knobs.timeout_ms.map(Duration::from_millis),
         tool_timeout: knobs.tool_timeout_ms.map(Duration::from_millis),
         max_steps: knobs.max_steps,
+        output: knobs.structured.then(|| OutputSchema { name: "answer".into(), schema: json!({"type": "object"}) }),
         ..Options::default()
     }
 }
@@ -805,6 +842,7 @@ fn agent_machine_against_its_reference() {
                 status: Status::Idle,
                 patched: None,
                 terminated: false,
+                pending: Vec::new(),
                 events: 0,
             };
             // Every case starts with a prompt, so that most of the steps find a turn.
