@@ -19,7 +19,10 @@
 //! 4. after `handle_timeout(now)` the deadline is none or later than `now` (and no input
 //!    leaves it in the past);
 //! 5. nothing panics (any panic fails the case);
-//! 6. time only moves forward in what the harness feeds.
+//! 6. time only moves forward in what the harness feeds;
+//! 7. never stuck: a call or turn in flight (not paused) always has a deadline;
+//! 8. every request carries a conversation a provider accepts (every tool call answered in
+//!    the next message, every result answering a call, the user's turn last).
 //!
 //! The transitions are generated as choices (`pick` indexes) resolved against what is
 //! outstanding when they are applied, so every generated sequence is valid and shrinks
@@ -188,7 +191,8 @@ struct Ledger {
 impl Ledger {
     fn effect(&mut self, effect: Effect) -> Result<(), String> {
         match effect {
-            Effect::SendRequest { id, .. } => {
+            Effect::SendRequest { id, request } => {
+                acceptable_history(&request.body).map_err(|e| format!("request {}: {e}", id.0))?;
                 if self.requests.insert(id, Request::default()).is_some() {
                     return Err(format!("request id {} issued twice", id.0));
                 }
@@ -231,6 +235,41 @@ impl Ledger {
         let open: Vec<K> = map.iter().filter(|(_, v)| keep(v)).map(|(k, _)| *k).collect();
         (!open.is_empty()).then(|| open[pick % open.len()])
     }
+}
+
+/// Property 8: a request's conversation is one a provider accepts: it ends with the
+/// user's turn, every tool call is answered by a result in the next (user) message, and
+/// every result answers a call of the message before.
+fn acceptable_history(body: &[u8]) -> Result<(), String> {
+    let body: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+    let messages = body["messages"].as_array().ok_or("no messages")?;
+    let blocks = |m: &serde_json::Value, kind: &str, key: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .map(|c| c.iter().filter(|b| b["type"] == kind).filter_map(|b| b[key].as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    if messages.last().is_none_or(|m| m["role"] != "user") {
+        return Err("the conversation does not end with the user's turn".into());
+    }
+    for (i, message) in messages.iter().enumerate() {
+        let calls = blocks(message, "tool_use", "id");
+        let results = blocks(message, "tool_result", "tool_use_id");
+        if !calls.is_empty() {
+            let answered =
+                messages.get(i + 1).map(|next| blocks(next, "tool_result", "tool_use_id")).unwrap_or_default();
+            if let Some(call) = calls.iter().find(|c| !answered.contains(c)) {
+                return Err(format!("message {i}: tool call {call} has no result in the next message"));
+            }
+        }
+        if !results.is_empty() {
+            let asked = i.checked_sub(1).map(|p| blocks(&messages[p], "tool_use", "id")).unwrap_or_default();
+            if let Some(result) = results.iter().find(|r| !asked.contains(r)) {
+                return Err(format!("message {i}: tool result {result} answers no call of the message before"));
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -297,6 +336,10 @@ impl Subject for GenerateSubject {
         }
         if self.terminal && self.machine.poll_timeout().is_some() {
             return Err("a deadline after the terminal event".into());
+        }
+        // Never stuck: a call in flight always has a deadline (stall, backoff or tool limit).
+        if !self.terminal && self.machine.poll_timeout().is_none() {
+            return Err("a call in flight with no deadline: it could wait forever".into());
         }
         Ok(())
     }
@@ -498,6 +541,10 @@ impl Subject for AgentSubject {
         }
         if !self.in_turn && self.machine.poll_timeout().is_some() {
             return Err("a deadline with no turn in flight".into());
+        }
+        // Never stuck: a turn in flight waits for the application only when paused.
+        if self.in_turn && self.status != Status::Paused && self.machine.poll_timeout().is_none() {
+            return Err(format!("a turn in flight ({:?}) with no deadline: it could wait forever", self.status));
         }
         Ok(())
     }
