@@ -291,6 +291,10 @@ trait Subject {
     fn at_rest(&self) -> bool;
     /// Events drained so far.
     fn event_count(&self) -> usize;
+    /// Waiting for the application (agent paused): nothing may be outstanding either.
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 struct GenerateSubject {
@@ -551,6 +555,9 @@ impl Subject for AgentSubject {
     fn at_rest(&self) -> bool {
         !self.in_turn
     }
+    fn paused(&self) -> bool {
+        self.status == Status::Paused && !self.terminated
+    }
     fn event_count(&self) -> usize {
         self.events
     }
@@ -597,8 +604,14 @@ impl<S: Subject> Harness<S> {
             self.ledger.effect(effect)?;
         }
         self.subject.drain_events()?;
-        if self.subject.at_rest() {
+        if self.subject.at_rest() || self.subject.paused() {
             self.ledger.all_settled()?;
+        }
+        // One exchange at a time: a retry, a redirect or the next step starts only once the
+        // request before it is settled.
+        let open: Vec<u64> = self.ledger.requests.iter().filter(|(_, r)| !r.settled()).map(|(id, _)| id.0).collect();
+        if open.len() > 1 {
+            return Err(format!("requests {open:?} in flight at once"));
         }
         Ok(())
     }
