@@ -55,7 +55,7 @@ use serde_json::json;
 #[derive(Debug, Clone)]
 enum Step {
     /// The head of a request that has none yet.
-    Head { pick: usize, status: u16, retry_after: Option<u32>, body: usize },
+    Head { pick: usize, status: u16, retry_after: Option<(&'static str, &'static str)>, body: usize },
     /// A whole answer at once: a 200 head, all of a valid stream, the body end.
     Reply { pick: usize, body: usize },
     /// The next `len` bytes of a headed request's planned body.
@@ -86,11 +86,23 @@ enum Step {
     ToDeadline(u32),
 }
 
+/// `retry-after` headers: short, longer than the policy allows, odd and hostile.
+const RETRY_AFTER: &[(&str, &str)] = &[
+    ("retry-after", "0"),
+    ("retry-after", "1"),
+    ("retry-after", "120"),
+    ("retry-after-ms", "250"),
+    ("retry-after", "-1"),
+    ("retry-after", "1e30"),
+    ("retry-after", "NaN"),
+    ("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),
+];
+
 fn step(agent: bool) -> BoxedStrategy<Step> {
     let pick = 0usize..4;
     let common = prop_oneof![
         6 => (pick.clone(), prop_oneof![6 => Just(200u16), 2 => Just(429), 2 => Just(500), 1 => Just(307)],
-              proptest::option::weighted(0.3, prop_oneof![Just(0u32), Just(1), Just(120)]), 0usize..8)
+              proptest::option::weighted(0.3, proptest::sample::select(RETRY_AFTER)), 0usize..8)
             .prop_map(|(pick, status, retry_after, body)| Step::Head { pick, status, retry_after, body }),
         6 => (pick.clone(), 0usize..8).prop_map(|(pick, body)| Step::Reply { pick, body }),
         10 => (pick.clone(), prop_oneof![2 => 1usize..64, 1 => 64usize..600, 2 => Just(usize::MAX)])
@@ -624,8 +636,8 @@ impl<S: Subject> Harness<S> {
                     return Ok(());
                 };
                 let mut headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
-                if let Some(secs) = retry_after {
-                    headers.push(("retry-after".into(), secs.to_string()));
+                if let Some((name, value)) = retry_after {
+                    headers.push((name.to_string(), value.to_string()));
                 }
                 if (300..400).contains(status) {
                     // Followed when on the same origin (a new request), refused when not.
@@ -813,20 +825,22 @@ struct Knobs {
     max_response_bytes: u64,
     /// Ask for structured output (an object): text answers are corrected, `{}`-less ones fail.
     structured: bool,
+    /// Honour any `retry-after`, however long (instead of the default 60 s at most).
+    patient: bool,
 }
 
 fn knobs() -> impl Strategy<Value = Knobs> {
-    (
+    let limits = (
         0u32..3,
         proptest::option::weighted(0.3, 500u64..20_000),
         prop_oneof![2 => Just(120_000u64), 1 => 100u64..10_000],
         proptest::option::weighted(0.5, 100u64..10_000),
         proptest::option::weighted(0.5, 1u32..4),
         prop_oneof![4 => Just(u64::MAX), 1 => 50u64..2_000],
-        proptest::bool::weighted(0.2),
-    )
-        .prop_map(
-            |(max_retries, timeout_ms, stall_ms, tool_timeout_ms, max_steps, max_response_bytes, structured)| Knobs {
+    );
+    (limits, proptest::bool::weighted(0.2), proptest::bool::weighted(0.2)).prop_map(
+        |((max_retries, timeout_ms, stall_ms, tool_timeout_ms, max_steps, max_response_bytes), structured, patient)| {
+            Knobs {
                 max_retries,
                 timeout_ms,
                 stall_ms,
@@ -834,8 +848,10 @@ fn knobs() -> impl Strategy<Value = Knobs> {
                 max_steps,
                 max_response_bytes,
                 structured,
-            },
-        )
+                patient,
+            }
+        },
+    )
 }
 
 fn options(knobs: &Knobs) -> Options {
@@ -849,7 +865,8 @@ fn options(knobs: &Knobs) -> Options {
 }
 
 fn retry(knobs: &Knobs) -> RetryPolicy {
-    RetryPolicy { max_retries: knobs.max_retries, seed: 7, ..RetryPolicy::default() }
+    let max_retry_after = if knobs.patient { Duration::MAX } else { RetryPolicy::default().max_retry_after };
+    RetryPolicy { max_retries: knobs.max_retries, max_retry_after, seed: 7, ..RetryPolicy::default() }
 }
 
 fn cases() -> u32 {
