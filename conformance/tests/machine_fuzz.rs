@@ -102,9 +102,9 @@ fn step(agent: bool) -> BoxedStrategy<Step> {
     let pick = 0usize..4;
     let common = prop_oneof![
         6 => (pick.clone(), prop_oneof![6 => Just(200u16), 2 => Just(429), 2 => Just(500), 1 => Just(307)],
-              proptest::option::weighted(0.3, proptest::sample::select(RETRY_AFTER)), 0usize..8)
+              proptest::option::weighted(0.3, proptest::sample::select(RETRY_AFTER)), 0usize..9)
             .prop_map(|(pick, status, retry_after, body)| Step::Head { pick, status, retry_after, body }),
-        6 => (pick.clone(), 0usize..8).prop_map(|(pick, body)| Step::Reply { pick, body }),
+        6 => (pick.clone(), 0usize..9).prop_map(|(pick, body)| Step::Reply { pick, body }),
         10 => (pick.clone(), prop_oneof![2 => 1usize..64, 1 => 64usize..600, 2 => Just(usize::MAX)])
             .prop_map(|(pick, len)| Step::Body { pick, len }),
         1 => (pick.clone(), proptest::collection::vec(any::<u8>(), 1..40))
@@ -151,7 +151,11 @@ fn stream_bodies() -> Vec<Vec<u8>> {
         text_events(&["{\"done\":", " true}"]),
         tool_events(&[("toolu_7", "get_time", weather)]),
     ];
-    bodies.iter().map(|events| events.concat().into_bytes()).collect()
+    let mut bodies: Vec<Vec<u8>> = bodies.iter().map(|events| events.concat().into_bytes()).collect();
+    // A hostile one: tool calls under stop reason `end_turn`.
+    let calls = tool_events(&[("toolu_8", "get_weather", weather)]).concat();
+    bodies.push(calls.replace(r#""stop_reason":"tool_use""#, r#""stop_reason":"end_turn""#).into_bytes());
+    bodies
 }
 
 const ERROR_BODY: &[u8] = br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
