@@ -26,7 +26,7 @@
 //!
 //! The transitions are generated as choices (`pick` indexes) resolved against what is
 //! outstanding when they are applied, so every generated sequence is valid and shrinks
-//! well. `OMNI_MACHINE_FUZZ_CASES` sets the number of cases (256 by default).
+//! well. `OMNI_MACHINE_FUZZ_CASES` sets the number of cases (512 by default).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -874,7 +874,7 @@ fn retry(knobs: &Knobs) -> RetryPolicy {
 }
 
 fn cases() -> u32 {
-    std::env::var("OMNI_MACHINE_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256)
+    std::env::var("OMNI_MACHINE_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512)
 }
 
 fn runner() -> TestRunner {
