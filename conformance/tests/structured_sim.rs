@@ -105,3 +105,28 @@ fn a_validator_alone_asks_for_json_with_its_schema() {
     assert_eq!(body["output_config"]["format"]["schema"], sent);
     assert_eq!(r.response.unwrap().output, Some(json!({"name": "Paris", "population": 1})));
 }
+
+/// Found by `machine_fuzz`: a reply ending with tool calls the call does not run
+/// (`max_steps` reached here; a tool without handler is the same) was "corrected", sending
+/// a history whose calls have no results, which every provider refuses. The calls are the
+/// caller's: the call finishes with them and says why the output is missing.
+#[test]
+fn a_reply_with_tool_calls_left_to_the_caller_is_not_corrected() {
+    let options = omni_core::Options { output: Some(schema()), max_steps: Some(1), ..omni_core::Options::default() };
+    let mut config = GenerateConfig::new(
+        scenarios::model(),
+        scenarios::provider("http://replay.invalid/v1"),
+        Context::from_prompt("The largest city of France, as JSON."),
+        options,
+    );
+    config.api_key = Some("k".into());
+    config.tools = scenarios::tools();
+    let calls = scenarios::tool_events(&[("toolu_1", "get_weather", r#"{"city":"Paris"}"#)]);
+    let replies = vec![paced(&calls, std::time::Duration::ZERO), answer(r#"{"name": "Paris", "population": 2}"#)];
+    let r = simulate(config, &Scenario { replies, ..Scenario::default() });
+    assert_eq!(r.requests.len(), 1, "no correction request: {:?}", r.effects);
+    let response = r.response.unwrap();
+    assert_eq!(response.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(response.message.tool_uses().count(), 1);
+    assert!(response.output_error.unwrap().contains("tool calls left to the caller"));
+}

@@ -562,7 +562,9 @@ impl Generate {
 
     /// Finishes, unless structured output is expected and the reply is not valid: then
     /// asks the model for a corrected reply (not when the reply was cut by the token
-    /// limit, and at most `output_retries` times).
+    /// limit, nor when it ends with tool calls left to the caller — `max_steps` reached,
+    /// or a tool without handler: a correction after calls without results is a history
+    /// no provider accepts — and at most `output_retries` times).
     fn finish_or_correct(&mut self, stop: StopReason, now: Instant) {
         let Some(validator) = self.config.output_validator.clone() else {
             self.finish(stop);
@@ -573,6 +575,9 @@ impl Generate {
             Ok(value) => self.output = Some(Ok(value)),
             Err(error) if stop == StopReason::Length => {
                 self.output = Some(Err(format!("{error} (the reply was cut by the output token limit)")))
+            }
+            Err(error) if self.last.as_ref().is_some_and(|r| r.message.tool_uses().next().is_some()) => {
+                self.output = Some(Err(format!("{error} (the reply ended with tool calls left to the caller)")))
             }
             Err(error) if self.output_retries < self.config.output_retries => {
                 self.output_retries += 1;
