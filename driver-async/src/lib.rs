@@ -8,9 +8,11 @@
 mod agent;
 mod call;
 pub mod delivery;
+mod drive;
 mod subscription;
 
 pub use agent::{Agent, LoopMessage, StateChange, WeakAgent};
 pub use call::{Call, Handlers, StartCall, TextStream};
+pub use drive::{drive_call, CallRuntime};
 pub use omni_core::driver_error::Error;
 pub use subscription::{Subscriber, Subscription};

@@ -1,107 +1,55 @@
-//! The call loop: execute effects, feed inputs, deliver events, sleep until the next
-//! deadline. No decisions are taken here.
-//!
-//! Deadlines are looked at before every input, so a flood of input (keep-alives as fast
-//! as the server can send) cannot hold off a stall or a timeout. While the application's
-//! event queue is full no input is taken (the request task then stops reading the
-//! response), but a deadline or a cancel still gets in.
+//! The call's work on smol: requests and tool runs as smol tasks, and smol's timer, for
+//! the one call loop of omni-async ([`omni_async::drive_call`]).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_lite::future;
-use omni_async::delivery::{Delivery, Outbox, INPUT_BUDGET};
-use omni_core::generate::{Generate, GenerateEvent, Input};
+use omni_async::{CallRuntime, Handlers};
+use omni_core::generate::{Effect, Generate, GenerateEvent};
 use smol::channel::{Receiver, Sender};
+use smol::Timer;
 
-use crate::executor::{next_input, wait_until, Executor, Handlers};
+use crate::executor::{next_input, Executor};
 use crate::http::{Connections, TaskInput};
 use crate::spawn::Spawner;
 
-/// What woke the loop.
-enum Wake {
-    /// The stream was dropped.
-    Cancel,
-    Deadline,
-    /// The application read: events may go out again.
-    Read,
-    Input(TaskInput),
+/// One call's work in flight; dropping it cancels what still runs.
+struct SmolCall {
+    executor: Executor,
+    inputs: Receiver<TaskInput>,
+    handlers: Handlers,
 }
 
-/// Runs one call to its end. Leaving the loop drops the executor, which cancels
-/// whatever still runs.
+impl CallRuntime for SmolCall {
+    type Input = TaskInput;
+
+    fn execute(&mut self, effect: Effect) {
+        self.executor.execute(effect, &self.handlers);
+    }
+
+    fn feed(&mut self, machine: &mut Generate, input: TaskInput) {
+        self.executor.feed(machine, input);
+    }
+
+    fn next_input(&mut self) -> impl Future<Output = TaskInput> + Send + '_ {
+        next_input(&self.inputs)
+    }
+
+    async fn sleep_until(deadline: Instant) {
+        Timer::at(deadline).await;
+    }
+}
+
+/// Runs one call to its end.
 pub(crate) async fn drive(
-    mut machine: Generate,
+    machine: Generate,
     http: Arc<Connections>,
     spawner: Spawner,
     handlers: Handlers,
     events: Sender<GenerateEvent>,
     cancelled: Receiver<()>,
 ) {
-    let (mut executor, inputs) = Executor::new(http, spawner);
-    let mut outbox = Outbox::new(events);
-    let mut budget = INPUT_BUDGET;
-    loop {
-        while let Some(effect) = machine.poll_effect() {
-            executor.execute(effect, &handlers);
-        }
-        while let Some(event) = machine.poll_event() {
-            outbox.push(event);
-        }
-        if machine.is_done() {
-            drop(executor); // cancels whatever still runs
-            outbox.close().await; // the last events, whenever the application reads them
-            return;
-        }
-        let waiting_for_reader = match outbox.flush() {
-            Delivery::Done => false,
-            Delivery::Full => true,
-            Delivery::Gone => {
-                machine.handle_input(Input::Cancel, Instant::now());
-                continue;
-            }
-        };
-        let deadline = machine.poll_timeout();
-        let now = Instant::now();
-        if deadline.is_some_and(|d| d <= now) {
-            machine.handle_timeout(now);
-            continue;
-        }
-        if budget == 0 {
-            budget = INPUT_BUDGET;
-            future::yield_now().await;
-        }
-        // In this order: the stream dropped, the reader or an input, then the deadline (an
-        // input that is there when the loop wakes goes first; the check above then comes
-        // between it and the next one).
-        let cancel = async {
-            // Nothing is ever sent: this returns when the stream's sender is dropped.
-            let _ = cancelled.recv().await;
-            Wake::Cancel
-        };
-        let timer = async {
-            wait_until(deadline).await;
-            Wake::Deadline
-        };
-        let other = async {
-            if waiting_for_reader {
-                if outbox.room().await {
-                    Wake::Read
-                } else {
-                    Wake::Cancel
-                }
-            } else {
-                Wake::Input(next_input(&inputs).await)
-            }
-        };
-        match future::or(cancel, future::or(other, timer)).await {
-            Wake::Cancel => machine.handle_input(Input::Cancel, Instant::now()),
-            Wake::Deadline => machine.handle_timeout(Instant::now()),
-            Wake::Read => {}
-            Wake::Input(input) => {
-                budget -= 1;
-                executor.feed(&mut machine, input);
-            }
-        }
-    }
+    let (executor, inputs) = Executor::new(http, spawner);
+    omni_async::drive_call(machine, SmolCall { executor, inputs, handlers }, events, cancelled).await;
 }

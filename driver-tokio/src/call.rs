@@ -5,13 +5,14 @@
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use omni_async::delivery::{Delivery, Outbox, INPUT_BUDGET};
-use omni_async::{Handlers, StartCall};
+use omni_async::{CallRuntime, Handlers, StartCall};
 use omni_core::client::ClientConfig;
-use omni_core::generate::{Generate, GenerateEvent, Input};
+use omni_core::generate::{Effect, Generate, GenerateEvent};
+use tokio::sync::mpsc;
 
 use crate::client::Client;
-use crate::executor::{sleep_until, Executor};
+use crate::executor::Executor;
+use crate::http::TaskInput;
 use crate::Error;
 
 /// A call being set up; see [`omni_async::Call`].
@@ -37,67 +38,45 @@ impl StartCall for Client {
     }
 }
 
-/// The driver loop: execute effects, feed inputs, deliver events, sleep until the next
-/// deadline. No decisions are taken here.
-///
-/// Deadlines are looked at before every input, so a flood of input (keep-alives as fast
-/// as the server can send) cannot hold off a stall or a timeout. While the application's
-/// event queue is full no input is taken (the request task then stops reading the
-/// response), but a deadline or a cancel still gets in.
+/// One call's work in flight on tokio; dropping it aborts what still runs.
+struct TokioCall {
+    executor: Executor,
+    inputs: mpsc::Receiver<TaskInput>,
+    handlers: Handlers,
+}
+
+impl CallRuntime for TokioCall {
+    type Input = TaskInput;
+
+    fn execute(&mut self, effect: Effect) {
+        self.executor.execute(effect, &self.handlers);
+    }
+
+    fn feed(&mut self, machine: &mut Generate, input: TaskInput) {
+        self.executor.feed(machine, input);
+    }
+
+    async fn next_input(&mut self) -> TaskInput {
+        match self.inputs.recv().await {
+            Some(input) => input,
+            // The executor holds a sender while it lives: never, in fact.
+            None => std::future::pending().await,
+        }
+    }
+
+    async fn sleep_until(deadline: Instant) {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
+    }
+}
+
+/// Runs one call to its end in the one call loop of omni-async.
 async fn drive(
-    mut machine: Generate,
+    machine: Generate,
     http: reqwest::Client,
     handlers: Handlers,
     events: Sender<GenerateEvent>,
     cancelled: Receiver<()>,
 ) {
-    let (mut executor, mut inputs) = Executor::new(http);
-    let mut outbox = Outbox::new(events);
-    let mut budget = INPUT_BUDGET;
-    loop {
-        while let Some(effect) = machine.poll_effect() {
-            executor.execute(effect, &handlers);
-        }
-        while let Some(event) = machine.poll_event() {
-            outbox.push(event);
-        }
-        if machine.is_done() {
-            drop(executor); // stops whatever still runs
-            outbox.close().await; // the last events, whenever the application reads them
-            return;
-        }
-        let waiting_for_reader = match outbox.flush() {
-            Delivery::Done => false,
-            Delivery::Full => true,
-            Delivery::Gone => {
-                machine.handle_input(Input::Cancel, Instant::now());
-                continue;
-            }
-        };
-        let deadline = machine.poll_timeout();
-        let now = Instant::now();
-        if deadline.is_some_and(|d| d <= now) {
-            machine.handle_timeout(now);
-            continue;
-        }
-        if budget == 0 {
-            budget = INPUT_BUDGET;
-            tokio::task::yield_now().await;
-        }
-        // An input that is there when the loop wakes goes first; the check above then
-        // comes between it and the next one.
-        tokio::select! {
-            biased;
-            // Nothing is ever sent: this returns when the stream is dropped.
-            _ = cancelled.recv() => machine.handle_input(Input::Cancel, Instant::now()),
-            read = outbox.room(), if waiting_for_reader => if !read {
-                machine.handle_input(Input::Cancel, Instant::now());
-            },
-            Some(input) = inputs.recv(), if !waiting_for_reader => {
-                budget -= 1;
-                executor.feed(&mut machine, input);
-            }
-            _ = sleep_until(deadline), if deadline.is_some() => machine.handle_timeout(Instant::now()),
-        }
-    }
+    let (executor, inputs) = Executor::new(http);
+    omni_async::drive_call(machine, TokioCall { executor, inputs, handlers }, events, cancelled).await;
 }
