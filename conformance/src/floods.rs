@@ -392,3 +392,20 @@ pub fn flood_suite<D: StreamingDriver>(driver: D, heap: &'static CountingAllocat
     dropped_unread_stream_closes_the_connection(&driver);
     past_the_size_limit(&driver, heap);
 }
+
+/// The flood suite's test for a driver's test binary of its own:
+/// `omni_conformance::flood_suite_test!(Driver::new());` installs the counting allocator as
+/// the binary's global allocator and runs [`flood_suite`] through the driver. One
+/// definition for every driver.
+#[macro_export]
+macro_rules! flood_suite_test {
+    ($driver:expr) => {
+        #[global_allocator]
+        static HEAP: $crate::heap::CountingAllocator = $crate::heap::CountingAllocator::new();
+
+        #[test]
+        fn floods_cost_bounded_memory_and_never_hold_off_a_deadline() {
+            $crate::floods::flood_suite($driver, &HEAP);
+        }
+    };
+}

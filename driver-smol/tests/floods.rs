@@ -7,14 +7,4 @@
 
 mod common;
 
-use common::Driver;
-use omni_conformance::floods::flood_suite;
-use omni_conformance::heap::CountingAllocator;
-
-#[global_allocator]
-static HEAP: CountingAllocator = CountingAllocator::new();
-
-#[test]
-fn floods_cost_bounded_memory_and_never_hold_off_a_deadline() {
-    flood_suite(Driver::new(), &HEAP);
-}
+omni_conformance::flood_suite_test!(common::Driver::new());
