@@ -1,4 +1,4 @@
-//! The async agent handle's own behaviour (omni-async's, under omni-tokio and omni-smol),
+//! The async agent handle's own behaviour (omni-shell's, under omni-tokio and omni-smol),
 //! written once: a chat turn through the public API, commands refused with typed errors,
 //! dropping the last handle stopping the agent's work, a lagging subscriber dropped. Each
 //! driver's test starts the replay server with the replies named here and calls these
@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use omni_async::StateChange;
 use omni_core::agent::{AgentBuilder, AgentError, AgentEvent, Launch, NoCallbacks, Status, TurnEnd};
 use omni_core::async_tool::AsyncTool;
 use omni_core::driver_error::Error;
 use omni_core::tool::ToolError;
 use omni_core::Message;
+use omni_shell::StateChange;
 use serde_json::json;
 
 use crate::agent_sim::transcript_line;
@@ -23,10 +23,10 @@ use crate::replay::ReplayServer;
 use crate::scenarios::{self, paced, text_events, tool_events};
 use crate::sim::{BodyStep, Reply};
 
-/// An async driver's client: it launches omni-async's agent handle.
-pub trait AsyncLaunch: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent, Error = Error> {}
+/// An async driver's client: it launches omni-shell's agent handle.
+pub trait AsyncLaunch: Launch<AsyncTool, Handle<NoCallbacks> = omni_shell::Agent, Error = Error> {}
 
-impl<L: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent, Error = Error>> AsyncLaunch for L {}
+impl<L: Launch<AsyncTool, Handle<NoCallbacks> = omni_shell::Agent, Error = Error>> AsyncLaunch for L {}
 
 /// The transcript of a plain chat turn (prompt "Hi", reply "Hello there."), streaming
 /// lines left out: what every subscriber of [`chat_replies`]' turn sees.
@@ -146,7 +146,7 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
 /// until it returns `false`, and is then dropped. `client` talks to a server started with
 /// [`chat_replies`].
 pub async fn subscribers_from_the_start<L: AsyncLaunch>(client: L) {
-    let (subscriber, mut events) = omni_async::Subscription::channel(100);
+    let (subscriber, mut events) = omni_shell::Subscription::channel(100);
     let (first_two_only, first_two) = first_events_subscriber(2);
     let agent = AgentBuilder::new(client, scenarios::model().into())
         .subscriber(subscriber)

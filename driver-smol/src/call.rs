@@ -1,19 +1,19 @@
-//! Calls on smol: the builder and the event stream are omni-async's
-//! ([`Call`](omni_async::Call), [`TextStream`](omni_async::TextStream)); this module runs
+//! Calls on smol: the builder and the event stream are omni-shell's
+//! ([`Call`](omni_shell::Call), [`TextStream`](omni_shell::TextStream)); this module runs
 //! the generate machine in a smol task.
 
 use async_channel::{Receiver, Sender};
-use omni_async::{Handlers, StartCall};
 use omni_core::client::ClientConfig;
 use omni_core::generate::{Generate, GenerateEvent};
+use omni_shell::{Handlers, StartCall};
 
 use crate::client::Client;
 use crate::driver::drive;
 use crate::Error;
 
-/// A call being set up; see [`omni_async::Call`].
-pub type Call = omni_async::Call<Client>;
-pub use omni_async::TextStream;
+/// A call being set up; see [`omni_shell::Call`].
+pub type Call = omni_shell::Call<Client>;
+pub use omni_shell::TextStream;
 
 impl StartCall for Client {
     fn client_config(&self) -> &ClientConfig {

@@ -1,12 +1,12 @@
 //! The call's work on smol: requests and tool runs as smol tasks, and smol's timer, for
-//! the one call loop of omni-async ([`omni_async::drive_call`]).
+//! the one call loop of omni-shell ([`omni_shell::drive_call`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_async::{CallRuntime, Handlers};
 use omni_core::generate::{Effect, Generate, GenerateEvent};
+use omni_shell::{CallRuntime, Handlers};
 use smol::channel::{Receiver, Sender};
 use smol::Timer;
 
@@ -51,5 +51,5 @@ pub(crate) async fn drive(
     cancelled: Receiver<()>,
 ) {
     let (executor, inputs) = Executor::new(http, spawner);
-    omni_async::drive_call(machine, SmolCall { executor, inputs, handlers }, events, cancelled).await;
+    omni_shell::drive_call(machine, SmolCall { executor, inputs, handlers }, events, cancelled).await;
 }

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::future;
-use omni_async::delivery::INPUT_CAPACITY;
 use omni_core::generate::{Effect, RequestId, ToolRunId};
 use omni_core::machine::{Machine, Report};
+use omni_shell::delivery::INPUT_CAPACITY;
 use smol::channel::{self, Receiver, Sender};
 use smol::{Task, Timer};
 

@@ -1,13 +1,13 @@
-//! Calls on tokio: the builder and the event stream are omni-async's
-//! ([`Call`](omni_async::Call), [`TextStream`](omni_async::TextStream)); this module runs
+//! Calls on tokio: the builder and the event stream are omni-shell's
+//! ([`Call`](omni_shell::Call), [`TextStream`](omni_shell::TextStream)); this module runs
 //! the generate machine in a tokio task.
 
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use omni_async::{CallRuntime, Handlers, StartCall};
 use omni_core::client::ClientConfig;
 use omni_core::generate::{Effect, Generate, GenerateEvent};
+use omni_shell::{CallRuntime, Handlers, StartCall};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
@@ -15,9 +15,9 @@ use crate::executor::Executor;
 use crate::http::TaskInput;
 use crate::Error;
 
-/// A call being set up; see [`omni_async::Call`].
-pub type Call = omni_async::Call<Client>;
-pub use omni_async::TextStream;
+/// A call being set up; see [`omni_shell::Call`].
+pub type Call = omni_shell::Call<Client>;
+pub use omni_shell::TextStream;
 
 impl StartCall for Client {
     fn client_config(&self) -> &ClientConfig {
@@ -69,7 +69,7 @@ impl CallRuntime for TokioCall {
     }
 }
 
-/// Runs one call to its end in the one call loop of omni-async.
+/// Runs one call to its end in the one call loop of omni-shell.
 async fn drive(
     machine: Generate,
     http: reqwest::Client,
@@ -78,5 +78,5 @@ async fn drive(
     cancelled: Receiver<()>,
 ) {
     let (executor, inputs) = Executor::new(http);
-    omni_async::drive_call(machine, TokioCall { executor, inputs, handlers }, events, cancelled).await;
+    omni_shell::drive_call(machine, TokioCall { executor, inputs, handlers }, events, cancelled).await;
 }

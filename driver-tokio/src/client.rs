@@ -43,7 +43,7 @@ impl Client {
 
     /// Starts a call with tools or a per-call key; see [`Call`].
     pub fn call(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Call {
-        omni_async::Call::new(self.clone(), model.into(), context.into())
+        omni_shell::Call::new(self.clone(), model.into(), context.into())
     }
 
     /// Streams a reply. Must be called inside a tokio runtime.

@@ -238,10 +238,10 @@ impl Clients {
     }
 }
 
-/// The turn through either async driver: both hand out omni-async's agent handle.
+/// The turn through either async driver: both hand out omni-shell's agent handle.
 async fn async_agent_turn<L>(builder: AgentBuilder<L, AsyncTool>, req: Request, text: &str) -> (Vec<AgentEvent>, usize)
 where
-    L: Launch<AsyncTool, Handle<NoCallbacks> = omni_async::Agent>,
+    L: Launch<AsyncTool, Handle<NoCallbacks> = omni_shell::Agent>,
     L::Error: fmt::Debug,
 {
     let mut builder = builder.options(req.options);

@@ -1,5 +1,5 @@
 //! The agent on smol: the [`Agent`] handle (async methods, subscriptions as
-//! [`Stream`](futures_core::Stream)s) is omni-async's; this module starts its task on the
+//! [`Stream`](futures_core::Stream)s) is omni-shell's; this module starts its task on the
 //! client's executor.
 //!
 //! The core machine ([`omni_core::agent`]) takes every decision; a task owns it inside a
@@ -17,7 +17,7 @@ use omni_core::generate::ToolDecl;
 use crate::client::Client;
 use crate::tools::Tool;
 use crate::Error;
-pub use omni_async::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
+pub use omni_shell::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
 pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;

@@ -1,4 +1,4 @@
-//! # omni-async
+//! # omni-shell
 //!
 //! The runtime-neutral parts of omni's async drivers, shared by `omni-tokio` and
 //! `omni-smol` (which re-export them): the call builder and its event stream ([`Call`],
