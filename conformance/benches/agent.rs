@@ -11,9 +11,10 @@ use divan::{black_box, AllocProfiler, Bencher};
 use omni_conformance::agent_sim;
 use omni_conformance::scenarios;
 use omni_conformance::synth::text_stream;
-use omni_core::agent::{Agent, AgentEvent, Command, EventSink, Host, NoCallbacks};
+use omni_core::agent::{Agent, AgentEvent, NoCallbacks};
 use omni_core::generate::{Effect, Generate, GenerateConfig, GenerateEvent, Input, Report, RequestId};
 use omni_core::{Context, Dialect, Options};
+use omni_shell::{Command, EventSink, Host};
 
 #[global_allocator]
 static ALLOC: AllocProfiler = AllocProfiler::system();

@@ -8,12 +8,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_core::async_tool::AsyncTool;
 use omni_core::generate::{
     Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolDecl, ToolOutcome,
     ToolRunId, TransportError, TransportErrorKind,
 };
 use omni_core::{HttpRequest, Response, StreamEvent};
+use omni_shell::AsyncTool;
 
 /// One scripted piece of a response body.
 #[derive(Debug, Clone, PartialEq)]

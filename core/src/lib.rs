@@ -15,10 +15,8 @@
 
 pub mod accumulator;
 pub mod agent;
-pub mod async_tool;
 pub mod catalogue;
 pub mod client;
-pub mod client_builder;
 pub mod decoder;
 pub mod delta;
 pub mod depth;
@@ -29,7 +27,6 @@ pub mod event;
 pub mod framing;
 pub mod generate;
 pub mod http;
-pub mod machine;
 pub mod message;
 pub mod model;
 pub mod options;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::client_builder::{Built, Connect};
 use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
+use omni_shell::{Built, Connect};
 
 use crate::call::Call;
 use crate::stream::TextStream;
@@ -97,8 +97,8 @@ impl Client {
     }
 }
 
-/// Builds a [`Client`]; see [`omni_core::client_builder::ClientBuilder`].
-pub type ClientBuilder = omni_core::client_builder::ClientBuilder<Client>;
+/// Builds a [`Client`]; see [`omni_shell::ClientBuilder`].
+pub type ClientBuilder = omni_shell::ClientBuilder<Client>;
 
 impl Connect for Client {
     type Client = Client;

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::client_builder::Connect;
 use omni_core::generate::GenerateConfig;
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
+use omni_shell::Connect;
 
 use crate::blocking_client::Client;
 use crate::event_loop;

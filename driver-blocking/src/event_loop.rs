@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use omni_core::generate::{Generate, GenerateEvent, Input};
-use omni_core::machine::EVENT_CAPACITY;
+use omni_shell::machine::EVENT_CAPACITY;
 
 use crate::executor::{wait, Delivery, Executor, Outbox, TaskReport, Tools, Wake};
 use crate::transport::Http;

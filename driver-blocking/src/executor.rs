@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Select, Sender, TrySendError};
 use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
-use omni_core::machine::{Machine, Report, INPUT_CAPACITY};
+use omni_shell::machine::{Machine, Report, INPUT_CAPACITY};
 
 use crate::tools::{CancelToken, Tool};
 use crate::transport::{Http, HttpEvent, RequestHandle};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::client_builder::{Built, Connect};
 use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
+use omni_shell::{Built, Connect};
 
 use smol::Executor;
 
@@ -101,9 +101,9 @@ impl Client {
     }
 }
 
-/// Builds a [`Client`]; see [`omni_core::client_builder::ClientBuilder`]. Its tasks run on
+/// Builds a [`Client`]; see [`omni_shell::ClientBuilder`]. Its tasks run on
 /// smol's global executor; [`Client::on_executor`] moves them to one the application drives.
-pub type ClientBuilder = omni_core::client_builder::ClientBuilder<Client>;
+pub type ClientBuilder = omni_shell::ClientBuilder<Client>;
 
 impl Connect for Client {
     type Client = Client;

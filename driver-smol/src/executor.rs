@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use futures_lite::future;
 use omni_core::generate::{Effect, RequestId, ToolRunId};
-use omni_core::machine::{Machine, Report};
 use omni_shell::delivery::INPUT_CAPACITY;
+use omni_shell::machine::{Machine, Report};
 use smol::channel::{self, Receiver, Sender};
 use smol::{Task, Timer};
 

@@ -38,7 +38,7 @@ pub use tools::Tool;
 pub use omni_core as core;
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd, DEFAULT_SUBSCRIBER_CAPACITY,
+    ToolDecision, TurnDecision, TurnEnd,
 };
 pub use omni_core::client::{ClientError, ModelRef};
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
@@ -48,3 +48,4 @@ pub use omni_core::{
     Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
     Usage,
 };
+pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;

@@ -1,4 +1,4 @@
-//! Tools with async handlers (the core's [`AsyncTool`](omni_core::async_tool::AsyncTool)),
+//! Tools with async handlers (the core's [`AsyncTool`](omni_shell::AsyncTool)),
 //! and running one handler with its panics caught.
 
 use std::panic::AssertUnwindSafe;
@@ -11,10 +11,10 @@ use smol::channel::Sender;
 
 use crate::http::TaskInput;
 
-pub use omni_core::async_tool::AsyncTool as Tool;
+pub use omni_shell::AsyncTool as Tool;
 
 /// A tool's handler as the driver runs it.
-pub(crate) type Handler = omni_core::async_tool::AsyncHandler;
+pub(crate) type Handler = omni_shell::AsyncHandler;
 
 /// Runs one handler and reports its outcome; a panic (while building or polling the
 /// handler's future) becomes [`ToolOutcome::Panicked`] instead of taking the task down.

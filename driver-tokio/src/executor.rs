@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
-use omni_core::machine::{Machine, Report};
 use omni_core::tool::{no_handler, outcome, panic_message};
 use omni_shell::delivery::INPUT_CAPACITY;
+use omni_shell::machine::{Machine, Report};
 use tokio::sync::mpsc::{self, Receiver, Sender};
 use tokio::task::AbortHandle;
 

@@ -1,6 +1,6 @@
-//! Tools with async handlers: the core's [`AsyncTool`](omni_core::async_tool::AsyncTool).
+//! Tools with async handlers: the core's [`AsyncTool`](omni_shell::AsyncTool).
 
-pub use omni_core::async_tool::AsyncTool as Tool;
+pub use omni_shell::AsyncTool as Tool;
 
 /// A tool's handler as the driver runs it.
-pub(crate) type Handler = omni_core::async_tool::AsyncHandler;
+pub(crate) type Handler = omni_shell::AsyncHandler;

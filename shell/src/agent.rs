@@ -7,11 +7,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::AsyncTool;
+use crate::{Command, Reply};
 use async_channel::{Receiver, Sender};
 use omni_core::agent::{
-    AgentCallbacks, AgentError, AgentState, Command, NoCallbacks, Reply, Snapshot, StatePatch, Status, ToolDecision,
+    AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, StatePatch, Status, ToolDecision,
 };
-use omni_core::async_tool::AsyncTool;
 use omni_core::client::ClientConfig;
 use omni_core::Message;
 
@@ -23,7 +24,7 @@ pub type StateChange = omni_core::agent::StateChange<AsyncTool>;
 
 /// What a handle sends to the agent's task.
 pub enum LoopMessage<C> {
-    /// A command, applied with [`Host::apply`](omni_core::agent::Host::apply).
+    /// A command, applied with [`Host::apply`](crate::Host::apply).
     Command(Command<C>),
     /// `set_state`, whose new tools' handlers the task swaps in only if the machine
     /// accepts the patch.
@@ -60,9 +61,9 @@ pub struct Agent<C = NoCallbacks> {
 
 impl<C> Agent<C> {
     /// For drivers: the channel between the handles and the agent's task. Bounded: a
-    /// handle's method waits while the agent has [`COMMAND_CAPACITY`](omni_core::machine::COMMAND_CAPACITY) commands unread.
+    /// handle's method waits while the agent has [`COMMAND_CAPACITY`](crate::machine::COMMAND_CAPACITY) commands unread.
     pub fn channel() -> (Sender<LoopMessage<C>>, Receiver<LoopMessage<C>>) {
-        async_channel::bounded(omni_core::machine::COMMAND_CAPACITY)
+        async_channel::bounded(crate::machine::COMMAND_CAPACITY)
     }
 
     /// For drivers: the first handle on an agent whose task reads `commands`' other end.

@@ -6,14 +6,15 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::client::{ClientConfig, ClientError, ModelRef};
 use crate::client_builder::Connect;
-use crate::generate::{RetryPolicy, ToolDecl};
-use crate::message::Message;
-use crate::options::Options;
-use crate::provider::ApiKey;
+use omni_core::client::{ClientConfig, ClientError, ModelRef};
+use omni_core::generate::{RetryPolicy, ToolDecl};
+use omni_core::message::Message;
+use omni_core::options::Options;
+use omni_core::provider::ApiKey;
 
-use super::{Agent, AgentCallbacks, AgentError, EventSink, Host, NoCallbacks};
+use crate::host::{EventSink, Host};
+use omni_core::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
 
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use crate::handlers_by_name;
+use crate::{AsyncHandler, AsyncTool};
+use crate::Connect;
 use async_channel::{Receiver, Sender};
-use omni_core::async_tool::handlers_by_name;
-use omni_core::async_tool::{AsyncHandler, AsyncTool};
 use omni_core::client::ClientConfig;
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::client_builder::Connect;
 use omni_core::driver_error::Error;
 use omni_core::generate::{Generate, GenerateEvent};
 use omni_core::schema::Validator;

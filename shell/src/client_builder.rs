@@ -6,14 +6,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::catalogue::Catalogue;
-use crate::client::{ClientConfig, ClientError};
-use crate::driver_error::Error;
-use crate::generate::RetryPolicy;
-use crate::model::Model;
-use crate::options::Options;
-use crate::provider::{ApiKey, Provider};
-use crate::proxy::{Proxy, ProxySetting};
+use omni_core::catalogue::Catalogue;
+use omni_core::client::{ClientConfig, ClientError};
+use omni_core::driver_error::Error;
+use omni_core::generate::RetryPolicy;
+use omni_core::model::Model;
+use omni_core::options::Options;
+use omni_core::provider::{ApiKey, Provider};
+use omni_core::proxy::{Proxy, ProxySetting};
 
 /// What [`ClientBuilder::build`] hands the driver.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub struct Built {
     /// PEM data of extra trusted roots, for the driver's TLS setup.
     pub root_certificates: Vec<Vec<u8>>,
     /// How requests reach servers; resolve it with
-    /// [`ProxyRules::resolve`](crate::proxy::ProxyRules::resolve).
+    /// [`ProxyRules::resolve`](omni_core::proxy::ProxyRules::resolve).
     pub proxy: ProxySetting,
 }
 
@@ -52,7 +52,7 @@ pub struct ClientBuilder<D> {
     max_response_bytes: Option<u64>,
     root_certificates: Vec<Vec<u8>>,
     /// `Err` holds a URL that did not parse, reported by `build`.
-    proxy: Result<ProxySetting, crate::proxy::ProxyError>,
+    proxy: Result<ProxySetting, omni_core::proxy::ProxyError>,
     driver: std::marker::PhantomData<fn() -> D>,
 }
 
@@ -122,9 +122,9 @@ impl<D: Connect> ClientBuilder<D> {
     }
 
     /// The largest response body a call accepts, in bytes (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::generate::DEFAULT_MAX_RESPONSE_BYTES), 256 MiB);
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](omni_core::generate::DEFAULT_MAX_RESPONSE_BYTES), 256 MiB);
     /// past it the call fails with
-    /// [`GenerateError::ResponseTooLarge`](crate::generate::GenerateError::ResponseTooLarge),
+    /// [`GenerateError::ResponseTooLarge`](omni_core::generate::GenerateError::ResponseTooLarge),
     /// keeping what arrived.
     pub fn max_response_size(mut self, bytes: u64) -> Self {
         self.max_response_bytes = Some(bytes);
@@ -165,7 +165,7 @@ impl<D: Connect> ClientBuilder<D> {
     }
 
     /// Connects straight to every server, ignoring `HTTPS_PROXY` and the like. By
-    /// default a client follows them (see [`crate::proxy`]).
+    /// default a client follows them (see [`omni_core::proxy`]).
     pub fn no_proxy(mut self) -> Self {
         self.proxy = Ok(ProxySetting::Direct);
         self

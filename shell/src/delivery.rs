@@ -1,5 +1,5 @@
 //! What the async drivers' loops share to stay bounded: the capacities of their channels
-//! and the budget of inputs per wake-up (decided in [`omni_core::machine`]), and the
+//! and the budget of inputs per wake-up (decided in [`crate::machine`]), and the
 //! [`Outbox`] that hands a call's events to the application without ever waiting on it
 //! while something else is due.
 //!
@@ -19,8 +19,8 @@ use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 
+pub use crate::machine::{COMMAND_CAPACITY, EVENT_CAPACITY, INPUT_BUDGET, INPUT_CAPACITY};
 use async_channel::{Sender, TrySendError};
-pub use omni_core::machine::{COMMAND_CAPACITY, EVENT_CAPACITY, INPUT_BUDGET, INPUT_CAPACITY};
 
 /// How much of the outbox went out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

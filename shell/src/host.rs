@@ -11,9 +11,9 @@
 use std::fmt;
 use std::time::Instant;
 
-use super::callbacks::ToolDecision;
-use super::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch};
-use crate::generate::Effect;
+use omni_core::agent::ToolDecision;
+use omni_core::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch};
+use omni_core::generate::Effect;
 
 /// Sends a command's answer back to the caller, over whatever channel the driver uses.
 pub type Reply<T> = Box<dyn FnOnce(T) + Send>;

@@ -12,9 +12,9 @@
 
 use std::time::Instant;
 
-use crate::agent::{Agent, AgentCallbacks, AgentInput};
-pub use crate::generate::Report;
-use crate::generate::{Effect, Generate, Input};
+use omni_core::agent::{Agent, AgentCallbacks, AgentInput};
+pub use omni_core::generate::Report;
+use omni_core::generate::{Effect, Generate, Input};
 
 /// Room for a call's events between its loop and the application. Deltas are small (a
 /// few words each): 256 of them are tens of KiB, and enough that a reading application

@@ -9,10 +9,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::generate::ToolDecl;
-use crate::message::ToolSpec;
-use crate::schema::Validator;
-use crate::tool::{typed_input, ToolError, ToolOutput};
+use omni_core::generate::ToolDecl;
+use omni_core::message::ToolSpec;
+use omni_core::schema::Validator;
+use omni_core::tool::{typed_input, ToolError, ToolOutput};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -88,12 +88,12 @@ impl AsyncTool {
         }
     }
 
-    /// A tool whose input schema is `T`'s ([`crate::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     ///
     /// ```
-    /// use omni_core::async_tool::AsyncTool as Tool;
+    /// use omni_shell::AsyncTool as Tool;
     /// use omni_core::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -110,12 +110,12 @@ impl AsyncTool {
     #[cfg(feature = "schemars")]
     pub fn from_type<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, handler: F) -> AsyncTool
     where
-        T: DeserializeOwned + crate::schemars::JsonSchema + Send + 'static,
+        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        AsyncTool::typed(name, description, crate::schema::for_type::<T>(), handler)
+        AsyncTool::typed(name, description, omni_core::schema::for_type::<T>(), handler)
     }
 
     /// [`AsyncTool::from_type`] for a handler that needs state (a store, a client): each call
@@ -126,7 +126,7 @@ impl AsyncTool {
     /// ```
     /// use std::collections::BTreeMap;
     /// use std::sync::Arc;
-    /// use omni_core::async_tool::AsyncTool as Tool;
+    /// use omni_shell::AsyncTool as Tool;
     /// use omni_core::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -156,7 +156,7 @@ impl AsyncTool {
     ) -> AsyncTool
     where
         S: Clone + Send + Sync + 'static,
-        T: DeserializeOwned + crate::schemars::JsonSchema + Send + 'static,
+        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
         F: Fn(S, T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,

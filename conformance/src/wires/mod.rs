@@ -11,9 +11,9 @@ pub mod bodies;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use omni_core::client_builder::{ClientBuilder, Connect};
 use omni_core::generate::GenerateConfig;
 use omni_core::{Auth, Dialect, Model, Options, Provider, ProviderErrorKind, Quirks};
+use omni_shell::{ClientBuilder, Connect};
 use serde_json::Value;
 
 use crate::replay::RecordedRequest;

@@ -7,11 +7,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures_lite::StreamExt;
-use omni_core::agent::{AgentBuilder, AgentEvent, Launch, NoCallbacks};
-use omni_core::async_tool::AsyncTool;
+use omni_core::agent::{AgentEvent, NoCallbacks};
 use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::tool::ToolError;
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
+use omni_shell::AsyncTool;
+use omni_shell::{AgentBuilder, Launch};
 use serde_json::Value;
 
 /// A driver.

@@ -57,20 +57,16 @@
 //! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
 //! agent's own (unique across steps), not the inner machine's.
 
-mod builder;
 mod callbacks;
 mod change;
 mod decide;
-mod host;
 mod io;
 mod partial;
 mod step;
 mod tools;
 
-pub use builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
 pub use change::StateChange;
-pub use host::{Command, EventSink, Host, Reply};
 pub use io::{
     AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
     DEFAULT_AGENT_TOOL_TIMEOUT,

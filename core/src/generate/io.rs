@@ -93,7 +93,7 @@ pub enum ToolOutcome {
 }
 
 /// What a request or a tool run reports to the machine that started it: the part of
-/// every machine's input that drivers produce (see [`crate::machine::Machine`]).
+/// every machine's input that drivers produce (fed by the drivers' shell, omni-shell).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Report<'a> {
     /// The response status and headers arrived.

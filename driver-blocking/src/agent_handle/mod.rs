@@ -21,12 +21,11 @@ use std::sync::Arc;
 use std::thread;
 
 use crossbeam_channel::Sender;
-use omni_core::agent::{
-    AgentCallbacks, AgentError, AgentState, Command, Host, Launch, NoCallbacks, Reply, Snapshot, Status, ToolDecision,
-};
+use omni_core::agent::{AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
 use omni_core::Message;
+use omni_shell::{Command, Host, Launch, Reply};
 
 use crate::blocking_client::Client;
 use crate::tools::Tool;
@@ -38,11 +37,11 @@ pub use subscription::{Subscriber, Subscription};
 /// What [`Agent::set_state`] changes; see [`omni_core::agent::StateChange`].
 pub type StateChange = omni_core::agent::StateChange<Tool>;
 
-/// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`] (its
+/// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`] (its
 /// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,
 /// `error_backoff`, `output_retries`, `api_key`, `subscriber_capacity`, `subscriber`, `callbacks`; then
 /// `start`).
-pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
+pub type AgentBuilder<C = NoCallbacks> = omni_shell::AgentBuilder<Client, Tool, C>;
 
 impl Client {
     /// Starts setting up an agent on this client's configuration (catalogue, keys,

@@ -17,8 +17,9 @@ use std::thread;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, Command, Host, Reply, StatePatch};
-use omni_core::machine::COMMAND_CAPACITY;
+use omni_core::agent::{AgentCallbacks, AgentError, AgentInput, StatePatch};
+use omni_shell::machine::COMMAND_CAPACITY;
+use omni_shell::{Command, Host, Reply};
 
 use crate::executor::{wait, Executor, Outbox, TaskReport, Tools, Wake};
 use crate::tools::Tool;

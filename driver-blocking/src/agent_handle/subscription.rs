@@ -6,7 +6,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::agent::{AgentEvent, EventSink};
+use omni_core::agent::AgentEvent;
+use omni_shell::EventSink;
 
 /// The agent's events after a subscription, as a blocking [`Iterator`]: `next` waits for
 /// the next event. It ends when the agent stops, or when this subscriber fell behind by

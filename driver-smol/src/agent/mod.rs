@@ -9,18 +9,19 @@
 
 mod run;
 
-use omni_core::agent::{AgentCallbacks, Host, Launch, NoCallbacks};
-use omni_core::async_tool::handlers_by_name;
+use omni_core::agent::{AgentCallbacks, NoCallbacks};
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
+use omni_shell::handlers_by_name;
+use omni_shell::{Host, Launch};
 
 use crate::client::Client;
 use crate::tools::Tool;
 use crate::Error;
 pub use omni_shell::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
 
-/// Sets up an agent; see [`Client::agent`] and [`omni_core::agent::AgentBuilder`].
-pub type AgentBuilder<C = NoCallbacks> = omni_core::agent::AgentBuilder<Client, Tool, C>;
+/// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`].
+pub type AgentBuilder<C = NoCallbacks> = omni_shell::AgentBuilder<Client, Tool, C>;
 
 impl Client {
     /// Starts setting up an agent on this client's configuration (it runs on the

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::future;
-use omni_core::agent::{AgentCallbacks, AgentInput, Host};
-use omni_core::async_tool::handlers_by_name;
+use omni_core::agent::{AgentCallbacks, AgentInput};
 use omni_shell::delivery::INPUT_BUDGET;
+use omni_shell::handlers_by_name;
+use omni_shell::Host;
 use omni_shell::LoopMessage;
 use smol::channel::Receiver;
 

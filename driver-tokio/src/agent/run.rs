@@ -5,9 +5,10 @@
 
 use std::time::Instant;
 
-use omni_core::agent::{AgentCallbacks, AgentInput, Host};
-use omni_core::async_tool::handlers_by_name;
+use omni_core::agent::{AgentCallbacks, AgentInput};
 use omni_shell::delivery::INPUT_BUDGET;
+use omni_shell::handlers_by_name;
+use omni_shell::Host;
 use omni_shell::LoopMessage;
 
 use crate::executor::{sleep_until, Executor, Handlers};
