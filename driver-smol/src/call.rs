@@ -1,6 +1,5 @@
-//! Calls on smol: the builder and the event stream are omni-shell's
-//! ([`Call`](omni_shell::Call), [`TextStream`](omni_shell::TextStream)); this module runs
-//! the generate machine in a smol task.
+//! Calls on smol: the builder, the event stream and the call loop are omni-shell's; this
+//! module names the runtime and transport they run on.
 
 use async_channel::{Receiver, Sender};
 use omni_core::client::ClientConfig;
@@ -8,7 +7,6 @@ use omni_core::generate::{Generate, GenerateEvent};
 use omni_shell::{Handlers, StartCall};
 
 use crate::client::Client;
-use crate::driver::drive;
 use crate::Error;
 
 /// A call being set up; see [`omni_shell::Call`].
@@ -28,9 +26,6 @@ impl StartCall for Client {
         cancelled: Receiver<()>,
     ) -> Result<(), Error> {
         let inner = &self.inner;
-        let task = drive(machine, inner.http.clone(), inner.spawner.clone(), handlers, events, cancelled);
-        // Detached: the driver ends on its own once the machine finishes (a cancel included).
-        inner.spawner.spawn(task).detach();
-        Ok(())
+        omni_shell::spawn_call(&inner.spawner, inner.http.clone(), machine, handlers, events, cancelled)
     }
 }

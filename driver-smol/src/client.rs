@@ -1,9 +1,7 @@
 //! The client: configuration, the TLS setup every connection shares, and where tasks run.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::time::Instant;
 
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::proxy::ProxyRules;
@@ -13,14 +11,16 @@ use omni_shell::{Built, Connect};
 use smol::Executor;
 
 use crate::call::{Call, TextStream};
-use crate::http::Connections;
-use crate::spawn::Spawner;
+use omni_shell::Runtime;
+
+use crate::http::{Connections, Http1};
+use crate::runtime::Smol;
 use crate::Error;
 
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,
-    pub(crate) http: Arc<Connections>,
-    pub(crate) spawner: Spawner,
+    pub(crate) http: Http1,
+    pub(crate) spawner: Smol,
 }
 
 /// An omni client for smol. Cheap to clone.
@@ -96,7 +96,7 @@ impl Client {
     /// application must keep driving it (e.g. `executor.run(..)`), or nothing progresses.
     pub fn on_executor(&self, executor: Arc<Executor<'static>>) -> Client {
         let inner = &self.inner;
-        let spawner = Spawner::Executor(executor);
+        let spawner = Smol::Executor(executor);
         Client { inner: Arc::new(Inner { config: inner.config.clone(), http: inner.http.clone(), spawner }) }
     }
 }
@@ -109,14 +109,14 @@ impl Connect for Client {
     type Client = Client;
 
     fn random_seed() -> u64 {
-        RandomState::new().hash_one(Instant::now())
+        Smol::random_seed()
     }
 
     fn connect(built: Built) -> Result<Client, Error> {
         let env = |name: &str| std::env::var(name).ok();
         let proxies =
             ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
-        let http = Connections::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
-        Ok(Client { inner: Arc::new(Inner { config: built.config, http, spawner: Spawner::Global }) })
+        let http = Http1(Connections::new(&built.root_certificates, proxies).map_err(Error::Setup)?);
+        Ok(Client { inner: Arc::new(Inner { config: built.config, http, spawner: Smol::Global }) })
     }
 }

@@ -1,21 +1,22 @@
 //! The client: configuration plus a shared HTTP client.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::time::Instant;
 
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
 use omni_shell::{Built, Connect};
 
+use omni_shell::Runtime;
+
 use crate::call::{Call, TextStream};
+use crate::runtime::Tokio;
 use crate::Error;
 
 pub(crate) struct Inner {
     pub(crate) config: ClientConfig,
-    pub(crate) http: reqwest::Client,
+    pub(crate) http: crate::http::Reqwest,
 }
 
 /// An omni client for tokio. Cheap to clone.
@@ -93,14 +94,14 @@ impl Connect for Client {
     type Client = Client;
 
     fn random_seed() -> u64 {
-        RandomState::new().hash_one(Instant::now())
+        Tokio::random_seed()
     }
 
     fn connect(built: Built) -> Result<Client, Error> {
         let env = |name: &str| std::env::var(name).ok();
         let proxies =
             ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
-        let http = crate::http::client(&built.root_certificates, proxies).map_err(Error::Setup)?;
+        let http = crate::http::Reqwest(crate::http::client(&built.root_certificates, proxies).map_err(Error::Setup)?);
         Ok(Client { inner: Arc::new(Inner { config: built.config, http }) })
     }
 }

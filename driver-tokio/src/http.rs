@@ -1,20 +1,24 @@
-//! Sending one request with reqwest and feeding its response back as inputs.
+//! The shell's [`Transport`] on reqwest: one request sent, its response reported as it
+//! arrives.
 
 use std::sync::Arc;
 
-use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use std::future::Future;
+
+use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::proxy::ProxyRules;
 use omni_core::HttpRequest;
-use tokio::sync::mpsc::Sender;
+use omni_shell::{ResponseSink, Transport};
 
-/// An input produced by a task, owned so it can cross the channel.
-#[derive(Debug)]
-pub(crate) enum TaskInput {
-    Head { id: RequestId, status: u16, headers: Vec<(String, String)> },
-    Body { id: RequestId, bytes: bytes::Bytes },
-    End { id: RequestId },
-    Failed { id: RequestId, error: TransportError },
-    Tool { id: ToolRunId, outcome: ToolOutcome },
+/// The shell's [`Transport`] over reqwest: a client cheap to clone, sharing its
+/// connection pool.
+#[derive(Debug, Clone)]
+pub struct Reqwest(pub(crate) reqwest::Client);
+
+impl Transport for Reqwest {
+    fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+        send(self.0.clone(), request, sink)
+    }
 }
 
 /// Builds the reqwest client: rustls with the ring provider, Mozilla's roots plus any
@@ -52,9 +56,9 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
     builder.build().map_err(|e| e.to_string())
 }
 
-/// Sends `request` and streams its response into `tx`. `tx` is bounded: while it is full
-/// the next chunk is not read, so an application that does not read holds the server back.
-pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequest, tx: Sender<TaskInput>) {
+/// Sends `request` and streams its response into `sink`. The sink is bounded: while it is
+/// full the next chunk is not read, so an application that does not read holds the server back.
+async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
     let build = |http: &reqwest::Client| {
         let method = match request.method {
             omni_core::Method::Get => reqwest::Method::GET,
@@ -85,7 +89,7 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
     let mut response = match sent {
         Ok(r) => r,
         Err(e) => {
-            let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Connect) }).await;
+            sink.fail(transport_error(&e, TransportErrorKind::Connect)).await;
             return;
         }
     };
@@ -94,22 +98,22 @@ pub(crate) async fn send(http: reqwest::Client, id: RequestId, request: HttpRequ
         .iter()
         .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
-    if tx.send(TaskInput::Head { id, status: response.status().as_u16(), headers }).await.is_err() {
+    if !sink.head(response.status().as_u16(), headers).await {
         return;
     }
     loop {
         match response.chunk().await {
             Ok(Some(bytes)) => {
-                if tx.send(TaskInput::Body { id, bytes }).await.is_err() {
+                if !sink.body(bytes).await {
                     return;
                 }
             }
             Ok(None) => {
-                let _ = tx.send(TaskInput::End { id }).await;
+                sink.end().await;
                 return;
             }
             Err(e) => {
-                let _ = tx.send(TaskInput::Failed { id, error: transport_error(&e, TransportErrorKind::Reset) }).await;
+                sink.fail(transport_error(&e, TransportErrorKind::Reset)).await;
                 return;
             }
         }

@@ -22,15 +22,14 @@
 mod agent;
 mod call;
 mod client;
-mod executor;
 mod http;
-mod tools;
+mod runtime;
 
 pub use agent::{Agent, AgentBuilder, StateChange, Subscriber, Subscription, WeakAgent};
 pub use call::{Call, TextStream};
 pub use client::{Client, ClientBuilder};
 pub use omni_core::driver_error::Error;
-pub use tools::Tool;
+pub use omni_shell::AsyncTool as Tool;
 
 pub use omni_core as core;
 pub use omni_core::agent::{

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use crate::executor::Handlers;
 use crate::handlers_by_name;
-use crate::{AsyncHandler, AsyncTool};
+use crate::AsyncTool;
 use crate::Connect;
 use async_channel::{Receiver, Sender};
 use omni_core::client::ClientConfig;
@@ -17,9 +18,6 @@ use omni_core::driver_error::Error;
 use omni_core::generate::{Generate, GenerateEvent};
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
-
-/// Tool handlers by name.
-pub type Handlers = std::collections::BTreeMap<String, AsyncHandler>;
 
 /// A driver's side of a call: its client's configuration, and running the machine.
 pub trait StartCall: Clone {

@@ -12,13 +12,14 @@ mod pool;
 
 use connect::tls_config;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use omni_core::generate::{RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::proxy::ProxyRules;
 use omni_core::HttpRequest;
-use smol::channel::Sender;
+use omni_shell::{ResponseSink, Transport};
 use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
 use ureq_proto::client::{Await100Result, Call, RecvBodyResult, RecvResponseResult, SendRequestResult};
 use ureq_proto::http::{self, HeaderName, HeaderValue, Uri};
@@ -32,16 +33,6 @@ const READ_SIZE: usize = 16 * 1024;
 const MAX_HEAD: usize = 1024 * 1024;
 /// A body up to this size goes out in the head's write.
 const COALESCE_BODY: usize = 64 * 1024;
-
-/// An input produced by a task, owned so it can cross the channel.
-#[derive(Debug)]
-pub(crate) enum TaskInput {
-    Head { id: RequestId, status: u16, headers: Vec<(String, String)> },
-    Body { id: RequestId, bytes: Vec<u8> },
-    End { id: RequestId },
-    Failed { id: RequestId, error: TransportError },
-    Tool { id: ToolRunId, outcome: ToolOutcome },
-}
 
 /// What a client's requests share: the TLS configuration, the proxies, and the idle
 /// connections.
@@ -65,22 +56,26 @@ impl std::fmt::Debug for Connections {
     }
 }
 
-/// Sends `request` and streams its response into `inputs`.
-pub(crate) async fn send(http: Arc<Connections>, id: RequestId, request: HttpRequest, inputs: Sender<TaskInput>) {
-    let last = match exchange(&http, id, request, &inputs).await {
-        Ok(()) => TaskInput::End { id },
-        Err(error) => TaskInput::Failed { id, error },
-    };
-    // Fails only when the driver is gone, and then nobody is listening.
-    let _ = inputs.send(last).await;
+/// The shell's [`Transport`] over this HTTP/1.1 client: cheap to clone, its clones sharing
+/// the idle connections.
+#[derive(Debug, Clone)]
+pub struct Http1(pub(crate) Arc<Connections>);
+
+impl Transport for Http1 {
+    fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+        send(self.0.clone(), request, sink)
+    }
 }
 
-async fn exchange(
-    http: &Connections,
-    id: RequestId,
-    request: HttpRequest,
-    inputs: &Sender<TaskInput>,
-) -> Result<(), TransportError> {
+/// Sends `request` and streams its response into `sink`.
+async fn send(http: Arc<Connections>, request: HttpRequest, sink: ResponseSink) {
+    match exchange(&http, request, &sink).await {
+        Ok(()) => sink.end().await,
+        Err(error) => sink.fail(error).await,
+    }
+}
+
+async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink) -> Result<(), TransportError> {
     let mut may_reuse = true;
     let (mut connection, (status, headers, call), mut carry, target) = loop {
         let (call, target) = prepare(&request)?;
@@ -110,11 +105,11 @@ async fn exchange(
             Err(e) => return Err(e),
         }
     };
-    if inputs.send(TaskInput::Head { id, status, headers }).await.is_err() {
+    if !sink.head(status, headers).await {
         return Ok(());
     }
     let finished = match call.proceed() {
-        Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, id, inputs).await?,
+        Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, sink).await?,
         // No body (e.g. 204): the core decides what the status means.
         Some(RecvResponseResult::Cleanup(cleanup)) => Some(cleanup),
         // A redirect: the core sees the status and decides (omni_core::redirect); the
@@ -288,8 +283,7 @@ async fn read_body(
     connection: &mut dyn Connection,
     mut call: Call<RecvBody>,
     carry: &mut Vec<u8>,
-    id: RequestId,
-    inputs: &Sender<TaskInput>,
+    sink: &ResponseSink,
 ) -> Result<Option<Call<Cleanup>>, TransportError> {
     let close_delimited = call.body_mode() == BodyMode::CloseDelimited;
     let mut decoded = vec![0u8; READ_SIZE];
@@ -304,7 +298,7 @@ async fn read_body(
             if produced > 0 {
                 let bytes = decoded.get(..produced).unwrap_or_default().to_vec();
                 // Bounded: while the loop is behind, the socket is not read (TCP pushes back).
-                if inputs.send(TaskInput::Body { id, bytes }).await.is_err() {
+                if !sink.body(bytes).await {
                     return Ok(None);
                 }
             }

@@ -1,7 +1,7 @@
-//! The call loop, written once for every async runtime: execute the machine's effects,
+//! The call loop, written once for every runtime: execute the machine's effects,
 //! feed what the work in flight reports, deliver events, wake at the next deadline. No
-//! decision is taken here; a driver only says how to run work and sleep in its runtime
-//! ([`CallRuntime`]).
+//! decision is taken here; a driver only says how to run work, sleep and send a request
+//! ([`Runtime`], [`Transport`]).
 //!
 //! Deadlines are looked at before every input, so a flood of input (keep-alives as fast
 //! as the server can send) cannot hold off a stall or a timeout, and after
@@ -9,63 +9,64 @@
 //! queue is full no input is taken (the request task then stops reading the response),
 //! but a deadline or a cancel still gets in.
 
-use std::future::Future;
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_core::generate::{Effect, Generate, GenerateEvent, Input};
+use omni_core::generate::{Generate, GenerateEvent, Input};
 
 use crate::delivery::{Delivery, Outbox, INPUT_BUDGET};
-
-/// What a driver gives the call loop: the work of one machine in its runtime (requests
-/// and tool runs, each stopped when the runtime value is dropped) and its timer.
-pub trait CallRuntime: Send {
-    /// What the work in flight reports.
-    type Input: Send;
-
-    /// Starts or stops work as the effect says.
-    fn execute(&mut self, effect: Effect);
-
-    /// Feeds one report to the machine, forgetting work that has ended.
-    fn feed(&mut self, machine: &mut Generate, input: Self::Input);
-
-    /// The next report; pending while none can come.
-    fn next_input(&mut self) -> impl Future<Output = Self::Input> + Send + '_;
-
-    /// Resolves at `deadline`.
-    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send;
-}
+use crate::executor::{Executor, Handlers, Report};
+use crate::runtime::{Runtime, Task, Transport};
+use crate::Error;
 
 /// What woke the loop.
-enum Wake<I> {
+enum Wake {
     /// The stream was dropped.
     Cancel,
     Deadline,
     /// The application read: events may go out again.
     Read,
-    Input(I),
+    Input(Report),
 }
 
-/// Runs one call to its end. Leaving the loop drops `runtime`, which stops whatever still
-/// runs; the last events wait until the application reads them.
-pub async fn drive_call<R: CallRuntime>(
+/// Runs `machine` as a task of `runtime`: its effects executed with `handlers` over
+/// `transport`, its events sent on `events` until it finishes, and an input of `Cancel`
+/// once `cancelled` closes (the stream was dropped).
+pub fn spawn_call<R: Runtime, T: Transport>(
+    runtime: &R,
+    transport: T,
+    machine: Generate,
+    handlers: Handlers,
+    events: Sender<GenerateEvent>,
+    cancelled: Receiver<()>,
+) -> Result<(), Error> {
+    let executor = Executor::new(runtime.clone(), transport, handlers);
+    // Detached: the loop ends on its own once the machine finishes (a cancel included).
+    runtime.spawn(drive_call(machine, executor, events, cancelled))?.detach();
+    Ok(())
+}
+
+/// Runs one call to its end. Leaving the loop drops the executor, which stops whatever
+/// still runs; the last events wait until the application reads them.
+async fn drive_call<R: Runtime, T: Transport>(
     mut machine: Generate,
-    mut runtime: R,
+    mut executor: Executor<R, T>,
     events: Sender<GenerateEvent>,
     cancelled: Receiver<()>,
 ) {
+    let runtime = executor.runtime().clone();
     let mut outbox = Outbox::new(events);
     let mut budget = INPUT_BUDGET;
     loop {
         while let Some(effect) = machine.poll_effect() {
-            runtime.execute(effect);
+            executor.execute(effect);
         }
         while let Some(event) = machine.poll_event() {
             outbox.push(event);
         }
         if machine.is_done() {
-            drop(runtime); // stops whatever still runs
+            drop(executor); // stops whatever still runs
             outbox.close().await; // the last events, whenever the application reads them
             return;
         }
@@ -73,12 +74,12 @@ pub async fn drive_call<R: CallRuntime>(
             Delivery::Done => false,
             Delivery::Full => true,
             Delivery::Gone => {
-                machine.handle_input(Input::Cancel, Instant::now());
+                machine.handle_input(Input::Cancel, runtime.now());
                 continue;
             }
         };
         let deadline = machine.poll_timeout();
-        let now = Instant::now();
+        let now = runtime.now();
         if deadline.is_some_and(|d| d <= now) {
             machine.handle_timeout(now);
             continue;
@@ -96,10 +97,7 @@ pub async fn drive_call<R: CallRuntime>(
             Wake::Cancel
         };
         let timer = async {
-            match deadline {
-                Some(at) => R::sleep_until(at).await,
-                None => future::pending().await,
-            }
+            sleep_until(&runtime, deadline).await;
             Wake::Deadline
         };
         let other = async {
@@ -110,17 +108,25 @@ pub async fn drive_call<R: CallRuntime>(
                     Wake::Cancel
                 }
             } else {
-                Wake::Input(runtime.next_input().await)
+                Wake::Input(executor.next_report().await)
             }
         };
         match future::or(cancel, future::or(other, timer)).await {
-            Wake::Cancel => machine.handle_input(Input::Cancel, Instant::now()),
-            Wake::Deadline => machine.handle_timeout(Instant::now()),
+            Wake::Cancel => machine.handle_input(Input::Cancel, runtime.now()),
+            Wake::Deadline => machine.handle_timeout(runtime.now()),
             Wake::Read => {}
-            Wake::Input(input) => {
+            Wake::Input(report) => {
                 budget -= 1;
-                runtime.feed(&mut machine, input);
+                executor.feed(&mut machine, report);
             }
         }
+    }
+}
+
+/// Resolves at the deadline; never without one.
+pub(crate) async fn sleep_until<R: Runtime>(runtime: &R, deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => runtime.sleep_until(at).await,
+        None => future::pending().await,
     }
 }

@@ -7,17 +7,14 @@
 //! stops the agent: the request in flight is closed, tool runs are aborted, `terminate`
 //! is called and every subscription ends.
 
-mod run;
-
 use omni_core::agent::{AgentCallbacks, NoCallbacks};
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
-use omni_shell::handlers_by_name;
 use omni_shell::{Host, Launch};
 
 use crate::client::Client;
-use crate::tools::Tool;
 use crate::Error;
+use crate::Tool;
 pub use omni_shell::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`].
@@ -53,11 +50,7 @@ impl Launch<Tool> for Client {
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        let (commands, rx) = Agent::channel();
         let inner = &self.inner;
-        let task = run::run(host, inner.http.clone(), inner.spawner.clone(), handlers_by_name(&tools), rx);
-        // Detached: the task ends on its own once every handle is gone.
-        inner.spawner.spawn(task).detach();
-        Ok(Agent::new(inner.config.clone(), commands, capacity))
+        omni_shell::spawn_agent(&inner.spawner, inner.http.clone(), host, &tools, inner.config.clone(), capacity)
     }
 }

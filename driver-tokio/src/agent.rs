@@ -7,17 +7,15 @@
 //! stops the agent: the request in flight is closed, tool runs are aborted, `terminate`
 //! is called and every subscription ends.
 
-mod run;
-
 use omni_core::agent::{AgentCallbacks, NoCallbacks};
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
-use omni_shell::handlers_by_name;
 use omni_shell::{Host, Launch};
 
 use crate::client::Client;
-use crate::tools::Tool;
+use crate::runtime::Tokio;
 use crate::Error;
+use crate::Tool;
 pub use omni_shell::{Agent, StateChange, Subscriber, Subscription, WeakAgent};
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`].
@@ -53,10 +51,7 @@ impl Launch<Tool> for Client {
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
-        let (commands, rx) = Agent::channel();
-        runtime.spawn(run::run(host, self.inner.http.clone(), handlers_by_name(&tools), rx));
-        Ok(Agent::new(self.inner.config.clone(), commands, capacity))
+        let config = self.inner.config.clone();
+        omni_shell::spawn_agent(&Tokio, self.inner.http.clone(), host, &tools, config, capacity)
     }
 }

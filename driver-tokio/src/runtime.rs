@@ -1,0 +1,43 @@
+//! The shell's [`Runtime`] on tokio: tasks on the current tokio runtime, tokio's timer.
+
+use std::future::Future;
+use std::time::Instant;
+
+use omni_shell::{Error, Runtime, Task};
+use tokio::task::JoinHandle;
+
+/// Runs the shell's tasks on the tokio runtime the application runs in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
+
+/// A tokio task that is aborted when dropped (tokio's own handle would let it run).
+#[derive(Debug)]
+pub struct TokioTask(Option<JoinHandle<()>>);
+
+impl Runtime for Tokio {
+    type Task = TokioTask;
+
+    fn spawn<F: Future<Output = ()> + Send + 'static>(&self, future: F) -> Result<TokioTask, Error> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
+        Ok(TokioTask(Some(runtime.spawn(future))))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
+    }
+}
+
+impl Task for TokioTask {
+    fn detach(mut self) {
+        self.0.take();
+    }
+}
+
+impl Drop for TokioTask {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}

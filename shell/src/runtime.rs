@@ -1,0 +1,103 @@
+//! What a driver gives the shell: a [`Runtime`] (where work runs, and time) and a
+//! [`Transport`] (how one request goes out and its response comes back). Everything else
+//! (executing effects, the drive loops, tool runs, delivering events) is the shell's, so
+//! it is written once for every driver, in the manner of quinn's `runtime/{tokio,smol}.rs`.
+//!
+//! Both traits also fit a runtime made of threads (omni-blocking's): `spawn` starts a
+//! thread that runs the future with `futures_lite::future::block_on`, its task handle
+//! holding the sending end of a channel the thread's future races against (so dropping
+//! the handle stops the future at its next await, and `detach` forgets the channel);
+//! `sleep_until` is a future woken by a timer thread; and a transport's `send` is a
+//! future whose blocking HTTP exchange (ureq) runs on its own thread and hands the
+//! response over through a channel the future awaits.
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::time::Instant;
+
+use async_channel::Sender;
+use bytes::Bytes;
+use omni_core::generate::{RequestId, TransportError};
+use omni_core::HttpRequest;
+
+use crate::executor::Report;
+use crate::Error;
+
+/// Where a driver's work runs, and its clock.
+pub trait Runtime: Clone + Send + Sync + 'static {
+    /// A running task. Dropping it stops the task at its next await (a request's
+    /// connection is closed, a tool's future dropped); [`Task::detach`] lets a task that
+    /// has finished (or must finish on its own) go without stopping it.
+    type Task: Task;
+
+    /// Starts `future` as a task of its own. Fails only when the runtime cannot run
+    /// anything here (omni-tokio outside a tokio runtime, a thread that cannot start).
+    fn spawn<F>(&self, future: F) -> Result<Self::Task, Error>
+    where
+        F: Future<Output = ()> + Send + 'static;
+
+    /// Resolves at `deadline` (at once when it passed).
+    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static;
+
+    /// The time the machines are given.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// A fresh random number for retry jitter (the core has no randomness), drawn per
+    /// client, per call and per agent so that they do not retry in lockstep.
+    fn random_seed() -> u64 {
+        RandomState::new().hash_one(Instant::now())
+    }
+}
+
+/// A task started by [`Runtime::spawn`]; dropping it stops the task.
+pub trait Task: Send + 'static {
+    /// Lets the task run to its end without this handle.
+    fn detach(self);
+}
+
+/// How a driver sends one request.
+pub trait Transport: Clone + Send + Sync + 'static {
+    /// Sends `request` and reports its response through `sink`: the head, each body chunk
+    /// as it arrives, then the end or a failure. The sink is bounded: while the loop has
+    /// not taken the last report the next one waits, so the transport stops reading and
+    /// TCP slows the server down. Dropping the future stops the request and closes its
+    /// connection (the shell does so on a cancel).
+    fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static;
+}
+
+/// A request's end of the loop's bounded report channel (see [`Transport::send`]).
+#[derive(Debug)]
+pub struct ResponseSink {
+    id: RequestId,
+    reports: Sender<Report>,
+}
+
+impl ResponseSink {
+    pub(crate) fn new(id: RequestId, reports: Sender<Report>) -> Self {
+        ResponseSink { id, reports }
+    }
+
+    /// The status and headers arrived. False once nobody listens (the call ended): the
+    /// transport then stops.
+    pub async fn head(&self, status: u16, headers: Vec<(String, String)>) -> bool {
+        self.reports.send(Report::Head { id: self.id, status, headers }).await.is_ok()
+    }
+
+    /// Body bytes arrived; false once nobody listens.
+    pub async fn body(&self, bytes: impl Into<Bytes>) -> bool {
+        self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await.is_ok()
+    }
+
+    /// The body ended.
+    pub async fn end(self) {
+        // Fails only when the loop is gone, and then nobody needs to know.
+        let _ = self.reports.send(Report::End { id: self.id }).await;
+    }
+
+    /// The request failed below HTTP.
+    pub async fn fail(self, error: TransportError) {
+        let _ = self.reports.send(Report::Failed { id: self.id, error }).await;
+    }
+}
