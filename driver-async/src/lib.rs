@@ -4,6 +4,7 @@
 //! `omni-smol` (which re-export them): the call builder and its event stream ([`Call`],
 //! [`TextStream`]) and the agent handle ([`Agent`], [`Subscription`]), over runtime-neutral
 //! channels. Each driver only runs the machines' tasks in its runtime. Applications use the drivers, not this crate.
+#![allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 mod agent;
 mod call;
