@@ -59,8 +59,8 @@ pub enum When {
 
 impl When {
     /// [`When::After`] the `nth` line starting with `prefix`.
-    pub fn after(prefix: impl Into<String>, nth: usize) -> When {
-        When::After { prefix: prefix.into(), nth }
+    pub fn after(prefix: impl Into<String>, nth: usize) -> Self {
+        Self::After { prefix: prefix.into(), nth }
     }
 }
 
@@ -84,7 +84,7 @@ impl ActionScript {
     /// A script of `actions`, none fired yet.
     pub fn new(actions: Vec<(When, Action)>) -> Self {
         let entries = actions.into_iter().map(|(when, action)| Entry { when, action, seen: 0, fired: false }).collect();
-        ActionScript { entries }
+        Self { entries }
     }
 
     /// The actions to perform before anything else, in order.

@@ -45,22 +45,22 @@ impl Action {
     /// The name used in `refused <name>: ...` lines.
     pub fn name(&self) -> &'static str {
         match self {
-            Action::Prompt(_) => "prompt",
-            Action::Resume(_) => "resume",
-            Action::Cancel => "cancel",
-            Action::SetState(_) => "set_state",
-            Action::Subscribe => "subscribe",
+            Self::Prompt(_) => "prompt",
+            Self::Resume(_) => "resume",
+            Self::Cancel => "cancel",
+            Self::SetState(_) => "set_state",
+            Self::Subscribe => "subscribe",
         }
     }
 
     /// The agent input of this action; `None` for [`Action::Subscribe`], which is not one.
     pub fn into_input(self) -> Option<AgentInput<'static>> {
         match self {
-            Action::Prompt(text) => Some(AgentInput::Prompt(text)),
-            Action::Resume(decision) => Some(AgentInput::Resume(decision)),
-            Action::Cancel => Some(AgentInput::Cancel),
-            Action::SetState(patch) => Some(AgentInput::SetState(patch)),
-            Action::Subscribe => None,
+            Self::Prompt(text) => Some(AgentInput::Prompt(text)),
+            Self::Resume(decision) => Some(AgentInput::Resume(decision)),
+            Self::Cancel => Some(AgentInput::Cancel),
+            Self::SetState(patch) => Some(AgentInput::SetState(patch)),
+            Self::Subscribe => None,
         }
     }
 }
@@ -114,9 +114,9 @@ enum Scheduled {
 impl Scheduled {
     fn request(&self) -> Option<RequestId> {
         match self {
-            Scheduled::Head { id, .. } | Scheduled::Body { id, .. } | Scheduled::End { id } => Some(*id),
-            Scheduled::Transport { id, .. } => Some(*id),
-            Scheduled::Tool { .. } => None,
+            Self::Head { id, .. } | Self::Body { id, .. } | Self::End { id } => Some(*id),
+            Self::Transport { id, .. } => Some(*id),
+            Self::Tool { .. } => None,
         }
     }
 }

@@ -46,7 +46,7 @@ impl ConnectProxy {
                 });
             }
         })?;
-        Ok(ConnectProxy { addr, heads, stopping, acceptor: Some(acceptor) })
+        Ok(Self { addr, heads, stopping, acceptor: Some(acceptor) })
     }
 
     /// The proxy URL, with `credentials` (`user:password`, percent-encoded) if given.

@@ -32,11 +32,17 @@ pub enum Expect {
     Finished(&'static str),
     /// `Failed` with a transport error (the connection or the bytes were bad).
     TransportFailure,
-    /// `Failed` by the stall limit, keeping this much text received before it.
-    Stalled { partial: &'static str },
+    /// `Failed` by the stall limit.
+    Stalled {
+        /// The text received before the stall, which the `Failed` event keeps.
+        partial: &'static str,
+    },
     /// `Failed` with a stream error (the bytes were HTTP, the body was not a whole stream),
-    /// keeping this much text.
-    StreamFailure { partial: &'static str },
+    /// keeping what arrived.
+    StreamFailure {
+        /// The text received before the stream broke, which the `Failed` event keeps.
+        partial: &'static str,
+    },
     /// `Failed` with the provider's error of this HTTP status.
     ProviderFailure(u16),
 }
@@ -228,7 +234,7 @@ impl RawServer {
                     thread::Builder::new().name("raw-server-conn".into()).spawn(move || serve(conn, &answer, &stop));
             }
         })?;
-        Ok(RawServer { addr, stopping, acceptor: Some(acceptor) })
+        Ok(Self { addr, stopping, acceptor: Some(acceptor) })
     }
 
     /// The base URL of an Anthropic-style provider here.

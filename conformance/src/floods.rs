@@ -117,7 +117,7 @@ impl FloodServer {
                 }
             }
         })?;
-        Ok(FloodServer { addr, seen, thread: Some(thread) })
+        Ok(Self { addr, seen, thread: Some(thread) })
     }
 
     /// The base URL of an Anthropic-style provider here.

@@ -18,7 +18,7 @@ pub struct CountingAllocator {
 impl CountingAllocator {
     /// A counter at zero.
     pub const fn new() -> Self {
-        CountingAllocator { live: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
+        Self { live: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
     }
 
     /// Bytes allocated and not freed.
@@ -50,7 +50,7 @@ impl CountingAllocator {
 
 impl Default for CountingAllocator {
     fn default() -> Self {
-        CountingAllocator::new()
+        Self::new()
     }
 }
 

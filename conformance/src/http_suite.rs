@@ -41,8 +41,8 @@ pub struct Setup {
 
 impl Setup {
     /// A setup for the server at `base_url` with `key`.
-    pub fn new(base_url: impl Into<String>, key: impl Into<String>) -> Setup {
-        Setup { base_url: base_url.into(), key: key.into(), ..Setup::default() }
+    pub fn new(base_url: impl Into<String>, key: impl Into<String>) -> Self {
+        Self { base_url: base_url.into(), key: key.into(), ..Self::default() }
     }
 
     /// Applies the setup to a driver's client builder.

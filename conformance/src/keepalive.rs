@@ -109,7 +109,7 @@ impl KeepAliveServer {
                 });
             }
         })?;
-        Ok(KeepAliveServer { addr, scheme, unkeyed, received, stopping, acceptor: Some(acceptor) })
+        Ok(Self { addr, scheme, unkeyed, received, stopping, acceptor: Some(acceptor) })
     }
 
     /// The base URL of an Anthropic-style provider here (`http://addr/v1`, or https).

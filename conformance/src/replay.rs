@@ -57,8 +57,8 @@ enum Conn {
 impl Conn {
     fn tcp(&self) -> &TcpStream {
         match self {
-            Conn::Plain(s) => s,
-            Conn::Tls(s) => s.get_ref(),
+            Self::Plain(s) => s,
+            Self::Tls(s) => s.get_ref(),
         }
     }
 }
@@ -66,8 +66,8 @@ impl Conn {
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.read(buf),
-            Conn::Tls(s) => s.read(buf),
+            Self::Plain(s) => s.read(buf),
+            Self::Tls(s) => s.read(buf),
         }
     }
 }
@@ -75,14 +75,14 @@ impl Read for Conn {
 impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.write(buf),
-            Conn::Tls(s) => s.write(buf),
+            Self::Plain(s) => s.write(buf),
+            Self::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Conn::Plain(s) => s.flush(),
-            Conn::Tls(s) => s.flush(),
+            Self::Plain(s) => s.flush(),
+            Self::Tls(s) => s.flush(),
         }
     }
 }
@@ -155,7 +155,7 @@ impl ReplayServer {
             let (shared, stop) = (shared.clone(), stop.clone());
             thread::Builder::new().name("omni-replay".into()).spawn(move || accept_loop(listener, tls, shared, stop))?
         };
-        Ok(ReplayServer { addr, scheme, shared, stop, thread: Some(thread) })
+        Ok(Self { addr, scheme, shared, stop, thread: Some(thread) })
     }
 
     /// `http://127.0.0.1:<port>` (or `https://` for a TLS server).

@@ -46,7 +46,7 @@ pub enum Reply {
 
 impl Reply {
     /// A 200 response with the body in chunks of `chunk` bytes, `gap` apart.
-    pub fn stream(body: &[u8], chunk: usize, gap: Duration) -> Reply {
+    pub fn stream(body: &[u8], chunk: usize, gap: Duration) -> Self {
         let mut steps = Vec::new();
         for (i, piece) in body.chunks(chunk.max(1)).enumerate() {
             if i > 0 && !gap.is_zero() {
@@ -54,12 +54,12 @@ impl Reply {
             }
             steps.push(BodyStep::Bytes(piece.to_vec()));
         }
-        Reply::Http { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body: steps }
+        Self::Http { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body: steps }
     }
 
     /// An error response with a JSON body.
-    pub fn error(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
-        Reply::Http {
+    pub fn error(status: u16, headers: &[(&str, &str)], body: &str) -> Self {
+        Self::Http {
             status,
             headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
             body: vec![BodyStep::Bytes(body.as_bytes().to_vec())],
@@ -160,8 +160,8 @@ enum Scheduled {
 impl Scheduled {
     fn request(&self) -> Option<RequestId> {
         match self {
-            Scheduled::Head { id, .. } | Scheduled::Body { id, .. } | Scheduled::End { id } => Some(*id),
-            Scheduled::Transport { id, .. } => Some(*id),
+            Self::Head { id, .. } | Self::Body { id, .. } | Self::End { id } => Some(*id),
+            Self::Transport { id, .. } => Some(*id),
             _ => None,
         }
     }

@@ -68,9 +68,9 @@ pub struct PopulationStore {
 
 impl PopulationStore {
     /// A store of Paris and Lyon, shared.
-    pub fn new() -> Arc<PopulationStore> {
+    pub fn new() -> Arc<Self> {
         let populations = BTreeMap::from([("Lyon".to_string(), 522_250), ("Paris".to_string(), 2_102_650)]);
-        Arc::new(PopulationStore { populations, lookups: AtomicUsize::new(0) })
+        Arc::new(Self { populations, lookups: AtomicUsize::new(0) })
     }
 
     /// The tool's description, built from the state.
@@ -117,13 +117,13 @@ impl fmt::Debug for KnownCity {
 
 impl KnownCity {
     /// For the tool's input ([`CityQuery`]).
-    pub fn for_tool(store: Arc<PopulationStore>) -> Result<Arc<KnownCity>, SchemaError> {
-        Ok(Arc::new(KnownCity { store, schema: JsonSchemaValidator::new(schema::for_type::<CityQuery>())? }))
+    pub fn for_tool(store: Arc<PopulationStore>) -> Result<Arc<Self>, SchemaError> {
+        Ok(Arc::new(Self { store, schema: JsonSchemaValidator::new(schema::for_type::<CityQuery>())? }))
     }
 
     /// For the structured output ([`City`]).
-    pub fn for_output(store: Arc<PopulationStore>) -> Result<Arc<KnownCity>, SchemaError> {
-        Ok(Arc::new(KnownCity { store, schema: JsonSchemaValidator::new(schema::for_type::<City>())? }))
+    pub fn for_output(store: Arc<PopulationStore>) -> Result<Arc<Self>, SchemaError> {
+        Ok(Arc::new(Self { store, schema: JsonSchemaValidator::new(schema::for_type::<City>())? }))
     }
 }
 

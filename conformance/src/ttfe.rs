@@ -51,10 +51,10 @@ pub struct Captured {
 
 impl Captured {
     /// The last request `server` received (the warm-up call's).
-    pub fn last_request(server: &ReplayServer) -> Captured {
+    pub fn last_request(server: &ReplayServer) -> Self {
         let recorded = server.requests().pop().expect("the warm-up request");
         let skip = ["host", "content-length", "connection", "transfer-encoding"];
-        Captured {
+        Self {
             url: format!("{}{}", server.base_url(), recorded.path),
             headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
             body: recorded.body,

@@ -76,7 +76,7 @@ impl Accumulator {
     pub fn new(model: impl Into<String>, origin: Option<Origin>) -> Self {
         let mut response = Response::empty(model);
         response.message.origin = origin;
-        Accumulator {
+        Self {
             response,
             slots: Vec::new(),
             open_by_key: BTreeMap::new(),

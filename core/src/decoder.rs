@@ -50,7 +50,7 @@ impl StreamDecoder {
 
     /// A decoder with a custom accumulator and event size limit.
     pub fn with_accumulator(dialect: Dialect, acc: Accumulator, max_event_bytes: usize) -> Self {
-        StreamDecoder {
+        Self {
             frames: FrameDecoder::with_max_event_bytes(dialect.framing(), max_event_bytes),
             state: dialect.new_stream_state(),
             acc,

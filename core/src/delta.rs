@@ -121,11 +121,11 @@ impl UsageUpdate {
 impl Delta {
     /// A metadata delta carrying only a stop reason.
     pub fn stop(reason: StopReason) -> Self {
-        Delta::Message(MessageMeta { stop_reason: Some(reason), ..MessageMeta::default() })
+        Self::Message(MessageMeta { stop_reason: Some(reason), ..MessageMeta::default() })
     }
 
     /// A metadata delta carrying only usage.
     pub fn usage(usage: UsageUpdate) -> Self {
-        Delta::Message(MessageMeta { usage: Some(usage), ..MessageMeta::default() })
+        Self::Message(MessageMeta { usage: Some(usage), ..MessageMeta::default() })
     }
 }

@@ -146,7 +146,7 @@ impl ProviderError {
     /// Builds an error, classifying it with [`ProviderError::classify`].
     pub fn new(status: Option<u16>, code: Option<String>, message: impl Into<String>) -> Self {
         let message = message.into();
-        ProviderError {
+        Self {
             kind: Self::classify(status, code.as_deref(), &message),
             status,
             code,
@@ -257,18 +257,18 @@ impl StreamError {
         while !payload.is_char_boundary(end) {
             end -= 1;
         }
-        StreamError::Decode { message: message.to_string(), payload: payload[..end].to_string() }
+        Self::Decode { message: message.to_string(), payload: payload[..end].to_string() }
     }
 }
 
 impl fmt::Display for StreamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StreamError::Provider(e) => write!(f, "provider error: {e}"),
-            StreamError::Framing { message } => write!(f, "framing error: {message}"),
-            StreamError::Decode { message, payload } => write!(f, "cannot decode event ({message}): {payload}"),
-            StreamError::Incomplete => write!(f, "the stream ended before the provider finished the message"),
-            StreamError::InvalidToolInput { id, name, message, .. } => {
+            Self::Provider(e) => write!(f, "provider error: {e}"),
+            Self::Framing { message } => write!(f, "framing error: {message}"),
+            Self::Decode { message, payload } => write!(f, "cannot decode event ({message}): {payload}"),
+            Self::Incomplete => write!(f, "the stream ended before the provider finished the message"),
+            Self::InvalidToolInput { id, name, message, .. } => {
                 write!(f, "tool call {id} ({name}) has invalid JSON input: {message}")
             }
         }
@@ -313,16 +313,16 @@ pub enum RequestError {
 impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestError::MissingApiKey { provider, env: Some(env) } => {
+            Self::MissingApiKey { provider, env: Some(env) } => {
                 write!(f, "no API key for provider {provider}: pass one or set {env}")
             }
-            RequestError::MissingApiKey { provider, env: None } => write!(f, "no API key for provider {provider}"),
-            RequestError::Unsupported { message } => write!(f, "unsupported request: {message}"),
-            RequestError::InvalidOptions(e) => write!(f, "invalid options: {e}"),
-            RequestError::InvalidHeader { name } => {
+            Self::MissingApiKey { provider, env: None } => write!(f, "no API key for provider {provider}"),
+            Self::Unsupported { message } => write!(f, "unsupported request: {message}"),
+            Self::InvalidOptions(e) => write!(f, "invalid options: {e}"),
+            Self::InvalidHeader { name } => {
                 write!(f, "header {name:?} cannot be sent: a bad name, or a control character in its value")
             }
-            RequestError::TooDeep { what } => {
+            Self::TooDeep { what } => {
                 write!(f, "{what} is nested deeper than {} levels", crate::depth::MAX_DEPTH)
             }
         }
@@ -336,14 +336,14 @@ mod opt_duration_ms {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_u64(d.as_millis() as u64),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
     }
 }

@@ -15,8 +15,8 @@ impl Method {
     /// The method's name.
     pub fn as_str(self) -> &'static str {
         match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
+            Self::Get => "GET",
+            Self::Post => "POST",
         }
     }
 }
@@ -57,12 +57,12 @@ impl Header {
     /// A header, sensitive when its name says it carries a credential ([`is_secret_name`]).
     pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
         let name = name.into().to_ascii_lowercase();
-        Header { sensitive: is_secret_name(&name), name, value: value.into() }
+        Self { sensitive: is_secret_name(&name), name, value: value.into() }
     }
 
     /// A header that carries a credential.
     pub fn secret(name: impl Into<String>, value: impl Into<String>) -> Self {
-        Header { sensitive: true, ..Header::new(name, value) }
+        Self { sensitive: true, ..Self::new(name, value) }
     }
 
     /// The value, or `<redacted>` for a sensitive header.

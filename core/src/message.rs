@@ -114,7 +114,7 @@ pub enum Block {
 impl Block {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Block::Text(Text { text: text.into(), signature: None })
+        Self::Text(Text { text: text.into(), signature: None })
     }
 }
 
@@ -285,18 +285,18 @@ impl Context {
 
 impl From<&str> for Context {
     fn from(text: &str) -> Self {
-        Context::from_prompt(text)
+        Self::from_prompt(text)
     }
 }
 
 impl From<String> for Context {
     fn from(text: String) -> Self {
-        Context::from_prompt(text)
+        Self::from_prompt(text)
     }
 }
 
 impl From<Vec<Message>> for Context {
     fn from(messages: Vec<Message>) -> Self {
-        Context { messages, ..Context::default() }
+        Self { messages, ..Self::default() }
     }
 }

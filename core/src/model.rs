@@ -74,7 +74,7 @@ impl Model {
     /// A model with only the essentials; everything else at its default.
     pub fn new(provider: impl Into<String>, id: impl Into<String>, dialect: Dialect) -> Self {
         let id = id.into();
-        Model {
+        Self {
             name: id.clone(),
             id,
             provider: provider.into(),

@@ -47,11 +47,11 @@ impl Effort {
     /// A token budget for dialects that take budgets: the same numbers everywhere.
     pub fn budget_tokens(self) -> u32 {
         match self {
-            Effort::Low => 1_024,
-            Effort::Medium => 4_096,
-            Effort::High => 16_384,
-            Effort::Xhigh => 32_768,
-            Effort::Max => 65_536,
+            Self::Low => 1_024,
+            Self::Medium => 4_096,
+            Self::High => 16_384,
+            Self::Xhigh => 32_768,
+            Self::Max => 65_536,
         }
     }
 }
@@ -173,10 +173,10 @@ pub enum OptionsError {
 impl fmt::Display for OptionsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OptionsError::OutOfRange { option, allowed, value } => {
+            Self::OutOfRange { option, allowed, value } => {
                 write!(f, "option `{option}` must be {allowed}, got {value}")
             }
-            OptionsError::Invalid { option, reason } => write!(f, "option `{option}` is invalid: {reason}"),
+            Self::Invalid { option, reason } => write!(f, "option `{option}` is invalid: {reason}"),
         }
     }
 }
@@ -190,9 +190,9 @@ impl Options {
     /// tool until `max_steps`, and the model could never answer the results; later steps
     /// leave the choice to the provider's default, as the OpenAI Agents SDK does
     /// (`reset_tool_choice`).
-    pub fn after_tool_calls(&self) -> Option<Options> {
+    pub fn after_tool_calls(&self) -> Option<Self> {
         matches!(self.tool_choice, Some(ToolChoice::Required | ToolChoice::Tool(_)))
-            .then(|| Options { tool_choice: None, ..self.clone() })
+            .then(|| Self { tool_choice: None, ..self.clone() })
     }
 
     /// Checks ranges and consistency. Called once where options enter the library.
@@ -257,7 +257,7 @@ impl Options {
 
     /// These options over `defaults`: a value set here wins; lists and maps set here
     /// replace the defaults' (metadata and headers are merged, these winning).
-    pub fn merged_over(self, defaults: &Options) -> Options {
+    pub fn merged_over(self, defaults: &Self) -> Self {
         let mut metadata = defaults.metadata.clone();
         metadata.extend(self.metadata);
         let mut headers = defaults.headers.clone();
@@ -265,7 +265,7 @@ impl Options {
         headers.extend(self.headers);
         let mut secret_headers = defaults.secret_headers.clone();
         secret_headers.extend(self.secret_headers);
-        Options {
+        Self {
             max_tokens: self.max_tokens.or(defaults.max_tokens),
             temperature: self.temperature.or(defaults.temperature),
             top_p: self.top_p.or(defaults.top_p),
@@ -339,14 +339,14 @@ mod opt_secs {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_f64(d.as_secs_f64()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let v = Option::<f64>::deserialize(d)?;
         v.map(|s| Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)).transpose()
     }

@@ -17,7 +17,7 @@ pub struct ApiKey(String);
 impl ApiKey {
     /// Wraps a key.
     pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
+        Self(key.into())
     }
 
     /// The secret itself, for building the auth header.
@@ -40,13 +40,13 @@ impl fmt::Display for ApiKey {
 
 impl From<&str> for ApiKey {
     fn from(s: &str) -> Self {
-        ApiKey::new(s)
+        Self::new(s)
     }
 }
 
 impl From<String> for ApiKey {
     fn from(s: String) -> Self {
-        ApiKey::new(s)
+        Self::new(s)
     }
 }
 
@@ -144,7 +144,7 @@ impl Provider {
     pub fn openai_compatible(id: impl Into<String>, base_url: impl Into<String>, api_key_env: Option<&str>) -> Self {
         let id = id.into();
         let base_url = base_url.into();
-        Provider {
+        Self {
             name: id.clone(),
             id,
             base_url: base_url.trim_end_matches('/').to_string(),

@@ -46,20 +46,20 @@ pub enum ProxyError {
         /// The variable, e.g. `HTTPS_PROXY`.
         name: String,
         /// What is wrong with its URL.
-        error: Box<ProxyError>,
+        error: Box<Self>,
     },
 }
 
 impl fmt::Display for ProxyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProxyError::UnsupportedScheme(scheme) => {
+            Self::UnsupportedScheme(scheme) => {
                 write!(f, "invalid proxy URL: {scheme}:// proxies are not supported, only http://")
             }
-            ProxyError::BadHostOrPort => f.write_str("invalid proxy URL: bad host or port"),
-            ProxyError::NoHost => f.write_str("invalid proxy URL: no host"),
-            ProxyError::BadCredentials => f.write_str("invalid proxy URL: bad percent-encoding in the credentials"),
-            ProxyError::Variable { name, error } => write!(f, "{name}: {error}"),
+            Self::BadHostOrPort => f.write_str("invalid proxy URL: bad host or port"),
+            Self::NoHost => f.write_str("invalid proxy URL: no host"),
+            Self::BadCredentials => f.write_str("invalid proxy URL: bad percent-encoding in the credentials"),
+            Self::Variable { name, error } => write!(f, "{name}: {error}"),
         }
     }
 }
@@ -69,7 +69,7 @@ impl std::error::Error for ProxyError {}
 impl Proxy {
     /// Parses a proxy URL. Only `http://` proxies are spoken (the scheme may be left out);
     /// `https://` and SOCKS proxies are refused rather than misused.
-    pub fn parse(url: &str) -> Result<Proxy, ProxyError> {
+    pub fn parse(url: &str) -> Result<Self, ProxyError> {
         let trimmed = url.trim();
         let rest = match trimmed.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
@@ -96,7 +96,7 @@ impl Proxy {
         let bracketed = if host.contains(':') { format!("[{host}]") } else { host.clone() };
         let userinfo = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
         let url = ApiKey::new(format!("http://{userinfo}{bracketed}:{port}"));
-        Ok(Proxy { url, host, port, authorization })
+        Ok(Self { url, host, port, authorization })
     }
 
     /// The proxy's host (an IPv6 address without brackets).
@@ -195,8 +195,8 @@ pub struct NoProxy {
 
 impl NoProxy {
     /// Parses a comma-separated list.
-    pub fn parse(list: &str) -> NoProxy {
-        let mut rules = NoProxy::default();
+    pub fn parse(list: &str) -> Self {
+        let mut rules = Self::default();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             if entry == "*" {
                 rules.all = true;
@@ -285,11 +285,11 @@ pub struct ProxyRules {
 impl ProxyRules {
     /// Resolves `setting`, looking variables up with `env` when it says to follow the
     /// environment. An invalid proxy variable is an error naming the variable.
-    pub fn resolve(setting: &ProxySetting, env: &dyn Fn(&str) -> Option<String>) -> Result<ProxyRules, ProxyError> {
+    pub fn resolve(setting: &ProxySetting, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ProxyError> {
         match setting {
-            ProxySetting::Direct => Ok(ProxyRules::default()),
+            ProxySetting::Direct => Ok(Self::default()),
             ProxySetting::Through(proxy) => {
-                Ok(ProxyRules { https: Some(proxy.clone()), http: Some(proxy.clone()), bypass: NoProxy::default() })
+                Ok(Self { https: Some(proxy.clone()), http: Some(proxy.clone()), bypass: NoProxy::default() })
             }
             ProxySetting::Environment => {
                 let first = |names: &[&str]| -> Result<Option<Proxy>, ProxyError> {
@@ -311,7 +311,7 @@ impl ProxyRules {
                 let http = first(http_names)?.or(all);
                 let bypass =
                     env("NO_PROXY").or_else(|| env("no_proxy")).map(|l| NoProxy::parse(&l)).unwrap_or_default();
-                Ok(ProxyRules { https, http, bypass })
+                Ok(Self { https, http, bypass })
             }
         }
     }

@@ -86,20 +86,20 @@ impl RedirectError {
     /// Where the redirect pointed (sanitized), if anywhere.
     pub fn location(&self) -> Option<&str> {
         match self {
-            RedirectError::OtherOrigin { location, .. }
-            | RedirectError::MethodChange { location, .. }
-            | RedirectError::TooMany { location, .. } => Some(location),
-            RedirectError::BadLocation { location, .. } => location.as_deref(),
+            Self::OtherOrigin { location, .. }
+            | Self::MethodChange { location, .. }
+            | Self::TooMany { location, .. } => Some(location),
+            Self::BadLocation { location, .. } => location.as_deref(),
         }
     }
 
     /// The location, for the scrubber in [`crate::generate`].
     pub(crate) fn location_mut(&mut self) -> Option<&mut String> {
         match self {
-            RedirectError::OtherOrigin { location, .. }
-            | RedirectError::MethodChange { location, .. }
-            | RedirectError::TooMany { location, .. } => Some(location),
-            RedirectError::BadLocation { location, .. } => location.as_mut(),
+            Self::OtherOrigin { location, .. }
+            | Self::MethodChange { location, .. }
+            | Self::TooMany { location, .. } => Some(location),
+            Self::BadLocation { location, .. } => location.as_mut(),
         }
     }
 }
@@ -107,22 +107,22 @@ impl RedirectError {
 impl fmt::Display for RedirectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RedirectError::OtherOrigin { status, location } => write!(
+            Self::OtherOrigin { status, location } => write!(
                 f,
                 "HTTP {status} redirect to another origin ({location}) not followed: credentials never leave the \
                  provider's origin; set the base URL to the new place if it is right"
             ),
-            RedirectError::MethodChange { status, location } => write!(
+            Self::MethodChange { status, location } => write!(
                 f,
                 "HTTP {status} redirect ({location}) not followed: it would turn the POST into a GET without its body"
             ),
-            RedirectError::TooMany { limit, location } => {
+            Self::TooMany { limit, location } => {
                 write!(f, "more than {limit} redirects (the last to {location})")
             }
-            RedirectError::BadLocation { status, location: Some(location) } => {
+            Self::BadLocation { status, location: Some(location) } => {
                 write!(f, "HTTP {status} redirect with an unusable location ({location})")
             }
-            RedirectError::BadLocation { status, location: None } => {
+            Self::BadLocation { status, location: None } => {
                 write!(f, "HTTP {status} redirect without a location")
             }
         }

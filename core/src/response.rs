@@ -35,7 +35,7 @@ pub struct Warning {
 impl Warning {
     /// An option or feature the dialect cannot send.
     pub fn unsupported(what: impl std::fmt::Display, dialect: &str) -> Self {
-        Warning {
+        Self {
             code: "unsupported_option".into(),
             message: format!("{what} is not supported by the {dialect} dialect and was not sent"),
         }
@@ -73,7 +73,7 @@ pub struct Response {
 impl Response {
     /// An empty response for the named model, as the accumulator starts it.
     pub fn empty(model: impl Into<String>) -> Self {
-        Response {
+        Self {
             model: model.into(),
             id: None,
             message: Message::new(Role::Assistant, Vec::new()),

@@ -34,7 +34,7 @@ impl fmt::Debug for Secrets {
 impl Secrets {
     /// The values of `request`'s sensitive headers, and their long parts (the token of
     /// `Bearer <token>`, each cookie's value), longest first.
-    pub fn of_request(request: &HttpRequest) -> Secrets {
+    pub fn of_request(request: &HttpRequest) -> Self {
         let mut secrets: Vec<String> = Vec::new();
         for value in request.secret_values() {
             if value.len() >= MIN_WHOLE {
@@ -45,7 +45,7 @@ impl Secrets {
         }
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
-        Secrets(secrets)
+        Self(secrets)
     }
 
     /// True when there is nothing to cut.

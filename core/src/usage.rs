@@ -76,9 +76,9 @@ impl Usage {
 }
 
 impl Add for Cost {
-    type Output = Cost;
-    fn add(self, o: Cost) -> Cost {
-        Cost {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self {
             input: self.input + o.input,
             output: self.output + o.output,
             cache_read: self.cache_read + o.cache_read,
@@ -89,9 +89,9 @@ impl Add for Cost {
 }
 
 impl Add for Usage {
-    type Output = Usage;
-    fn add(self, o: Usage) -> Usage {
-        Usage {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self {
             input_tokens: self.input_tokens.saturating_add(o.input_tokens),
             output_tokens: self.output_tokens.saturating_add(o.output_tokens),
             cache_read_tokens: self.cache_read_tokens.saturating_add(o.cache_read_tokens),
@@ -106,14 +106,14 @@ impl Add for Usage {
 }
 
 impl AddAssign for Usage {
-    fn add_assign(&mut self, o: Usage) {
+    fn add_assign(&mut self, o: Self) {
         *self = *self + o;
     }
 }
 
 impl Sum for Usage {
-    fn sum<I: Iterator<Item = Usage>>(iter: I) -> Usage {
-        iter.fold(Usage::default(), Add::add)
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), Add::add)
     }
 }
 

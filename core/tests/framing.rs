@@ -570,7 +570,7 @@ fn check_corpus(framing: Framing, ext: &str) {
     files.sort();
     assert!(!files.is_empty(), "no .{ext} files under {}", dir.display());
     for file in files {
-        let body = std::fs::read(&file).unwrap();
+        let body = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let expected = whole(framing, MAX, &body);
         assert!(expected.1.is_ok(), "{}: {:?}", file.display(), expected.1);
         assert!(expected.0.iter().any(|f| matches!(f, Owned::Event { .. })), "{}: no events", file.display());

@@ -48,8 +48,8 @@ impl Client {
     }
 
     /// A client with the built-in catalogue and keys from the environment.
-    pub fn new() -> Result<Client, Error> {
-        Client::builder().build()
+    pub fn new() -> Result<Self, Error> {
+        Self::builder().build()
     }
 
     /// The configuration every call starts from.
@@ -101,18 +101,18 @@ impl Client {
 pub type ClientBuilder = omni_shell::ClientBuilder<Client>;
 
 impl Connect for Client {
-    type Client = Client;
+    type Client = Self;
 
     fn random_seed() -> u64 {
         RandomState::new().hash_one(Instant::now())
     }
 
-    fn connect(built: Built) -> Result<Client, Error> {
+    fn connect(built: Built) -> Result<Self, Error> {
         let env = |name: &str| std::env::var(name).ok();
         let proxies =
             ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
         let http = Http::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
         let inner = Inner { config: built.config, http };
-        Ok(Client { inner: Arc::new(inner) })
+        Ok(Self { inner: Arc::new(inner) })
     }
 }

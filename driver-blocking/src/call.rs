@@ -30,8 +30,8 @@ pub struct Call {
 }
 
 impl Call {
-    pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Call {
-        Call {
+    pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Self {
+        Self {
             client,
             model,
             context,
@@ -43,7 +43,7 @@ impl Call {
     }
 
     /// Options for this call, merged over the client's defaults.
-    pub fn options(mut self, options: Options) -> Call {
+    pub fn options(mut self, options: Options) -> Self {
         self.options = options;
         self
     }
@@ -53,19 +53,19 @@ impl Call {
     /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
     /// before anything is sent. (Every driver decides so, in
     /// [`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare).)
-    pub fn tool(mut self, tool: Tool) -> Call {
+    pub fn tool(mut self, tool: Tool) -> Self {
         self.tools.push(tool);
         self
     }
 
     /// Adds tools (see [`Call::tool`] on names).
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Call {
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
         self.tools.extend(tools);
         self
     }
 
     /// A key for this call only (wins over the client's and the environment's).
-    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Call {
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
         self.api_key = Some(key.into());
         self
     }
@@ -73,7 +73,7 @@ impl Call {
     /// Checks structured output with `validator` instead of the schema of the `output`
     /// option (without one, the validator's schema is sent as the output schema). An
     /// invalid reply is sent back to the model for a correction, as usual.
-    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Call {
+    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Self {
         self.output_validator = Some(validator);
         self
     }

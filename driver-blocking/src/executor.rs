@@ -49,7 +49,7 @@ impl Executor {
     pub(crate) fn new(http: Http) -> (Self, Receiver<TaskReport>) {
         let (inputs, rx) = crossbeam_channel::bounded(INPUT_CAPACITY);
         let executor =
-            Executor { http, inputs, immediate: VecDeque::new(), requests: BTreeMap::new(), runs: BTreeMap::new() };
+            Self { http, inputs, immediate: VecDeque::new(), requests: BTreeMap::new(), runs: BTreeMap::new() };
         (executor, rx)
     }
 
@@ -179,7 +179,7 @@ pub(crate) enum Delivery {
 
 impl<E> Outbox<E> {
     pub(crate) fn new(events: Sender<E>) -> Self {
-        Outbox { events, pending: VecDeque::new() }
+        Self { events, pending: VecDeque::new() }
     }
 
     pub(crate) fn push(&mut self, event: E) {

@@ -35,10 +35,10 @@ pub(crate) struct Server {
 impl Server {
     /// The server of `url` for a request carrying `secret`; `None` when the URL has no
     /// scheme or authority (such a request fails in ureq anyway).
-    pub(crate) fn of(url: &str, secret: &[u8]) -> Option<Server> {
+    pub(crate) fn of(url: &str, secret: &[u8]) -> Option<Self> {
         let uri: Uri = url.parse().ok()?;
         let origin = format!("{}://{}", uri.scheme_str()?, uri.authority()?).to_ascii_lowercase();
-        Some(Server { origin, secret: secret.to_vec() })
+        Some(Self { origin, secret: secret.to_vec() })
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) struct SpliceHeaders {
 
 impl SpliceHeaders {
     pub(crate) fn new(lines: Vec<u8>) -> Self {
-        SpliceHeaders { lines: lines.into() }
+        Self { lines: lines.into() }
     }
 }
 

@@ -35,7 +35,7 @@ impl fmt::Debug for TextStream {
 
 impl TextStream {
     pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<Cancel>) -> Self {
-        TextStream { events, control, outcome: None }
+        Self { events, control, outcome: None }
     }
 
     /// Cancels the call but keeps the stream: the remaining events end with

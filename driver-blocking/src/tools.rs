@@ -67,9 +67,9 @@ impl Tool {
         description: impl Into<String>,
         input_schema: Value,
         handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
-    ) -> Tool {
+    ) -> Self {
         let handler: Handler = Arc::new(move |input| handler(input).map(Into::into));
-        Tool { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
+        Self { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
     }
 
     /// A tool whose handler gets the input decoded as `T`; input that does not decode
@@ -79,8 +79,8 @@ impl Tool {
         description: impl Into<String>,
         input_schema: Value,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
-    ) -> Tool {
-        Tool::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
+    ) -> Self {
+        Self::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
     }
 
     /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
@@ -106,8 +106,8 @@ impl Tool {
         name: impl Into<String>,
         description: impl Into<String>,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
-    ) -> Tool {
-        Tool::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+    ) -> Self {
+        Self::typed(name, description, omni_core::schema::for_type::<T>(), handler)
     }
 
     /// [`Tool::from_type`] for a handler that needs state (a store, a client): the tool
@@ -143,13 +143,13 @@ impl Tool {
         name: impl Into<String>,
         description: impl Into<String>,
         handler: impl Fn(&S, T) -> Result<O, ToolError> + Send + Sync + 'static,
-    ) -> Tool
+    ) -> Self
     where
         S: Send + Sync + 'static,
         T: DeserializeOwned + omni_core::schemars::JsonSchema + 'static,
         O: Into<ToolOutput>,
     {
-        Tool::from_type(name, description, move |input: T| handler(&state, input))
+        Self::from_type(name, description, move |input: T| handler(&state, input))
     }
 
     /// A tool checked by `validator` instead of a schema: its
@@ -162,19 +162,19 @@ impl Tool {
         description: impl Into<String>,
         validator: Arc<dyn Validator>,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
-    ) -> Tool {
+    ) -> Self {
         let schema = validator.schema().clone();
-        Tool { validator: Some(validator), ..Tool::typed(name, description, schema, handler) }
+        Self { validator: Some(validator), ..Self::typed(name, description, schema, handler) }
     }
 
     /// A tool without a handler: when the model calls it, the loop stops and the calls
     /// are returned to the caller in the response.
-    pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Tool {
-        Tool { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
+    pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
     }
 
     /// Time limit for one call of this tool, overriding the `tool_timeout` option.
-    pub fn timeout(mut self, limit: Duration) -> Tool {
+    pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
         self
     }
@@ -251,7 +251,7 @@ impl fmt::Debug for CancelToken {
 impl CancelToken {
     /// The token of the tool run on this thread; outside a tool handler, a token that
     /// is never cancelled. Clone it into threads the handler starts.
-    pub fn current() -> CancelToken {
+    pub fn current() -> Self {
         CURRENT.with(|current| current.borrow().clone()).unwrap_or_default()
     }
 

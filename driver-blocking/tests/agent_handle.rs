@@ -108,7 +108,7 @@ fn subscribers_given_to_the_builder_see_every_event() {
 
 /// Callbacks that call the agent's own handle from `handle_turn`.
 struct CallsItself {
-    handle: Arc<std::sync::Mutex<Option<omni_blocking::Agent<CallsItself>>>>,
+    handle: Arc<std::sync::Mutex<Option<omni_blocking::Agent<Self>>>>,
     answer: Arc<std::sync::Mutex<Option<Result<Status, Error>>>>,
 }
 

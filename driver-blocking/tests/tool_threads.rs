@@ -43,15 +43,15 @@ impl Gate {
     fn hang(&self) {
         let now = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_inside.fetch_max(now, Ordering::SeqCst);
-        let mut released = self.released.lock().unwrap();
+        let mut released = self.released.lock().expect("a tool thread panicked holding the gate");
         while !*released {
-            released = self.wake.wait(released).unwrap();
+            released = self.wake.wait(released).expect("a tool thread panicked holding the gate");
         }
         self.inside.fetch_sub(1, Ordering::SeqCst);
     }
 
     fn release(&self) {
-        *self.released.lock().unwrap() = true;
+        *self.released.lock().expect("a tool thread panicked holding the gate") = true;
         self.wake.notify_all();
     }
 }

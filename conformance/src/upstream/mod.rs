@@ -77,13 +77,13 @@ impl ContainerFormat {
     /// A short name for reports.
     pub fn name(self) -> &'static str {
         match self {
-            ContainerFormat::RawBody => "raw body",
-            ContainerFormat::JsonLines => "json-lines",
-            ContainerFormat::VcrpyCassette => "vcrpy cassette",
-            ContainerFormat::GoVcrCassette => "go-vcr cassette",
-            ContainerFormat::HttpmockCassette => "httpmock cassette",
-            ContainerFormat::Httprr => "httprr transcript",
-            ContainerFormat::LocalPeer => "local peer",
+            Self::RawBody => "raw body",
+            Self::JsonLines => "json-lines",
+            Self::VcrpyCassette => "vcrpy cassette",
+            Self::GoVcrCassette => "go-vcr cassette",
+            Self::HttpmockCassette => "httpmock cassette",
+            Self::Httprr => "httprr transcript",
+            Self::LocalPeer => "local peer",
         }
     }
 }
@@ -170,9 +170,9 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
-            LoadError::Malformed { file, reason } => write!(f, "{file}: {reason}"),
-            LoadError::UnknownFolder { folder } => write!(f, "corpus folder {folder:?} maps to no dialect"),
+            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::Malformed { file, reason } => write!(f, "{file}: {reason}"),
+            Self::UnknownFolder { folder } => write!(f, "corpus folder {folder:?} maps to no dialect"),
         }
     }
 }
@@ -180,7 +180,7 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LoadError::Io { source, .. } => Some(source),
+            Self::Io { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -289,17 +289,17 @@ pub(crate) struct FileContext {
 
 impl FileContext {
     /// A [`LoadError::Malformed`] for this file.
-    pub fn malformed(&self, reason: impl Into<String>) -> LoadError {
+    pub(crate) fn malformed(&self, reason: impl Into<String>) -> LoadError {
         LoadError::Malformed { file: self.rel.clone(), reason: reason.into() }
     }
 
     /// The file as UTF-8 text.
-    pub fn text(&self) -> Result<&str, LoadError> {
+    pub(crate) fn text(&self) -> Result<&str, LoadError> {
         std::str::from_utf8(&self.bytes).map_err(|e| self.malformed(format!("not UTF-8: {e}")))
     }
 
     /// A recording of this file.
-    pub fn recording(&self, interaction: usize, format: ContainerFormat, response: Response) -> Recording {
+    pub(crate) fn recording(&self, interaction: usize, format: ContainerFormat, response: Response) -> Recording {
         Recording {
             file: self.rel.clone(),
             interaction,

@@ -46,7 +46,7 @@ pub struct Wire(pub Dialect);
 
 impl Wire {
     /// Every wire.
-    pub fn all() -> [Wire; 5] {
+    pub fn all() -> [Self; 5] {
         Dialect::ALL.map(Wire)
     }
 

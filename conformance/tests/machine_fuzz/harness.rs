@@ -37,7 +37,7 @@ fn outcome(n: u8) -> ToolOutcome {
 
 impl<S: Subject> Harness<S> {
     pub(crate) fn new(subject: S, start: Instant) -> Self {
-        Harness { subject, ledger: Ledger::default(), bodies: stream_bodies(), start, now: start }
+        Self { subject, ledger: Ledger::default(), bodies: stream_bodies(), start, now: start }
     }
 
     /// Drains effects and events, then checks the invariants.

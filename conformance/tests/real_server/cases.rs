@@ -20,12 +20,12 @@ use super::drivers::{Clients, Driver, Request, Run, ToolDef};
 use super::http_get;
 
 /// The alias both servers are started with (`--alias`, `--model_alias`).
-pub const MODEL_ID: &str = "smollm2";
-pub const LLAMA_SERVER: &str = "llama-server";
-pub const LLAMA_CPP_PYTHON: &str = "llama-cpp-python";
+pub(crate) const MODEL_ID: &str = "smollm2";
+pub(crate) const LLAMA_SERVER: &str = "llama-server";
+pub(crate) const LLAMA_CPP_PYTHON: &str = "llama-cpp-python";
 
 /// The two local servers as omni providers: OpenAI-compatible, no key.
-pub fn providers(llama_server: &str, llama_cpp_python: &str) -> Vec<Provider> {
+pub(crate) fn providers(llama_server: &str, llama_cpp_python: &str) -> Vec<Provider> {
     let server = Provider::openai_compatible(LLAMA_SERVER, format!("{llama_server}/v1"), None);
     let python = Provider {
         // llama-cpp-python knows `max_tokens` only, and a schema only as `json_object`.
@@ -78,7 +78,7 @@ fn assert_text_stream(run: &Run, step: u32, max_tokens: u32, dialect: Dialect) {
 }
 
 /// A streamed chat: deltas, usage, stop reason (this reply ends by itself, in about 12 tokens).
-pub fn streamed_chat(clients: &Clients, driver: Driver, dialect: Dialect) {
+pub(crate) fn streamed_chat(clients: &Clients, driver: Driver, dialect: Dialect) {
     let req = request(LLAMA_SERVER, dialect, "Name three colors.", 64);
     let run = clients.run(driver, &req);
     assert_text_stream(&run, 0, 64, dialect);
@@ -86,7 +86,7 @@ pub fn streamed_chat(clients: &Clients, driver: Driver, dialect: Dialect) {
 }
 
 /// Three turns; each request carries the whole history back in the dialect's own format.
-pub fn multi_turn(clients: &Clients, driver: Driver, dialect: Dialect) {
+pub(crate) fn multi_turn(clients: &Clients, driver: Driver, dialect: Dialect) {
     let turns = ["My name is Ada. Greet me in one short sentence.", "What is my name?", "Say goodbye in one sentence."];
     let mut context = Context { system: Some("You are a helpful assistant.".into()), ..Context::default() };
     let mut previous: Option<(u64, u64)> = None;
@@ -110,7 +110,7 @@ pub fn multi_turn(clients: &Clients, driver: Driver, dialect: Dialect) {
 }
 
 /// The output limit stops the reply and is reported as such.
-pub fn max_tokens(clients: &Clients, driver: Driver, dialect: Dialect) {
+pub(crate) fn max_tokens(clients: &Clients, driver: Driver, dialect: Dialect) {
     let req = request(LLAMA_SERVER, dialect, "Count from one to twenty in words, separated by commas.", 5);
     let run = clients.run(driver, &req);
     assert_text_stream(&run, 0, 5, dialect);
@@ -119,7 +119,7 @@ pub fn max_tokens(clients: &Clients, driver: Driver, dialect: Dialect) {
 
 /// A prompt longer than the server's context (-c 4096) is refused with 400: the error is
 /// typed, not retried, and keeps the server's body.
-pub fn rejected(clients: &Clients, driver: Driver, dialect: Dialect) {
+pub(crate) fn rejected(clients: &Clients, driver: Driver, dialect: Dialect) {
     let prompt = "hello ".repeat(6000);
     let run = clients.run(driver, &request(LLAMA_SERVER, dialect, prompt, 16));
     let (error, partial) = run.outcome().expect_err("a prompt over the context size must fail");
@@ -136,7 +136,7 @@ pub fn rejected(clients: &Clients, driver: Driver, dialect: Dialect) {
 /// Dropping a stream mid-way closes its connection: the server stops generating (its slot
 /// goes idle at once, where the reply would have gone on for hundreds of tokens) and serves
 /// the next request.
-pub fn cancel(clients: &Clients, driver: Driver, dialect: Dialect, base_url: &str) {
+pub(crate) fn cancel(clients: &Clients, driver: Driver, dialect: Dialect, base_url: &str) {
     // At temperature 0 this reply runs past 600 tokens: seconds of work for the server.
     let prompt = "Write a very long story about a dragon who learns to bake bread.";
     let req = request(LLAMA_SERVER, dialect, prompt, 1000);
@@ -190,7 +190,7 @@ fn weather_tool(calls: Arc<AtomicUsize>) -> ToolDef {
 
 /// llama-cpp-python: a grammar-forced tool call (tool_choice names the tool) runs through
 /// the tool loop: the handler runs once, its result goes back, the model answers in text.
-pub fn forced_tool_call(clients: &Clients, driver: Driver) {
+pub(crate) fn forced_tool_call(clients: &Clients, driver: Driver) {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "What is the weather in Paris?", 60);
     req.tool = Some(weather_tool(calls.clone()));
@@ -234,7 +234,7 @@ pub fn forced_tool_call(clients: &Clients, driver: Driver) {
 
 /// The agent's two-step turn against llama-cpp-python: the forced tool call runs, its
 /// result goes back with the forced choice released, the model answers, the turn commits.
-pub fn agent_two_step_turn(clients: &Clients, driver: Driver) {
+pub(crate) fn agent_two_step_turn(clients: &Clients, driver: Driver) {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "unused", 60);
     req.tool = Some(weather_tool(calls.clone()));
@@ -274,7 +274,7 @@ pub fn agent_two_step_turn(clients: &Clients, driver: Driver) {
 
 /// llama-cpp-python answers `tool_choice: "auto"` with `stream: true` with 200 and an empty
 /// body: omni reports an incomplete stream, never an empty success.
-pub fn auto_tool_choice_empty_body(clients: &Clients, driver: Driver) {
+pub(crate) fn auto_tool_choice_empty_body(clients: &Clients, driver: Driver) {
     let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "What is the weather in Paris?", 60);
     req.tool = Some(weather_tool(Arc::new(AtomicUsize::new(0))));
     req.options.tool_choice = Some(ToolChoice::Auto);
@@ -284,7 +284,7 @@ pub fn auto_tool_choice_empty_body(clients: &Clients, driver: Driver) {
 }
 
 /// llama-cpp-python's plain text stream (spaced JSON, LF line ends, no usage).
-pub fn python_chat(clients: &Clients, driver: Driver) {
+pub(crate) fn python_chat(clients: &Clients, driver: Driver) {
     let req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "Name three colors.", 48);
     let run = clients.run(driver, &req);
     let response = run.response();
@@ -298,7 +298,7 @@ pub fn python_chat(clients: &Clients, driver: Driver) {
 
 /// Structured output on a real server: the schema goes out as `response_format`, the
 /// server constrains the reply with a grammar, and the call parses and validates it.
-pub fn structured_output(clients: &Clients, driver: Driver, provider: &str) {
+pub(crate) fn structured_output(clients: &Clients, driver: Driver, provider: &str) {
     let mut req = request(provider, Dialect::OpenaiCompletions, "Pick one primary color.", 48);
     req.options.output = Some(color_schema());
     let run = clients.run(driver, &req);
@@ -309,7 +309,7 @@ pub fn structured_output(clients: &Clients, driver: Driver, provider: &str) {
 }
 
 /// An agent turn with structured output on a real server: the turn event carries the value.
-pub fn agent_structured_output(clients: &Clients, driver: Driver) {
+pub(crate) fn agent_structured_output(clients: &Clients, driver: Driver) {
     let mut req = request(LLAMA_CPP_PYTHON, Dialect::OpenaiCompletions, "unused", 48);
     req.options.output = Some(color_schema());
     let (events, committed) = clients.run_agent_turn(driver, &req, "Pick one primary color.");

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// A driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
+pub(crate) enum Driver {
     Tokio,
     Smol,
     Blocking,
@@ -25,22 +25,22 @@ pub enum Driver {
 
 impl Driver {
     /// Every driver, in the order the cases run them.
-    pub const ALL: [Driver; 3] = [Driver::Tokio, Driver::Smol, Driver::Blocking];
+    pub(crate) const ALL: [Self; 3] = [Self::Tokio, Self::Smol, Self::Blocking];
 }
 
 impl fmt::Display for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Driver::Tokio => "tokio",
-            Driver::Smol => "smol",
-            Driver::Blocking => "blocking",
+            Self::Tokio => "tokio",
+            Self::Smol => "smol",
+            Self::Blocking => "blocking",
         })
     }
 }
 
 /// A tool the handler of which is the same plain function under every driver.
 #[derive(Clone)]
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     pub name: &'static str,
     pub description: &'static str,
     pub schema: Value,
@@ -49,7 +49,7 @@ pub struct ToolDef {
 
 /// What to ask.
 #[derive(Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub model: Model,
     pub context: Context,
     pub options: Options,
@@ -58,13 +58,13 @@ pub struct Request {
 
 /// Everything a call produced, through its terminal event.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub events: Vec<GenerateEvent>,
 }
 
 impl Run {
     /// The final response, or the error with the partial response.
-    pub fn outcome(&self) -> Result<&Response, (&GenerateError, &Response)> {
+    pub(crate) fn outcome(&self) -> Result<&Response, (&GenerateError, &Response)> {
         match self.events.last() {
             Some(GenerateEvent::Finished(response)) => Ok(response),
             Some(GenerateEvent::Failed { error, partial }) => Err((error, partial)),
@@ -73,7 +73,7 @@ impl Run {
     }
 
     /// The response of a call that must have succeeded.
-    pub fn response(&self) -> &Response {
+    pub(crate) fn response(&self) -> &Response {
         match self.outcome() {
             Ok(response) => response,
             Err((error, partial)) => panic!("the call failed: {error} (partial: {partial:?})"),
@@ -81,7 +81,7 @@ impl Run {
     }
 
     /// The stream events of one step.
-    pub fn step_events(&self, step: u32) -> impl Iterator<Item = &StreamEvent> {
+    pub(crate) fn step_events(&self, step: u32) -> impl Iterator<Item = &StreamEvent> {
         self.events.iter().filter_map(move |e| match e {
             GenerateEvent::Stream { step: s, event } if *s == step => Some(event),
             _ => None,
@@ -89,7 +89,7 @@ impl Run {
     }
 
     /// The text deltas of one step.
-    pub fn text_deltas(&self, step: u32) -> Vec<&str> {
+    pub(crate) fn text_deltas(&self, step: u32) -> Vec<&str> {
         self.step_events(step)
             .filter_map(|e| match e {
                 StreamEvent::TextDelta { delta, .. } => Some(delta.as_str()),
@@ -99,7 +99,7 @@ impl Run {
     }
 
     /// The `Done` event of one step.
-    pub fn done(&self, step: u32) -> Option<StopReason> {
+    pub(crate) fn done(&self, step: u32) -> Option<StopReason> {
         self.step_events(step).find_map(|e| match e {
             StreamEvent::Done { stop_reason, .. } => Some(*stop_reason),
             _ => None,
@@ -110,13 +110,13 @@ impl Run {
     /// response although it announces keep-alive; every driver keeps connections alive,
     /// and one that sends a request on such a connection must send it again at once on a
     /// fresh one, not through the core's retry: so none is expected, ever.
-    pub fn retries(&self) -> usize {
+    pub(crate) fn retries(&self) -> usize {
         self.events.iter().filter(|e| matches!(e, GenerateEvent::Retry { .. })).count()
     }
 }
 
 /// A client of each driver, all knowing the same providers.
-pub struct Clients {
+pub(crate) struct Clients {
     runtime: tokio::runtime::Runtime,
     tokio: omni_tokio::Client,
     smol: omni_smol::Client,
@@ -124,7 +124,7 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub fn new(providers: &[Provider]) -> Clients {
+    pub(crate) fn new(providers: &[Provider]) -> Self {
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
         let mut tokio = omni_tokio::Client::builder();
@@ -135,7 +135,7 @@ impl Clients {
             smol = smol.provider(p.clone());
             blocking = blocking.provider(p.clone());
         }
-        Clients {
+        Self {
             runtime,
             tokio: tokio.build().expect("tokio client"),
             smol: smol.build().expect("smol client"),
@@ -144,13 +144,18 @@ impl Clients {
     }
 
     /// Runs a call to its end.
-    pub fn run(&self, driver: Driver, request: &Request) -> Run {
+    pub(crate) fn run(&self, driver: Driver, request: &Request) -> Run {
         self.run_until(driver, request, |_| false)
     }
 
     /// Runs a call and drops its stream (which cancels it) as soon as `stop` says so, or
     /// runs it to its end. The events returned are those read before the drop.
-    pub fn run_until(&self, driver: Driver, request: &Request, mut stop: impl FnMut(&[GenerateEvent]) -> bool) -> Run {
+    pub(crate) fn run_until(
+        &self,
+        driver: Driver,
+        request: &Request,
+        mut stop: impl FnMut(&[GenerateEvent]) -> bool,
+    ) -> Run {
         let mut events = Vec::new();
         let req = request.clone();
         match driver {
@@ -213,7 +218,7 @@ impl Clients {
 impl Clients {
     /// Runs one agent turn (prompt `text`) with the request's model, options and tool,
     /// and returns the agent's events through the turn's end and its committed history.
-    pub fn run_agent_turn(&self, driver: Driver, request: &Request, text: &str) -> (Vec<AgentEvent>, usize) {
+    pub(crate) fn run_agent_turn(&self, driver: Driver, request: &Request, text: &str) -> (Vec<AgentEvent>, usize) {
         let req = request.clone();
         match driver {
             Driver::Tokio => self.runtime.block_on(async_agent_turn(self.tokio.agent(req.model.clone()), req, text)),

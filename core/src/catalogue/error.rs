@@ -42,11 +42,11 @@ impl CatalogueError {
         let full = err.to_string();
         let suffix = format!(" at line {} column {}", err.line(), err.column());
         let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
-        CatalogueError::Json { source: source.map(str::to_string), line: err.line(), column: err.column(), message }
+        Self::Json { source: source.map(str::to_string), line: err.line(), column: err.column(), message }
     }
 
     pub(super) fn invalid(source: Option<&str>, message: impl Into<String>) -> Self {
-        CatalogueError::Invalid { source: source.map(str::to_string), message: message.into() }
+        Self::Invalid { source: source.map(str::to_string), message: message.into() }
     }
 }
 
@@ -57,11 +57,11 @@ fn origin(source: &Option<String>) -> &str {
 impl fmt::Display for CatalogueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CatalogueError::Json { source, line, column, message } => {
+            Self::Json { source, line, column, message } => {
                 write!(f, "{}:{line}:{column}: {message}", origin(source))
             }
-            CatalogueError::Invalid { source, message } => write!(f, "{}: {message}", origin(source)),
-            CatalogueError::UnknownProvider { source, provider } => write!(
+            Self::Invalid { source, message } => write!(f, "{}: {message}", origin(source)),
+            Self::UnknownProvider { source, provider } => write!(
                 f,
                 "{}: unknown provider {provider:?}; define it with a \"provider\" object first",
                 origin(source)
@@ -113,21 +113,21 @@ fn list(items: &[String]) -> String {
 impl fmt::Display for LookupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LookupError::MalformedName { name, suggestions } => {
+            Self::MalformedName { name, suggestions } => {
                 write!(f, "model name {name:?} must be \"provider:model\"")?;
                 if !suggestions.is_empty() {
                     write!(f, "; did you mean {}?", list(suggestions))?;
                 }
                 Ok(())
             }
-            LookupError::UnknownProvider { provider, suggestions, known } => {
+            Self::UnknownProvider { provider, suggestions, known } => {
                 write!(f, "unknown provider {provider:?}")?;
                 if !suggestions.is_empty() {
                     write!(f, "; did you mean {}?", list(suggestions))?;
                 }
                 write!(f, " (known providers: {})", list(known))
             }
-            LookupError::UnknownModel { provider, model, suggestions } => {
+            Self::UnknownModel { provider, model, suggestions } => {
                 write!(f, "unknown model {model:?} for provider {provider:?}")?;
                 if !suggestions.is_empty() {
                     write!(f, "; did you mean {}?", list(suggestions))?;

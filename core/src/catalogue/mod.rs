@@ -77,17 +77,17 @@ pub struct Catalogue {
 impl Catalogue {
     /// A catalogue with no providers and no models.
     pub fn empty() -> Self {
-        Catalogue::default()
+        Self::default()
     }
 
     /// The built-in catalogue. The embedded files are parsed once per process and each
     /// call returns a copy, so callers may extend it freely. An error here means the
     /// embedded data is broken, which a unit test rules out.
-    pub fn builtin() -> Result<Catalogue, CatalogueError> {
+    pub fn builtin() -> Result<Self, CatalogueError> {
         static BUILTIN: OnceLock<Result<Catalogue, CatalogueError>> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
-                let mut catalogue = Catalogue::empty();
+                let mut catalogue = Self::empty();
                 for (name, json) in BUILTIN_FILES {
                     catalogue.load(Some(name), json)?;
                 }

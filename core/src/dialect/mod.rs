@@ -51,34 +51,29 @@ pub enum Dialect {
 
 impl Dialect {
     /// All dialects.
-    pub const ALL: [Dialect; 5] = [
-        Dialect::AnthropicMessages,
-        Dialect::OpenaiCompletions,
-        Dialect::OpenaiResponses,
-        Dialect::GoogleGemini,
-        Dialect::OllamaChat,
-    ];
+    pub const ALL: [Self; 5] =
+        [Self::AnthropicMessages, Self::OpenaiCompletions, Self::OpenaiResponses, Self::GoogleGemini, Self::OllamaChat];
 
     /// The dialect's name, e.g. `anthropic_messages`.
     pub fn name(self) -> &'static str {
         match self {
-            Dialect::AnthropicMessages => "anthropic_messages",
-            Dialect::OpenaiCompletions => "openai_completions",
-            Dialect::OpenaiResponses => "openai_responses",
-            Dialect::GoogleGemini => "google_gemini",
-            Dialect::OllamaChat => "ollama_chat",
+            Self::AnthropicMessages => "anthropic_messages",
+            Self::OpenaiCompletions => "openai_completions",
+            Self::OpenaiResponses => "openai_responses",
+            Self::GoogleGemini => "google_gemini",
+            Self::OllamaChat => "ollama_chat",
         }
     }
 
     /// Looks a dialect up by name.
-    pub fn from_name(name: &str) -> Option<Dialect> {
-        Dialect::ALL.into_iter().find(|d| d.name() == name)
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
     }
 
     /// How response bodies are framed.
     pub fn framing(self) -> Framing {
         match self {
-            Dialect::OllamaChat => Framing::Ndjson,
+            Self::OllamaChat => Framing::Ndjson,
             _ => Framing::Sse,
         }
     }
@@ -103,11 +98,11 @@ impl Dialect {
         };
         let mut warnings = Vec::new();
         let part = match self {
-            Dialect::AnthropicMessages => anthropic::build_request(spec, &mut warnings)?,
-            Dialect::OpenaiCompletions => openai_completions::build_request(spec, &mut warnings)?,
-            Dialect::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
-            Dialect::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
-            Dialect::OllamaChat => ollama::build_request(spec, &mut warnings)?,
+            Self::AnthropicMessages => anthropic::build_request(spec, &mut warnings)?,
+            Self::OpenaiCompletions => openai_completions::build_request(spec, &mut warnings)?,
+            Self::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
+            Self::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
+            Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
         };
         let mut request = HttpRequest {
             method: Method::Post,
@@ -143,11 +138,11 @@ impl Dialect {
     /// Fresh per-stream parsing state.
     pub fn new_stream_state(self) -> DialectState {
         match self {
-            Dialect::AnthropicMessages => DialectState::Anthropic(Default::default()),
-            Dialect::OpenaiCompletions => DialectState::OpenaiCompletions(Default::default()),
-            Dialect::OpenaiResponses => DialectState::OpenaiResponses(Default::default()),
-            Dialect::GoogleGemini => DialectState::Gemini(Default::default()),
-            Dialect::OllamaChat => DialectState::Ollama(Default::default()),
+            Self::AnthropicMessages => DialectState::Anthropic(Default::default()),
+            Self::OpenaiCompletions => DialectState::OpenaiCompletions(Default::default()),
+            Self::OpenaiResponses => DialectState::OpenaiResponses(Default::default()),
+            Self::GoogleGemini => DialectState::Gemini(Default::default()),
+            Self::OllamaChat => DialectState::Ollama(Default::default()),
         }
     }
 
@@ -197,7 +192,7 @@ impl std::error::Error for UnknownDialect {}
 impl FromStr for Dialect {
     type Err = UnknownDialect;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Dialect::from_name(s).ok_or_else(|| UnknownDialect(s.to_string()))
+        Self::from_name(s).ok_or_else(|| UnknownDialect(s.to_string()))
     }
 }
 
@@ -254,7 +249,7 @@ pub(crate) trait DeltaSink {
 impl DeltaSink for Vec<Delta> {
     #[inline]
     fn push(&mut self, delta: Delta) {
-        Vec::push(self, delta);
+        Self::push(self, delta);
     }
 }
 
@@ -283,22 +278,22 @@ impl DialectState {
     /// [`parse`](Self::parse) into any sink.
     pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
         match self {
-            DialectState::Anthropic(s) => s.parse_to(frame, out),
-            DialectState::OpenaiCompletions(s) => s.parse_to(frame, out),
-            DialectState::OpenaiResponses(s) => s.parse_to(frame, out),
-            DialectState::Gemini(s) => s.parse_to(frame, out),
-            DialectState::Ollama(s) => s.parse_to(frame, out),
+            Self::Anthropic(s) => s.parse_to(frame, out),
+            Self::OpenaiCompletions(s) => s.parse_to(frame, out),
+            Self::OpenaiResponses(s) => s.parse_to(frame, out),
+            Self::Gemini(s) => s.parse_to(frame, out),
+            Self::Ollama(s) => s.parse_to(frame, out),
         }
     }
 
     /// The body ended: emit anything held back (e.g. a stop reason waiting for usage).
     pub fn finish(&mut self, out: &mut Vec<Delta>) {
         match self {
-            DialectState::Anthropic(s) => s.finish(out),
-            DialectState::OpenaiCompletions(s) => s.finish(out),
-            DialectState::OpenaiResponses(s) => s.finish(out),
-            DialectState::Gemini(s) => s.finish(out),
-            DialectState::Ollama(s) => s.finish(out),
+            Self::Anthropic(s) => s.finish(out),
+            Self::OpenaiCompletions(s) => s.finish(out),
+            Self::OpenaiResponses(s) => s.finish(out),
+            Self::Gemini(s) => s.finish(out),
+            Self::Ollama(s) => s.finish(out),
         }
     }
 }

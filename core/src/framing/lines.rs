@@ -54,7 +54,7 @@ pub(super) struct LineSplitter<const CR_ENDS_LINE: bool> {
 
 impl<const CR_ENDS_LINE: bool> LineSplitter<CR_ENDS_LINE> {
     pub(super) fn new(max: usize) -> Self {
-        LineSplitter { partial: Vec::new(), bom_seen: Some(0), after_cr: false, max }
+        Self { partial: Vec::new(), bom_seen: Some(0), after_cr: false, max }
     }
 
     /// Splits `chunk`, passing every line it completes to `sink`.

@@ -81,7 +81,7 @@ pub enum FramingError {
 impl fmt::Display for FramingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FramingError::EventTooLarge { limit } => write!(f, "an event exceeded the limit of {limit} bytes"),
+            Self::EventTooLarge { limit } => write!(f, "an event exceeded the limit of {limit} bytes"),
         }
     }
 }
@@ -106,24 +106,24 @@ impl FrameDecoder {
     /// A decoder with a custom event size limit.
     pub fn with_max_event_bytes(framing: Framing, max: usize) -> Self {
         match framing {
-            Framing::Sse => FrameDecoder::Sse(SseDecoder::new(max)),
-            Framing::Ndjson => FrameDecoder::Ndjson(NdjsonDecoder::new(max)),
+            Framing::Sse => Self::Sse(SseDecoder::new(max)),
+            Framing::Ndjson => Self::Ndjson(NdjsonDecoder::new(max)),
         }
     }
 
     /// Feeds a chunk; calls `on_frame` for every frame it completes.
     pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], on_frame: F) -> Result<(), FramingError> {
         match self {
-            FrameDecoder::Sse(d) => d.feed(chunk, on_frame),
-            FrameDecoder::Ndjson(d) => d.feed(chunk, on_frame),
+            Self::Sse(d) => d.feed(chunk, on_frame),
+            Self::Ndjson(d) => d.feed(chunk, on_frame),
         }
     }
 
     /// Ends the body: dispatches what is pending and reports how it ended.
     pub fn finish<F: FnMut(Frame<'_>)>(&mut self, on_frame: F) -> Result<StreamEnd, FramingError> {
         match self {
-            FrameDecoder::Sse(d) => d.finish(on_frame),
-            FrameDecoder::Ndjson(d) => d.finish(on_frame),
+            Self::Sse(d) => d.finish(on_frame),
+            Self::Ndjson(d) => d.finish(on_frame),
         }
     }
 }

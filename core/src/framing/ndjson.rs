@@ -24,7 +24,7 @@ pub struct NdjsonDecoder {
 impl NdjsonDecoder {
     /// A decoder that refuses lines larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
-        NdjsonDecoder { lines: LineSplitter::new(max_event_bytes), max: max_event_bytes, failed: None }
+        Self { lines: LineSplitter::new(max_event_bytes), max: max_event_bytes, failed: None }
     }
 
     /// Feeds a chunk; calls `on_frame` for every line it completes.

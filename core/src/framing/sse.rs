@@ -61,7 +61,7 @@ struct EventState {
 impl SseDecoder {
     /// A decoder that refuses events larger than `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
-        SseDecoder {
+        Self {
             lines: LineSplitter::new(max_event_bytes),
             state: EventState {
                 data: String::new(),

@@ -75,7 +75,7 @@ impl Schema {
     }
 
     /// Adds an object property.
-    pub fn property(mut self, name: impl Into<String>, schema: Schema) -> Self {
+    pub fn property(mut self, name: impl Into<String>, schema: Self) -> Self {
         let props = self.0.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(props) = props {
             props.insert(name.into(), schema.into_value());
@@ -149,7 +149,7 @@ impl Schema {
 }
 
 impl From<Schema> for Value {
-    fn from(s: Schema) -> Value {
+    fn from(s: Schema) -> Self {
         s.into_value()
     }
 }

@@ -169,7 +169,7 @@ mod tests {
     #[derive(Debug, Deserialize, schemars::JsonSchema)]
     struct Tree {
         label: String,
-        children: Vec<Tree>,
+        children: Vec<Self>,
     }
 
     #[test]

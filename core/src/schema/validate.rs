@@ -74,7 +74,7 @@ impl JsonSchemaValidator {
             return Err(SchemaError(format!("the schema is nested deeper than {MAX_DEPTH} levels")));
         }
         let compiled = jsonschema::validator_for(&schema).map_err(|e| SchemaError(e.to_string()))?;
-        Ok(JsonSchemaValidator { schema, compiled })
+        Ok(Self { schema, compiled })
     }
 }
 

@@ -117,7 +117,7 @@ pub struct Agent<C = NoCallbacks> {
 
 impl<C> Clone for Agent<C> {
     fn clone(&self) -> Self {
-        Agent { shared: self.shared.clone() }
+        Self { shared: self.shared.clone() }
     }
 }
 
@@ -144,7 +144,7 @@ impl<C> WeakAgent<C> {
 
 impl<C> Clone for WeakAgent<C> {
     fn clone(&self) -> Self {
-        WeakAgent { shared: self.shared.clone() }
+        Self { shared: self.shared.clone() }
     }
 }
 

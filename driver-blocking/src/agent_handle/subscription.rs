@@ -23,11 +23,11 @@ impl Subscription {
     /// A subscription whose queue holds up to `capacity` unread events, and the agent's
     /// end of it, for the agent builder's `subscriber`:
     /// `let (subscriber, events) = Subscription::channel(1_000);`
-    pub fn channel(capacity: usize) -> (Subscriber, Subscription) {
+    pub fn channel(capacity: usize) -> (Subscriber, Self) {
         let capacity = capacity.max(1);
         let (tx, rx) = mpsc::sync_channel(capacity);
         let lagged = Arc::new(AtomicBool::new(false));
-        (Subscriber { events: tx, lagged: lagged.clone() }, Subscription { events: rx, lagged })
+        (Subscriber { events: tx, lagged: lagged.clone() }, Self { events: rx, lagged })
     }
 
     /// Waits at most `limit` for the next event. `Err(Timeout)` when none came in time,

@@ -48,7 +48,7 @@ use ureq::unversioned::transport::{Connector, DefaultConnector};
 
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
 /// interrupt either once started).
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest piece of body read at once.
 const READ_BUFFER: usize = 16 * 1024;
 
@@ -102,7 +102,7 @@ impl Http {
     /// Builds the configurations; `extra_roots` are PEM files whose certificates are
     /// trusted on top of the Mozilla roots, and servers are reached as `proxies` say (ureq's own reading of the environment is
     /// off, so every driver reads it alike).
-    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Http, String> {
+    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Self, String> {
         let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
         if !extra_roots.is_empty() {
             tls = tls.root_certs(root_certs(extra_roots)?);
@@ -133,7 +133,7 @@ impl Http {
                 .map_err(|_| format!("the proxy {}:{} cannot be used", proxy.host(), proxy.port()))?;
             via_proxy.push((proxy.clone(), config(Some(ureq_proxy))));
         }
-        Ok(Http { direct: config(None), via_proxy, proxies: Arc::new(proxies), idle: Arc::default() })
+        Ok(Self { direct: config(None), via_proxy, proxies: Arc::new(proxies), idle: Arc::default() })
     }
 
     /// Starts `request` on a new thread; `sink` receives its events and returns false

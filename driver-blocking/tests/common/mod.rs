@@ -6,11 +6,11 @@ use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, T
 use omni_conformance::scenarios;
 
 /// The driver under test.
-pub struct Driver;
+pub(crate) struct Driver;
 
 impl Driver {
-    pub fn new() -> Self {
-        Driver
+    pub(crate) fn new() -> Self {
+        Self
     }
 }
 impl StreamingDriver for Driver {

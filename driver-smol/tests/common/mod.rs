@@ -1,5 +1,6 @@
 //! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
+#![allow(unreachable_pub, clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;

@@ -42,24 +42,24 @@ pub(super) enum DeltaKind {
 }
 
 impl DeltaKind {
-    pub(super) fn from_type(kind: Option<&str>) -> DeltaKind {
+    pub(super) fn from_type(kind: Option<&str>) -> Self {
         match kind {
-            Some("text_delta") => DeltaKind::Text,
-            Some("thinking_delta") => DeltaKind::Thinking,
-            Some("signature_delta") => DeltaKind::Signature,
-            Some("input_json_delta") => DeltaKind::InputJson,
-            _ => DeltaKind::Other,
+            Some("text_delta") => Self::Text,
+            Some("thinking_delta") => Self::Thinking,
+            Some("signature_delta") => Self::Signature,
+            Some("input_json_delta") => Self::InputJson,
+            _ => Self::Other,
         }
     }
 
     /// Which content key of [`BODY_KEYS`] this kind reads.
     fn content_key(self) -> Option<usize> {
         match self {
-            DeltaKind::Text => Some(1),
-            DeltaKind::Thinking => Some(2),
-            DeltaKind::Signature => Some(3),
-            DeltaKind::InputJson => Some(4),
-            DeltaKind::Other => None,
+            Self::Text => Some(1),
+            Self::Thinking => Some(2),
+            Self::Signature => Some(3),
+            Self::InputJson => Some(4),
+            Self::Other => None,
         }
     }
 }

@@ -12,7 +12,7 @@ mod request;
 mod stream;
 
 pub(crate) use request::build_request;
-pub use stream::StreamState;
+pub(super) use stream::StreamState;
 
 /// The dialect name, compared with [`Message::origin`](crate::Message::origin) before
 /// sending signed thinking back.

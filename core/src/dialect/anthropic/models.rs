@@ -32,11 +32,11 @@ const FAMILIES: [&str; 5] = ["opus", "sonnet", "haiku", "mythos", "fable"];
 
 impl ModelTraits {
     /// Traits for a model id.
-    pub fn from_id(id: &str) -> Self {
+    pub(super) fn from_id(id: &str) -> Self {
         let lower = id.to_ascii_lowercase();
         let tokens: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).collect();
         let Some(family_at) = tokens.iter().position(|t| FAMILIES.contains(t)) else {
-            return ModelTraits { budget_thinking: true, ..ModelTraits::default() };
+            return Self { budget_thinking: true, ..Self::default() };
         };
         let family = tokens.get(family_at).copied().unwrap_or_default();
         let newer_family = matches!(family, "mythos" | "fable");
@@ -44,7 +44,7 @@ impl ModelTraits {
         let version = after.or_else(|| version_before(&tokens[..family_at]));
         let at_least = |major: u32, minor: u32| version.is_some_and(|v| v >= (major, minor));
         let adaptive_only = newer_family || at_least(4, 7);
-        ModelTraits {
+        Self {
             adaptive_thinking: adaptive_only || at_least(4, 6),
             budget_thinking: !adaptive_only,
             fixed_sampling: adaptive_only,

@@ -23,7 +23,7 @@ mod stream;
 mod wire;
 
 pub(crate) use request::build_request;
-pub use stream::StreamState;
+pub(super) use stream::StreamState;
 
 /// The dialect's name, as recorded in [`Origin::dialect`](crate::message::Origin).
 const DIALECT: &str = "google_gemini";

@@ -62,7 +62,7 @@ enum Segment<'a> {
 impl PartialArgs {
     /// Starts from the call's whole `args`, if it came with any.
     pub(super) fn with_args(args: Option<Map<String, Value>>) -> Self {
-        PartialArgs { root: args.unwrap_or_default(), open_string: None }
+        Self { root: args.unwrap_or_default(), open_string: None }
     }
 
     /// Applies one streamed leaf. Unknown value kinds are ignored; a path nested deeper

@@ -115,7 +115,7 @@ impl Family {
             let minor = rest.strip_prefix('.').and_then(leading_number).map_or(0, |(m, _)| m);
             Some((major, minor))
         });
-        Family { version, pro: id.contains("-pro"), flash_lite: id.contains("flash-lite") }
+        Self { version, pro: id.contains("-pro"), flash_lite: id.contains("flash-lite") }
     }
 
     /// Gemini 3 and later: `thinkingLevel`, and strict signature checks on function calls.

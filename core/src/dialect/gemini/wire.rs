@@ -310,7 +310,7 @@ pub(super) struct Items<T> {
 
 impl<T> Default for Items<T> {
     fn default() -> Self {
-        Items { first: None, rest: Vec::new() }
+        Self { first: None, rest: Vec::new() }
     }
 }
 

@@ -13,7 +13,7 @@ mod request;
 mod stream;
 
 pub(crate) use request::build_request;
-pub use stream::StreamState;
+pub(super) use stream::StreamState;
 
 /// The dialect's name, compared with [`Message::origin`](crate::Message::origin) before
 /// reasoning text is sent back.

@@ -293,7 +293,7 @@ struct Fnv1a(u64);
 
 impl Default for Fnv1a {
     fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
+        Self(0xcbf2_9ce4_8422_2325)
     }
 }
 

@@ -27,7 +27,7 @@ mod stream;
 mod wire;
 
 pub(crate) use request::build_request;
-pub use stream::StreamState;
+pub(super) use stream::StreamState;
 
 /// This dialect's name, as recorded on the messages it produces.
 const NAME: &str = "openai_completions";

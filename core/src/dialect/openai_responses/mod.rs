@@ -32,7 +32,7 @@ mod tests;
 mod wire;
 
 pub(crate) use request::build_request;
-pub use stream::StreamState;
+pub(super) use stream::StreamState;
 
 /// This dialect's name, compared with [`Origin::dialect`](crate::Origin) before sending opaque data back.
 const NAME: &str = "openai_responses";

@@ -109,12 +109,12 @@ pub(super) struct ItemPayload<'a> {
 
 impl<'a> ItemPayload<'a> {
     /// `summary` as text parts.
-    pub fn summary_parts(&self) -> Result<Vec<TextPart<'a>>, StreamError> {
+    pub(super) fn summary_parts(&self) -> Result<Vec<TextPart<'a>>, StreamError> {
         parts(self.summary)
     }
 
     /// `content` as text parts (`output_text`, `refusal`, `reasoning_text`).
-    pub fn content_parts(&self) -> Result<Vec<TextPart<'a>>, StreamError> {
+    pub(super) fn content_parts(&self) -> Result<Vec<TextPart<'a>>, StreamError> {
         parts(self.content)
     }
 }

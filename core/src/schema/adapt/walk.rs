@@ -201,18 +201,18 @@ pub(super) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(root: &'a Value) -> Self {
+    pub(super) fn new(root: &'a Value) -> Self {
         Cx { root, report: Report::default(), inlines: 0, pending_hints: Vec::new() }
     }
 
     /// Keeps a removed or changed keyword as a hint for the node being adapted.
-    pub fn hint(&mut self, keyword: &str, value: Value) {
+    pub(super) fn hint(&mut self, keyword: &str, value: Value) {
         self.pending_hints.push((keyword.to_string(), value));
     }
 
     /// The referenced schema, cloned, when it is local, exists, is not recursive (unless
     /// `allow_recursive`: one level at the root is safe) and the inline budget allows one more.
-    pub fn inlinable(&mut self, reference: &str, allow_recursive: bool) -> Option<Value> {
+    pub(super) fn inlinable(&mut self, reference: &str, allow_recursive: bool) -> Option<Value> {
         if self.inlines >= MAX_INLINES || (!allow_recursive && is_recursive(self.root, reference)) {
             return None;
         }
@@ -224,7 +224,7 @@ impl<'a> Cx<'a> {
     /// Replaces `{"$ref": r, ...siblings}` by the referenced schema with the siblings laid
     /// over it (theirs win, as OpenAI's own SDK does). Returns false when the reference
     /// cannot be inlined; the node is then unchanged.
-    pub fn inline_ref(&mut self, node: &mut Map<String, Value>, allow_recursive: bool) -> bool {
+    pub(super) fn inline_ref(&mut self, node: &mut Map<String, Value>, allow_recursive: bool) -> bool {
         let Some(Value::String(reference)) = node.get("$ref") else { return false };
         let reference = reference.clone();
         let Some(Value::Object(mut target)) = self.inlinable(&reference, allow_recursive) else { return false };
@@ -240,7 +240,7 @@ impl<'a> Cx<'a> {
     /// reference to one) whose keywords agree with the node's: the common output of
     /// schema generators for "this definition, plus a description". Returns false, leaving
     /// the node unchanged, on any conflict.
-    pub fn merge_all_of(&mut self, node: &mut Map<String, Value>) -> bool {
+    pub(super) fn merge_all_of(&mut self, node: &mut Map<String, Value>) -> bool {
         self.merge_all_of_at(node, 0)
     }
 
@@ -395,7 +395,7 @@ pub(super) struct Report {
 
 impl Report {
     /// Records a change at `path`.
-    pub fn note(&mut self, change: impl Into<String>, path: &str) {
+    pub(super) fn note(&mut self, change: impl Into<String>, path: &str) {
         let change = change.into();
         let path = path.to_string();
         match self.changes.iter_mut().find(|(c, _)| *c == change) {
@@ -405,12 +405,12 @@ impl Report {
     }
 
     /// Records why the schema cannot be adapted.
-    pub fn block(&mut self, why: impl std::fmt::Display, path: &str) {
+    pub(super) fn block(&mut self, why: impl std::fmt::Display, path: &str) {
         self.blockers.push(format!("{why} at {}", place(path)));
     }
 
     /// One `schema_adapted` warning listing every change, or none.
-    pub fn into_warnings(self, provider: &str) -> Vec<Warning> {
+    pub(super) fn into_warnings(self, provider: &str) -> Vec<Warning> {
         if self.changes.is_empty() {
             return Vec::new();
         }
