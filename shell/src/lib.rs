@@ -29,6 +29,8 @@ mod host;
 pub mod machine;
 mod runtime;
 mod subscription;
+#[cfg(test)]
+mod threads;
 mod tool;
 
 pub use agent::{Agent, StateChange, WeakAgent};
