@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use omni_core::agent::AgentCallbacks;
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::generate::ToolDecl;
 use omni_core::proxy::ProxyRules;
@@ -13,7 +14,6 @@ use omni_core::{Context, Options, Response};
 use crate::drive_agent::spawn_agent;
 use crate::runtime::{Runtime, Transport};
 use crate::{AgentBuilder, AsyncTool, Built, Call, ClientBuilder, Connect, Error, Launch, TextStream};
-use omni_core::agent::AgentCallbacks;
 
 /// What a driver is: the runtime its tasks run on and the transport its requests go
 /// over. Its client is [`Client<Self>`].
