@@ -1,13 +1,17 @@
-//! The shell's [`Runtime`] on smol: tasks on smol's global executor or on one the
-//! application owns, smol's timer.
+//! The driver: the shell's [`Runtime`] on smol (tasks on smol's global executor or on one
+//! the application owns, smol's timer) with this crate's HTTP/1.1 client as its
+//! [`Transport`](omni_shell::Transport).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_shell::{Error, Runtime, Task};
+use omni_core::proxy::ProxyRules;
+use omni_shell::{Driver, Error, Runtime, Task};
 use smol::{Executor, Timer};
+
+use crate::http::{Connections, Http1};
 
 /// Where the driver's tasks run (the call and agent loops, HTTP exchanges, tool runs).
 #[derive(Clone, Default)]
@@ -38,6 +42,22 @@ impl Runtime for Smol {
         async move {
             timer.await;
         }
+    }
+}
+
+impl Driver for Smol {
+    type Runtime = Smol;
+    type Transport = Http1;
+
+    fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http1, Error> {
+        Connections::new(root_certificates, proxies).map(Http1).map_err(Error::Setup)
+    }
+}
+
+/// `client.on_executor(executor)`: the client's tasks on an executor the application drives.
+impl From<Arc<Executor<'static>>> for Smol {
+    fn from(executor: Arc<Executor<'static>>) -> Self {
+        Smol::Executor(executor)
     }
 }
 

@@ -1,8 +1,10 @@
 //! # omni-tokio
 //!
-//! The tokio driver of omni: it executes the pure core's effects with reqwest (rustls)
-//! and tokio tasks, and hands the application an async [`Stream`](futures_core::Stream)
-//! of events plus a future of the final response.
+//! The tokio driver of omni: the shell (omni-shell) runs the pure core's machines on tokio
+//! tasks and sends requests with reqwest (rustls); the application gets an async
+//! [`Stream`](futures_core::Stream) of events plus a future of the final response. This
+//! crate only says how to run a task and sleep on tokio ([`Tokio`]) and how to send a
+//! request with reqwest ([`Reqwest`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), omni_tokio::Error> {
@@ -20,29 +22,12 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(clippy::use_self, unreachable_pub)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
-mod agent;
-mod call;
-mod client;
 mod http;
 mod runtime;
 
-pub use agent::{Agent, AgentBuilder, StateChange, Subscriber, Subscription, WeakAgent};
-pub use call::{Call, TextStream};
-pub use client::{Client, ClientBuilder};
-pub use omni_core::driver_error::Error;
-pub use omni_shell::AsyncTool as Tool;
-
+pub use http::Reqwest;
 pub use omni_core as core;
-pub use omni_core::agent::{
-    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
-};
-pub use omni_core::client::{ClientError, ModelRef};
-pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
-pub use omni_core::tool::{ToolError, ToolOutput};
-pub use omni_core::{
-    ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
-    Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
-    Usage,
-};
-pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;
+pub use omni_shell::exports::*;
+pub use runtime::{Tokio, TokioTask};
+
+omni_shell::driver_types!(Tokio);

@@ -1,10 +1,14 @@
-//! The shell's [`Runtime`] on tokio: tasks on the current tokio runtime, tokio's timer.
+//! The driver: the shell's [`Runtime`] on tokio (tasks on the current tokio runtime, tokio's
+//! timer) with reqwest as its [`Transport`](omni_shell::Transport).
 
 use std::future::Future;
 use std::time::Instant;
 
-use omni_shell::{Error, Runtime, Task};
+use omni_core::proxy::ProxyRules;
+use omni_shell::{Driver, Error, Runtime, Task};
 use tokio::task::JoinHandle;
+
+use crate::http::{self, Reqwest};
 
 /// Runs the shell's tasks on the tokio runtime the application runs in.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,6 +29,15 @@ impl Runtime for Tokio {
 
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
         tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
+    }
+}
+
+impl Driver for Tokio {
+    type Runtime = Tokio;
+    type Transport = Reqwest;
+
+    fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Reqwest, Error> {
+        http::client(root_certificates, proxies).map(Reqwest).map_err(Error::Setup)
     }
 }
 

@@ -1,7 +1,6 @@
 //! The async agent handle: methods that send the agent's task a command and await its
 //! answer, subscriptions as streams. The task itself (executing effects, deadlines) is the
-//! runtime's: each driver starts it with [`Agent::channel`] and hands out
-//! [`Agent::new`]'s handle. Dropping the last handle closes the command channel, which
+//! shell's agent loop (`drive_agent`), on the driver's runtime. Dropping the last handle closes the command channel, which
 //! tells the task to terminate the agent.
 
 use std::fmt;
@@ -23,7 +22,7 @@ use omni_core::driver_error::Error;
 pub type StateChange = omni_core::agent::StateChange<AsyncTool>;
 
 /// What a handle sends to the agent's task.
-pub enum LoopMessage<C> {
+pub(crate) enum LoopMessage<C> {
     /// A command, applied with [`Host::apply`](crate::Host::apply).
     Command(Command<C>),
     /// `set_state`, whose new tools' handlers the task swaps in only if the machine
@@ -60,15 +59,15 @@ pub struct Agent<C = NoCallbacks> {
 }
 
 impl<C> Agent<C> {
-    /// For drivers: the channel between the handles and the agent's task. Bounded: a
+    /// The channel between the handles and the agent's task. Bounded: a
     /// handle's method waits while the agent has [`COMMAND_CAPACITY`](crate::machine::COMMAND_CAPACITY) commands unread.
-    pub fn channel() -> (Sender<LoopMessage<C>>, Receiver<LoopMessage<C>>) {
+    pub(crate) fn channel() -> (Sender<LoopMessage<C>>, Receiver<LoopMessage<C>>) {
         async_channel::bounded(crate::machine::COMMAND_CAPACITY)
     }
 
-    /// For drivers: the first handle on an agent whose task reads `commands`' other end.
+    /// The first handle on an agent whose task reads `commands`' other end.
     /// `client` resolves `set_state`'s models; `capacity` bounds each subscriber's queue.
-    pub fn new(client: ClientConfig, commands: Sender<LoopMessage<C>>, capacity: usize) -> Self {
+    pub(crate) fn new(client: ClientConfig, commands: Sender<LoopMessage<C>>, capacity: usize) -> Self {
         Agent { shared: Arc::new(Shared { client, commands, capacity }) }
     }
 }

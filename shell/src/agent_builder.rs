@@ -1,7 +1,8 @@
 //! The agent builder every driver hands out (`client.agent(model)`): the same setters in
-//! every runtime, decided once. A driver implements [`Launch`] for its client (how to
-//! describe its tools to the machine, and how to run an agent in its runtime) and names
-//! the builder with a type alias.
+//! every runtime, decided once. A client implements [`Launch`] (how to describe its
+//! tools to the machine, and how to run an agent in its runtime: the shell's
+//! [`Client`](crate::Client) for every async driver, omni-blocking's own for now) and the
+//! driver names the builder with a type alias.
 
 use std::fmt;
 use std::time::Duration;

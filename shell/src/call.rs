@@ -1,44 +1,25 @@
-//! One call on an async driver: the builder and the event stream handed to the
-//! application. The driver only runs the generate machine in its runtime
-//! ([`StartCall::spawn_call`]).
+//! One call: the builder and the event stream handed to the application, the same on
+//! every async driver. The call's machine runs in the driver's runtime (`drive_call`).
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
-use std::time::Instant;
 
-use crate::executor::Handlers;
-use crate::handlers_by_name;
-use crate::AsyncTool;
-use crate::Connect;
 use async_channel::{Receiver, Sender};
-use omni_core::client::ClientConfig;
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::driver_error::Error;
-use omni_core::generate::{Generate, GenerateEvent};
+use omni_core::generate::GenerateEvent;
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
 
-/// A driver's side of a call: its client's configuration, and running the machine.
-pub trait StartCall: Clone {
-    /// The configuration calls start from.
-    fn client_config(&self) -> &ClientConfig;
-    /// Runs `machine` in the driver's runtime: its effects executed with `handlers`, its
-    /// events sent on `events` until it finishes, and an input of `Cancel` once
-    /// `cancelled` closes (the stream was dropped).
-    fn spawn_call(
-        &self,
-        machine: Generate,
-        handlers: Handlers,
-        events: Sender<GenerateEvent>,
-        cancelled: Receiver<()>,
-    ) -> Result<(), Error>;
-}
+use crate::client::{Client, Driver};
+use crate::drive_call::spawn_call;
+use crate::runtime::Runtime;
+use crate::{handlers_by_name, AsyncTool, Error};
 
 /// A call being set up: model, context, options, tools, key.
 #[derive(Debug)]
-pub struct Call<D> {
-    client: D,
+pub struct Call<D: Driver> {
+    client: Client<D>,
     model: ModelRef,
     context: Context,
     options: Options,
@@ -47,10 +28,9 @@ pub struct Call<D> {
     output_validator: Option<Arc<dyn Validator>>,
 }
 
-// `Connect` for the driver's randomness: each call draws its own retry jitter seed.
-impl<D: StartCall + Connect> Call<D> {
+impl<D: Driver> Call<D> {
     /// A call on `client` (drivers: what `client.call(model, context)` returns).
-    pub fn new(client: D, model: ModelRef, context: Context) -> Self {
+    pub fn new(client: Client<D>, model: ModelRef, context: Context) -> Self {
         Call {
             client,
             model,
@@ -72,7 +52,7 @@ impl<D: StartCall + Connect> Call<D> {
     /// with two tools of one name is refused when it starts, with
     /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
     /// before anything is sent. (Every driver decides so, in
-    /// [`ClientConfig::prepare`].)
+    /// [`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare).)
     pub fn tool(mut self, tool: AsyncTool) -> Self {
         self.tools.push(tool);
         self
@@ -112,13 +92,17 @@ impl<D: StartCall + Connect> Call<D> {
             output_validator: self.output_validator,
         };
         let env = |name: &str| std::env::var(name).ok();
-        let machine = self.client.client_config().start(spec, &env, D::random_seed(), Instant::now())?;
+        let inner = &self.client.inner;
+        // Each call draws its own retry jitter seed, so calls that fail together do not
+        // retry together.
+        let seed = <D::Runtime as Runtime>::random_seed();
+        let machine = inner.config.start(spec, &env, seed, inner.runtime.now())?;
         // Bounded: an application that does not read makes the call stop reading the
         // response (see `delivery`).
         let (events_tx, events) = async_channel::bounded(crate::delivery::EVENT_CAPACITY);
         // Never sent on: the stream's drop closes it, which is how the driver learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
-        self.client.spawn_call(machine, handlers, events_tx, cancelled)?;
+        spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, events_tx, cancelled)?;
         Ok(TextStream { events: Box::pin(events), _cancel: cancel, terminal: None })
     }
 

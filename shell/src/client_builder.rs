@@ -1,6 +1,7 @@
 //! The client builder every driver hands out (`Client::builder()`): the same setters in
-//! every runtime, and one place that assembles a [`ClientConfig`] from them. A driver
-//! implements [`Connect`] (its randomness and its HTTP/TLS setup) and names the builder
+//! every runtime, and one place that assembles a [`ClientConfig`] from them. Its client
+//! implements [`Connect`] (its randomness and its HTTP/TLS setup: the shell's [`Client`](crate::Client)
+//! for every async driver, omni-blocking's own for now) and the driver names the builder
 //! with a type alias.
 
 use std::fmt;

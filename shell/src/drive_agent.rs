@@ -30,7 +30,7 @@ enum Wake<C> {
 /// Runs the hosted agent as a task of `runtime`, its tools run with `tools`' handlers and
 /// its requests sent over `transport`, and returns the first handle on it. `config`
 /// resolves `set_state`'s models; `capacity` bounds each subscriber's queue.
-pub fn spawn_agent<C, R, T>(
+pub(crate) fn spawn_agent<C, R, T>(
     runtime: &R,
     transport: T,
     host: Host<C>,

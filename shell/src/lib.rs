@@ -1,35 +1,45 @@
 //! # omni-shell
 //!
-//! Everything omni's drivers share, runtime-neutral: the client builder ([`ClientBuilder`],
-//! [`Connect`]), the call builder and its event stream ([`Call`], [`TextStream`]), tools
-//! with async handlers ([`AsyncTool`]), the agent builder and handle ([`AgentBuilder`],
-//! [`Agent`], [`Subscription`]) with the agent's host ([`Host`]), the error type, and the
-//! loops that drive the machines, over a driver's [`Runtime`] and [`Transport`]. Applications use the drivers
-//! (omni-tokio, omni-smol, omni-blocking), which re-export what they hand out.
+//! Everything omni's async drivers share, runtime-neutral: the [`Client`] and its builder
+//! ([`ClientBuilder`]), the call builder and its event stream ([`Call`], [`TextStream`]),
+//! tools with async handlers ([`AsyncTool`]), the agent builder and handle
+//! ([`AgentBuilder`], [`Agent`], [`Subscription`]) with the agent's host ([`Host`]), the
+//! error type, and the loops that drive the machines. A driver only implements
+//! [`Runtime`] (run a task, sleep, the clock) and [`Transport`] (send one request), names
+//! them in a [`Driver`], and re-exports this crate under its own names (`omni_tokio::Client`
+//! is `Client<Tokio>`). Applications use the drivers.
+//!
+//! ```text
+//!  Client ─► Call::stream ─► drive_call ─┐  one loop per machine, on the driver's Runtime:
+//!  Client ─► AgentBuilder::start ─► drive_agent ─┤  effects ─► Executor ─► Transport::send / tool runs
+//!                                        └─ reports (bounded) ◄─ ResponseSink, tool outcomes
+//! ```
 
 #![allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 mod agent;
 mod agent_builder;
 mod call;
+mod client;
 mod client_builder;
 pub mod delivery;
 mod drive_agent;
 mod drive_call;
 mod executor;
+pub mod exports;
 mod host;
 pub mod machine;
 mod runtime;
 mod subscription;
+#[cfg(test)]
+mod threads;
 mod tool;
 
-pub use agent::{Agent, LoopMessage, StateChange, WeakAgent};
+pub use agent::{Agent, StateChange, WeakAgent};
 pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
-pub use call::{Call, StartCall, TextStream};
+pub use call::{Call, TextStream};
+pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
-pub use drive_agent::spawn_agent;
-pub use drive_call::spawn_call;
-pub use executor::Handlers;
 pub use host::{Command, EventSink, Host, Reply};
 pub use omni_core::driver_error::Error;
 pub use runtime::{ResponseSink, Runtime, Task, Transport};

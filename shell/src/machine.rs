@@ -1,6 +1,6 @@
-//! What a driver needs from a machine: the generate machine and the agent are driven by
-//! the same loop (execute effects, feed what the requests and tools report, wake at the
-//! deadline), so drivers write that loop once for both.
+//! What a loop needs from a machine: the generate machine and the agent are driven alike
+//! (execute effects, feed what the requests and tools report, wake at the deadline), so
+//! the shell's executor feeds both through [`Machine`].
 //!
 //! The loop stays bounded however hostile the server or idle the application: its
 //! channels have the capacities below (a full one makes the producer wait: a request

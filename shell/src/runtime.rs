@@ -11,6 +11,7 @@
 //! future whose blocking HTTP exchange (ureq) runs on its own thread and hands the
 //! response over through a channel the future awaits.
 
+use std::fmt;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Instant;
@@ -24,7 +25,7 @@ use crate::executor::Report;
 use crate::Error;
 
 /// Where a driver's work runs, and its clock.
-pub trait Runtime: Clone + Send + Sync + 'static {
+pub trait Runtime: Clone + fmt::Debug + Send + Sync + 'static {
     /// A running task. Dropping it stops the task at its next await (a request's
     /// connection is closed, a tool's future dropped); [`Task::detach`] lets a task that
     /// has finished (or must finish on its own) go without stopping it.

@@ -1,0 +1,41 @@
+//! What every async driver re-exports besides its own names (`pub use
+//! omni_shell::exports::*`): the data, errors, events and callbacks of the core, and the
+//! shell's handles, so that code written against one driver moves to another unchanged.
+
+pub use omni_core::agent::{
+    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
+    ToolDecision, TurnDecision, TurnEnd,
+};
+pub use omni_core::client::{ClientError, ModelRef};
+pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_core::{
+    ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
+    Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
+    Usage,
+};
+
+pub use crate::{
+    Agent, AsyncTool as Tool, Error, StateChange, Subscriber, Subscription, TextStream, WeakAgent,
+    DEFAULT_SUBSCRIBER_CAPACITY,
+};
+
+/// Names a driver's client, builders and call after the shell's, for its driver type:
+/// `omni_shell::driver_types!(Tokio);` in omni-tokio's root makes `Client`
+/// (`Client<Tokio>`), `ClientBuilder`, `Call` and `AgentBuilder`. Written once so that
+/// every driver hands out the same names.
+#[macro_export]
+macro_rules! driver_types {
+    ($driver:ty) => {
+        /// An omni client on this driver. Cheap to clone: clones share the configuration
+        /// and the connections.
+        pub type Client = $crate::Client<$driver>;
+        /// Builds a [`Client`]; see [`omni_shell::ClientBuilder`]($crate::ClientBuilder).
+        pub type ClientBuilder = $crate::ClientBuilder<Client>;
+        /// A call being set up; see [`omni_shell::Call`]($crate::Call).
+        pub type Call = $crate::Call<$driver>;
+        /// Sets up an agent (`client.agent(model)`); see
+        /// [`omni_shell::AgentBuilder`]($crate::AgentBuilder).
+        pub type AgentBuilder<C = $crate::exports::NoCallbacks> = $crate::AgentBuilder<Client, $crate::AsyncTool, C>;
+    };
+}
