@@ -27,7 +27,7 @@ pub use agent::{Agent, LoopMessage, StateChange, WeakAgent};
 pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use call::{Call, StartCall, TextStream};
 pub use client_builder::{Built, ClientBuilder, Connect};
-pub use drive_agent::spawn_agent;
+pub use drive_agent::{spawn_agent, spawn_agent_loop};
 pub use drive_call::spawn_call;
 pub use executor::Handlers;
 pub use host::{Command, EventSink, Host, Reply};
