@@ -43,10 +43,7 @@ where
     R: Runtime,
     T: Transport,
 {
-    let (commands, received) = Agent::channel();
-    let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
-    // Detached: the loop ends on its own once every handle is gone.
-    runtime.spawn(drive_agent(host, executor, received))?.detach();
+    let commands = spawn_agent_loop(runtime, transport, host, tools)?;
     Ok(Agent::new(config, commands, capacity))
 }
 
@@ -66,6 +63,7 @@ where
 {
     let (commands, received) = Agent::channel();
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
+    // Detached: the loop ends on its own once every handle is gone.
     runtime.spawn(drive_agent(host, executor, received))?.detach();
     Ok(commands)
 }
