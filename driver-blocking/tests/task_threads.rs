@@ -4,6 +4,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, clocks
 
+mod proc;
+
 use std::time::{Duration, Instant};
 
 use omni_blocking::generate::GenerateEvent;
@@ -11,13 +13,9 @@ use omni_blocking::{Client, Options};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};
 
-/// Threads of this process named `omni-task` (the runtime's), read from /proc.
+/// Threads of this process named `omni-task`.
 fn task_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim() == "omni-task")
-        .count()
+    proc::threads_named("omni-task")
 }
 
 #[test]
