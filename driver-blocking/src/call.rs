@@ -1,6 +1,5 @@
 //! One call, described step by step: `client.call(model, context).tool(t).stream()`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,10 +7,11 @@ use omni_core::client::{CallSpec, ModelRef};
 use omni_core::generate::GenerateConfig;
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
-use omni_shell::Connect;
+use omni_shell::machine::EVENT_CAPACITY;
+use omni_shell::{handlers_by_name, AsyncTool, Connect};
 
 use crate::blocking_client::Client;
-use crate::event_loop;
+use crate::runtime::Threads;
 use crate::stream::TextStream;
 use crate::tools::Tool;
 use crate::Error;
@@ -90,10 +90,13 @@ impl Call {
     pub fn stream(self) -> Result<TextStream, Error> {
         let env = |name: &str| std::env::var(name).ok();
         let machine = self.client.inner.config.start(self.spec(), &env, Client::random_seed(), Instant::now())?;
-        let tools: BTreeMap<String, Tool> = self.tools.into_iter().map(|t| (t.name().to_string(), t)).collect();
-        let (events, control) = event_loop::spawn(machine, self.client.inner.http.clone(), Arc::new(tools))
-            .map_err(|e| Error::Setup(format!("could not start the generate loop thread: {e}")))?;
-        Ok(TextStream::new(events, control))
+        let tools: Vec<AsyncTool> = self.tools.iter().map(|tool| tool.as_async().clone()).collect();
+        let (sender, events) = async_channel::bounded(EVENT_CAPACITY);
+        // Nothing is ever sent: closing it cancels the call.
+        let (cancel, cancelled) = async_channel::bounded(1);
+        let http = self.client.inner.http.clone();
+        omni_shell::spawn_call(&Threads::default(), http, machine, handlers_by_name(&tools), sender, cancelled)?;
+        Ok(TextStream::new(events, cancel))
     }
 
     fn spec(&self) -> CallSpec {

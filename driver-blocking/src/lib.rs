@@ -3,13 +3,16 @@
 //! The omni driver for plain threads: a blocking HTTP client ([ureq] with rustls),
 //! std threads, and an [`Iterator`] of events. No async runtime.
 //!
-//! The core ([`omni_core`], re-exported here) decides everything; this crate runs its
-//! generate machine on a thread, sends its requests (one thread per request, the body
-//! streamed as it arrives, connections kept alive between requests), runs tool handlers on threads with panics caught, and
-//! delivers events through a channel behind [`TextStream`].
+//! The core ([`omni_core`], re-exported here) decides everything, and omni-shell's one
+//! call loop and agent loop drive it; this crate gives that loop a runtime of threads
+//! (`runtime.rs`: every task a thread running its future, async-io's timer for
+//! deadlines) and a transport over ureq (`transport/`: the body streamed as it arrives,
+//! connections kept alive between requests), runs tool handlers on a bounded pool of
+//! threads with panics caught, and hands the events out through [`TextStream`], an
+//! [`Iterator`].
 //!
-//! Threads: one for the machine loop of each call or agent (it waits for the next input
-//! or deadline with `recv_timeout`), one per HTTP request, one per tool run up to a bound
+//! Threads: one for the loop of each call or agent, one per HTTP request (its exchange
+//! blocks on it), one per tool run waiting for its answer, and the tool threads, bounded
 //! for the whole process ([`MAX_RUNNING_TOOLS`] at once, queued beyond; at most
 //! [`MAX_TOOL_THREADS`] alive counting handlers that ignored a cancel). Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
@@ -56,9 +59,8 @@
 mod agent_handle;
 mod blocking_client;
 mod call;
-mod event_loop;
-mod executor;
 mod keep_alive;
+mod runtime;
 mod splice;
 mod stream;
 mod tool_pool;

@@ -2,11 +2,10 @@
 
 use std::fmt;
 
-use crossbeam_channel::{Receiver, Sender};
+use async_channel::{Receiver, Sender};
 use omni_core::generate::{GenerateError, GenerateEvent};
 use omni_core::Response;
 
-use crate::event_loop::Cancel;
 use crate::Error;
 
 /// The events of one call, as they happen: text and tool-call deltas of each step,
@@ -21,7 +20,8 @@ use crate::Error;
 /// the last event (`Finished` or `Failed`) comes whenever the application reads again.
 pub struct TextStream {
     events: Receiver<GenerateEvent>,
-    control: Sender<Cancel>,
+    /// Closed to cancel the call (the shell's call loop then cancels the machine).
+    control: Sender<()>,
     /// The terminal event, kept once seen so [`TextStream::response`] still works
     /// after the caller iterated to the end.
     outcome: Option<Result<Response, (GenerateError, Response)>>,
@@ -34,7 +34,7 @@ impl fmt::Debug for TextStream {
 }
 
 impl TextStream {
-    pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<Cancel>) -> Self {
+    pub(crate) fn new(events: Receiver<GenerateEvent>, control: Sender<()>) -> Self {
         Self { events, control, outcome: None }
     }
 
@@ -65,7 +65,7 @@ impl Iterator for TextStream {
     type Item = GenerateEvent;
 
     fn next(&mut self) -> Option<GenerateEvent> {
-        let event = self.events.recv().ok()?;
+        let event = self.events.recv_blocking().ok()?;
         match &event {
             GenerateEvent::Finished(response) => self.outcome = Some(Ok((**response).clone())),
             GenerateEvent::Failed { error, partial } => self.outcome = Some(Err((error.clone(), (**partial).clone()))),
@@ -77,9 +77,9 @@ impl Iterator for TextStream {
 
 impl Drop for TextStream {
     fn drop(&mut self) {
-        // Never waits: a full channel holds a cancel already, and a call already over
-        // needs none. (The loop also sees the events' receiver go.)
-        let _ = self.control.try_send(Cancel);
+        // Never waits; a call already over needs none. (The loop also sees the events'
+        // receiver go.)
+        self.control.close();
     }
 }
 
@@ -87,7 +87,7 @@ impl Drop for TextStream {
 /// nothing.
 #[derive(Clone)]
 pub struct CancelHandle {
-    control: Sender<Cancel>,
+    control: Sender<()>,
 }
 
 impl fmt::Debug for CancelHandle {
@@ -97,9 +97,9 @@ impl fmt::Debug for CancelHandle {
 }
 
 impl CancelHandle {
-    /// Cancels the call. Never waits: a cancel already on its way, or a call already
-    /// over, makes this one unneeded.
+    /// Cancels the call. Never waits; cancelling twice, or a call already over, does
+    /// nothing more.
     pub fn cancel(&self) {
-        let _ = self.control.try_send(Cancel);
+        self.control.close();
     }
 }

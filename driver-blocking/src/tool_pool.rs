@@ -50,6 +50,8 @@ struct State {
     /// The tokens of the runs the live threads are executing, one per thread.
     active: Vec<(u64, CancelToken)>,
     next_thread: u64,
+    /// Batches of cancels under way ([`hold`]): no queued run starts until they are done.
+    holds: usize,
 }
 
 impl State {
@@ -61,10 +63,11 @@ impl State {
         self.active.len() < MAX_TOOL_THREADS && self.running() < MAX_RUNNING_TOOLS
     }
 
-    /// The next queued run still wanted, if there is room for it.
+    /// The next queued run still wanted, if there is room for it and no batch of cancels
+    /// is under way.
     fn next_job(&mut self) -> Option<Job> {
         self.queue.retain(|job| !job.token.is_cancelled());
-        if self.has_room() {
+        if self.holds == 0 && self.has_room() {
             self.queue.pop_front()
         } else {
             None
@@ -72,7 +75,7 @@ impl State {
     }
 }
 
-static POOL: Mutex<State> = Mutex::new(State { queue: VecDeque::new(), active: Vec::new(), next_thread: 0 });
+static POOL: Mutex<State> = Mutex::new(State { queue: VecDeque::new(), active: Vec::new(), next_thread: 0, holds: 0 });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     POOL.lock().unwrap_or_else(PoisonError::into_inner)
@@ -85,12 +88,21 @@ pub(crate) fn submit(job: Job) {
     dispatch(&mut state);
 }
 
-/// Runs were cancelled: their places go to queued runs. Called once after a batch of
-/// cancels (an executor's effects, or its drop), not after each: a tool timeout cancels
-/// every run of a call at once, and freeing places one cancel at a time would start the
-/// call's own queued runs that the next cancels of the batch drop.
-pub(crate) fn rebalance() {
-    dispatch(&mut state());
+/// A cancel of a batch is about to free a place: nothing starts until [`release`] (a run
+/// submitted meanwhile, by another thread, waits in the queue). Taken before the cancel,
+/// and released once the batch is over (the end of the loop's poll that cancels, see
+/// [`crate::runtime::after_poll`]), not after each cancel: a tool timeout cancels every
+/// run of a call at once, and freeing places one cancel at a time would start the call's
+/// own queued runs that the next cancels of the batch drop.
+pub(crate) fn hold() {
+    state().holds += 1;
+}
+
+/// The end of a [`hold`]; the last one gives the places freed to queued runs.
+pub(crate) fn release() {
+    let mut state = state();
+    state.holds = state.holds.saturating_sub(1);
+    dispatch(&mut state);
 }
 
 /// Starts a thread for each queued run there is room for. When the system refuses a

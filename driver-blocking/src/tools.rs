@@ -10,15 +10,15 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use omni_core::generate::{ToolDecl, ToolOutcome};
+use omni_core::generate::ToolDecl;
 use omni_core::schema::Validator;
-use omni_core::tool::{no_handler, outcome, panic_message, typed_input, ToolError, ToolOutput};
+use omni_core::tool::{panic_message, typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
+use omni_shell::AsyncTool;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -41,21 +41,11 @@ type Handler = Arc<dyn Fn(Value) -> Result<ToolOutput, ToolError> + Send + Sync>
 /// assert_eq!(weather.name(), "get_weather");
 /// ```
 #[derive(Clone)]
-pub struct Tool {
-    spec: ToolSpec,
-    handler: Option<Handler>,
-    timeout: Option<Duration>,
-    validator: Option<Arc<dyn Validator>>,
-}
+pub struct Tool(AsyncTool);
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool")
-            .field("name", &self.spec.name)
-            .field("has_handler", &self.handler.is_some())
-            .field("timeout", &self.timeout)
-            .field("validator", &self.validator)
-            .finish()
+        self.0.fmt(f)
     }
 }
 
@@ -69,7 +59,7 @@ impl Tool {
         handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Self {
         let handler: Handler = Arc::new(move |input| handler(input).map(Into::into));
-        Self { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
+        Self(AsyncTool::new(name, description, input_schema, pooled(handler)))
     }
 
     /// A tool whose handler gets the input decoded as `T`; input that does not decode
@@ -163,74 +153,115 @@ impl Tool {
         validator: Arc<dyn Validator>,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Self {
-        let schema = validator.schema().clone();
-        Self { validator: Some(validator), ..Self::typed(name, description, schema, handler) }
+        let handler: Handler = Arc::new(move |input| handler(typed_input::<T>(input)?).map(Into::into));
+        Self(AsyncTool::with_validator::<Value, _, _, _>(name, description, validator, pooled(handler)))
     }
 
     /// A tool without a handler: when the model calls it, the loop stops and the calls
     /// are returned to the caller in the response.
     pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
-        Self { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
+        Self(AsyncTool::schema_only(name, description, input_schema))
     }
 
     /// Time limit for one call of this tool, overriding the `tool_timeout` option.
-    pub fn timeout(mut self, limit: Duration) -> Self {
-        self.timeout = Some(limit);
-        self
+    pub fn timeout(self, limit: Duration) -> Self {
+        Self(self.0.timeout(limit))
     }
 
     /// The tool's name.
     pub fn name(&self) -> &str {
-        &self.spec.name
+        self.0.name()
     }
 
     /// Name, description and input schema.
     pub fn spec(&self) -> &ToolSpec {
-        &self.spec
+        self.0.spec()
     }
 
     /// How the generate machine sees this tool.
     pub(crate) fn decl(&self) -> ToolDecl {
-        ToolDecl {
-            timeout: self.timeout,
-            validator: self.validator.clone(),
-            ..ToolDecl::new(self.spec.clone(), self.handler.is_some())
-        }
+        self.0.decl()
     }
 
-    /// Runs the handler on a tool thread of the process's bounded pool
-    /// ([`crate::tool_pool`]: queued while the pool is full, dropped unrun if `token` is
-    /// cancelled before it starts); `done` gets the outcome (a panic becomes
-    /// [`ToolOutcome::Panicked`]). `token` is the run's [`CancelToken::current`].
-    pub(crate) fn spawn(
-        &self,
-        input: Value,
-        token: CancelToken,
-        done: impl FnOnce(ToolOutcome) + Send + 'static,
-    ) -> io::Result<()> {
-        let Some(handler) = self.handler.clone() else {
-            done(no_handler(&self.spec.name));
-            return Ok(());
-        };
-        let run_token = token.clone();
-        let work = move || {
-            CURRENT.with(|current| *current.borrow_mut() = Some(run_token));
-            let result = catch_unwind(AssertUnwindSafe(|| handler(input)));
-            // A pool thread runs the next job with its own token.
-            CURRENT.with(|current| *current.borrow_mut() = None);
-            let outcome = match result {
-                Ok(result) => outcome(result),
-                Err(payload) => ToolOutcome::Panicked(panic_message(payload.as_ref())),
-            };
-            done(outcome);
-        };
-        tool_pool::submit(tool_pool::Job { token, work: Box::new(work) });
-        Ok(())
+    /// The tool as the shell's executor runs it: its handler a future over a pool run.
+    pub(crate) fn as_async(&self) -> &AsyncTool {
+        &self.0
     }
 }
 
-fn spec(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> ToolSpec {
-    ToolSpec { name: name.into(), description: description.into(), input_schema }
+/// A blocking handler as the shell's executor runs it: a future that submits the run to
+/// the process's tool pool and awaits its answer. Dropped before the answer (the run was
+/// cancelled or timed out, or the call ended), it trips the run's [`CancelToken`]: a
+/// queued run never starts, a running one no longer counts against the pool's limit.
+fn pooled(handler: Handler) -> impl Fn(Value) -> RunFuture + Send + Sync + 'static {
+    move |input| {
+        let (done, answer) = async_channel::bounded(1);
+        let token = CancelToken::default();
+        let run = Run { answer, token: token.clone() };
+        // Tripped at once when the run's task is stopped, on the thread that stops it (the
+        // loop's): the places a batch of cancels frees (all of one poll of the loop) are
+        // given out once the whole batch is done (see `tool_pool::hold`).
+        let hook = token.clone();
+        crate::runtime::on_stop(move || give_up(&hook));
+        spawn(handler.clone(), input, token, move |result| {
+            // The run's future may be gone (cancelled): nobody needs the answer.
+            let _ = done.send_blocking(result);
+        });
+        Box::pin(async move { run.finish().await })
+    }
+}
+
+/// What a pool run answers: the handler's result, or the message of its panic.
+type Answer = Result<Result<ToolOutput, ToolError>, String>;
+type RunFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+
+/// A submitted run, awaited by the shell's executor.
+struct Run {
+    answer: async_channel::Receiver<Answer>,
+    token: CancelToken,
+}
+
+impl Run {
+    async fn finish(&self) -> Result<ToolOutput, ToolError> {
+        match self.answer.recv().await {
+            Ok(Ok(result)) => result,
+            // Raised again here, so the shell reports it as a panic like any handler's.
+            Ok(Err(message)) => std::panic::resume_unwind(Box::new(message)),
+            Err(_) => Err(ToolError::new("the tool run ended without an answer")),
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.token.is_cancelled() && self.answer.is_empty() && self.answer.sender_count() > 0 {
+            give_up(&self.token);
+        }
+    }
+}
+
+/// Cancels a run whose answer is no longer wanted. The place it frees in the pool is given
+/// out once the poll that cancels it ends, after the other cancels of the same batch.
+fn give_up(token: &CancelToken) {
+    tool_pool::hold();
+    token.cancel();
+    crate::runtime::after_poll(tool_pool::release);
+}
+
+/// Runs `handler` on a tool thread of the process's bounded pool ([`crate::tool_pool`]:
+/// queued while the pool is full, dropped unrun if `token` is cancelled before it
+/// starts); `done` gets its result or the message of its panic. `token` is the run's
+/// [`CancelToken::current`].
+fn spawn(handler: Handler, input: Value, token: CancelToken, done: impl FnOnce(Answer) + Send + 'static) {
+    let run_token = token.clone();
+    let work = move || {
+        CURRENT.with(|current| *current.borrow_mut() = Some(run_token));
+        let result = catch_unwind(AssertUnwindSafe(|| handler(input)));
+        // A pool thread runs the next job with its own token.
+        CURRENT.with(|current| *current.borrow_mut() = None);
+        done(result.map_err(|payload| panic_message(payload.as_ref())));
+    };
+    tool_pool::submit(tool_pool::Job { token, work: Box::new(work) });
 }
 
 thread_local! {
@@ -276,8 +307,9 @@ impl CancelToken {
     }
 
     /// Cancels the run: wakes every [`CancelToken::sleep`]. Its place in the tool pool is
-    /// freed at the next [`tool_pool::rebalance`] (a queued run never starts; a running
-    /// one no longer counts against the runs allowed at once).
+    /// freed once the batch of cancels it is part of is over ([`tool_pool::hold`]): a
+    /// queued run never starts, a running one no longer counts against the runs allowed
+    /// at once.
     pub(crate) fn cancel(&self) {
         let (lock, wake) = &*self.0;
         *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
@@ -289,17 +321,24 @@ impl CancelToken {
 mod tests {
     use std::sync::mpsc;
 
+    use futures_lite::future::block_on;
+    use omni_core::generate::ToolOutcome;
+    use omni_core::tool::outcome;
+
     use super::*;
     use serde_json::json;
 
+    /// Runs the tool as the shell's executor does: its async handler awaited, a panic caught.
     fn run(tool: &Tool, input: Value) -> ToolOutcome {
-        let (tx, rx) = mpsc::sync_channel(1);
-        tool.spawn(input, CancelToken::default(), move |o| drop(tx.send(o))).unwrap();
-        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+        let handler = tool.as_async().handler().expect("a handler").clone();
+        match catch_unwind(AssertUnwindSafe(|| block_on(handler(input)))) {
+            Ok(result) => outcome(result),
+            Err(payload) => ToolOutcome::Panicked(panic_message(payload.as_ref())),
+        }
     }
 
     #[test]
-    fn handlers_run_on_threads_and_panics_become_outcomes() {
+    fn handlers_run_on_pool_threads_and_panics_become_outcomes() {
         let ok = Tool::new("ok", "", json!({}), |input| Ok(ToolOutput::json(&input)));
         assert_eq!(run(&ok, json!({"a": 1})), ToolOutcome::Ok(ToolOutput::text(r#"{"a":1}"#).0));
         let boom = Tool::new("boom", "", json!({}), |_| -> Result<String, ToolError> { panic!("kaboom") });
@@ -319,17 +358,21 @@ mod tests {
     }
 
     #[test]
-    fn a_cancelled_token_wakes_a_sleeping_handler() {
-        let token = CancelToken::default();
+    fn a_dropped_run_wakes_its_sleeping_handler() {
         let (tx, rx) = mpsc::sync_channel(1);
-        let tool = Tool::new("hang", "", json!({}), |_| {
+        let (entered, inside) = mpsc::sync_channel(1);
+        let tool = Tool::new("hang", "", json!({}), move |_| {
+            let _ = entered.send(());
             let cancelled = CancelToken::current().sleep(Duration::from_secs(600));
-            Ok(ToolOutput::text(if cancelled { "cancelled" } else { "slept" }))
+            let _ = tx.send(cancelled);
+            Ok(ToolOutput::text("late"))
         });
-        tool.spawn(json!({}), token.clone(), move |o| drop(tx.send(o))).unwrap();
-        token.cancel();
-        let outcome = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert_eq!(outcome, ToolOutcome::Ok(ToolOutput::text("cancelled").0));
+        let handler = tool.as_async().handler().expect("a handler").clone();
+        let run = handler(json!({}));
+        // Once the pool runs it, give up on it as the executor does on a cancel.
+        inside.recv_timeout(Duration::from_secs(5)).expect("the pool runs the handler");
+        drop(run);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true), "the handler saw its token tripped");
         assert!(!CancelToken::current().sleep(Duration::from_millis(1)), "outside a run nothing cancels");
     }
 }

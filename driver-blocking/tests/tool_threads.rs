@@ -5,6 +5,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a driver test: threads, clocks
 
+mod proc;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -20,14 +22,9 @@ const CALLS: usize = 300;
 /// The tool timeout of every call.
 const TOOL_TIMEOUT: Duration = Duration::from_millis(300);
 
-/// Threads of this process named `omni-tool` (from /proc: the ground truth, not the
-/// pool's own count).
+/// Threads of this process named `omni-tool`.
 fn tool_threads_in_proc() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim() == "omni-tool")
-        .count()
+    proc::threads_named("omni-tool")
 }
 
 /// Handlers that block until released, ignoring their cancel token (a hung handler).

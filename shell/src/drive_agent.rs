@@ -6,7 +6,7 @@
 //! [`INPUT_BUDGET`] inputs the loop yields to the runtime. Subscribers' queues are
 //! bounded (a subscriber that falls behind is dropped), so publishing never waits.
 
-use async_channel::Receiver;
+use async_channel::{Receiver, Sender};
 use futures_lite::future;
 use omni_core::agent::{AgentCallbacks, AgentInput};
 
@@ -43,11 +43,29 @@ where
     R: Runtime,
     T: Transport,
 {
+    let commands = spawn_agent_loop(runtime, transport, host, tools)?;
+    Ok(Agent::new(config, commands, capacity))
+}
+
+/// Runs the hosted agent as [`spawn_agent`] does, for a driver whose handles are its own
+/// (omni-blocking's blocking ones): returns the sender they command the agent through.
+/// Dropping every clone of it stops the agent.
+pub fn spawn_agent_loop<C, R, T>(
+    runtime: &R,
+    transport: T,
+    host: Host<C>,
+    tools: &[AsyncTool],
+) -> Result<Sender<LoopMessage<C>>, Error>
+where
+    C: AgentCallbacks + Send + 'static,
+    R: Runtime,
+    T: Transport,
+{
     let (commands, received) = Agent::channel();
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
     // Detached: the loop ends on its own once every handle is gone.
     runtime.spawn(drive_agent(host, executor, received))?.detach();
-    Ok(Agent::new(config, commands, capacity))
+    Ok(commands)
 }
 
 /// Runs the agent until its last handle is gone. Leaving the loop drops the executor,

@@ -33,7 +33,7 @@ enum Wake {
 /// Runs `machine` as a task of `runtime`: its effects executed with `handlers` over
 /// `transport`, its events sent on `events` until it finishes, and an input of `Cancel`
 /// once `cancelled` closes (the stream was dropped).
-pub(crate) fn spawn_call<R: Runtime, T: Transport>(
+pub fn spawn_call<R: Runtime, T: Transport>(
     runtime: &R,
     transport: T,
     machine: Generate,

@@ -23,7 +23,7 @@ use crate::runtime::{ResponseSink, Runtime, Task, Transport};
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
 /// Tool handlers by name.
-pub(crate) type Handlers = BTreeMap<String, AsyncHandler>;
+pub type Handlers = BTreeMap<String, AsyncHandler>;
 
 /// What the work in flight reports to its loop: the owned form of the machines'
 /// [`Report`](omni_core::generate::Report), so that it can cross a channel.

@@ -40,6 +40,12 @@ pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use call::{Call, TextStream};
 pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
+// For omni-blocking, whose call and agent handles are still its own (they become the
+// shell's generic ones next): the loops it starts and what it commands them with.
+pub use agent::LoopMessage;
+pub use drive_agent::spawn_agent_loop;
+pub use drive_call::spawn_call;
+pub use executor::Handlers;
 pub use host::{Command, EventSink, Host, Reply};
 pub use omni_core::driver_error::Error;
 pub use runtime::{ResponseSink, Runtime, Task, Transport};

@@ -1,10 +1,10 @@
 //! The agent on plain threads: an [`Agent`] handle whose methods block until the agent
 //! answers, with events to any number of subscribers as blocking [`Iterator`]s.
 //!
-//! The core machine ([`omni_core::agent`]) takes every decision; a thread owns it inside
-//! a [`Host`] and executes its effects (one thread per request and per tool run, as for a
-//! call). Handles send it commands on a bounded channel of their own (a handle's method
-//! waits while the agent has many commands unread). Dropping the last handle stops
+//! The core machine ([`omni_core::agent`]) takes every decision; omni-shell's agent loop
+//! owns it inside a [`Host`] on a thread of its own and executes its effects (as for a
+//! call). Handles send it commands on a bounded channel (a handle's method waits while
+//! the agent has many commands unread). Dropping the last handle stops
 //! the agent: the request in flight is closed, running tools see their
 //! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
 //! subscription ends.
@@ -13,24 +13,23 @@
 //! an [`Agent::with_callbacks`] closure) would wait for the agent, which waits for them:
 //! they return [`AgentError::CalledFromAgent`] instead.
 
-mod run;
 mod subscription;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 
-use crossbeam_channel::Sender;
+use async_channel::Sender;
 use omni_core::agent::{AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
 use omni_core::client::{ClientConfig, ModelRef};
 use omni_core::generate::ToolDecl;
 use omni_core::Message;
-use omni_shell::{Command, Host, Launch, Reply};
+use omni_shell::{AsyncTool, Command, Host, Launch, LoopMessage, Reply};
 
 use crate::blocking_client::Client;
+use crate::runtime::Threads;
 use crate::tools::Tool;
 use crate::Error;
-use run::LoopInput;
 
 pub use subscription::{Subscriber, Subscription};
 
@@ -73,17 +72,26 @@ impl Launch<Tool> for Client {
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        let (commands, agent_thread) = run::spawn(host, self.inner.http.clone(), tools)
-            .map_err(|e| Error::Setup(format!("could not start the agent thread: {e}")))?;
+        // The loop is the first task of this runtime: its thread is recorded.
+        let first = Arc::new(OnceLock::new());
+        let tools = async_tools(&tools);
+        let commands =
+            omni_shell::spawn_agent_loop(&Threads::recording(first.clone()), self.inner.http.clone(), host, &tools)?;
+        let agent_thread = first.get().copied().ok_or_else(|| Error::Setup("the agent loop did not start".into()))?;
         Ok(Agent { shared: Arc::new(Shared { client: self.clone(), commands, agent_thread, capacity }) })
     }
+}
+
+/// The tools as the shell's executor runs them.
+fn async_tools(tools: &[Tool]) -> Vec<AsyncTool> {
+    tools.iter().map(|tool| tool.as_async().clone()).collect()
 }
 
 /// What every handle of one agent shares; dropped with the last handle, which closes
 /// the commands channel: that tells the loop to stop.
 struct Shared<C> {
     client: Client,
-    commands: Sender<LoopInput<C>>,
+    commands: Sender<LoopMessage<C>>,
     /// The thread the agent (and its callbacks) run on.
     agent_thread: thread::ThreadId,
     capacity: usize,
@@ -183,7 +191,10 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     pub fn set_state(&self, change: StateChange) -> Result<(), Error> {
         let env = |name: &str| std::env::var(name).ok();
         let (patch, tools) = change.into_patch(&self.shared.client.inner.config, &env, Tool::decl)?;
-        Ok(self.request(|reply| LoopInput::SetState { patch: Box::new(patch), tools, reply })??)
+        let tools = tools.as_deref().map(async_tools);
+        let (reply, answer) = async_channel::bounded(1);
+        self.send(LoopMessage::SetState { patch: Box::new(patch), tools, reply })?;
+        Ok(answer.recv_blocking().map_err(|_| Error::Agent(AgentError::Terminated))??)
     }
 
     /// Status, model, system prompt, committed history, tools and options.
@@ -218,27 +229,32 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// thread, between inputs, and returns what it returns.
     pub fn with_callbacks<R: Send + 'static>(&self, f: impl FnOnce(&mut C) -> R + Send + 'static) -> Result<R, Error> {
         self.request(|reply| {
-            LoopInput::Command(Command::Inspect(Box::new(move |callbacks: &mut C| reply(f(callbacks)))))
+            LoopMessage::Command(Command::Inspect(Box::new(move |callbacks: &mut C| reply(f(callbacks)))))
         })
     }
 
     /// Sends a command and waits for its answer.
     fn ask<T: Send + 'static>(&self, command: impl FnOnce(Reply<T>) -> Command<C>) -> Result<T, Error> {
-        self.request(|reply| LoopInput::Command(command(reply)))
+        self.request(|reply| LoopMessage::Command(command(reply)))
     }
 
     /// Sends a message carrying a reply and waits for the reply. A loop that is gone
     /// (stopped, or a callback panicked) drops the message or the reply unanswered.
-    fn request<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> LoopInput<C>) -> Result<T, Error> {
-        let (tx, answer) = crossbeam_channel::bounded(1);
+    fn request<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> LoopMessage<C>) -> Result<T, Error> {
+        let (tx, answer) = async_channel::bounded(1);
         let reply: Reply<T> = Box::new(move |value| {
-            let _ = tx.send(value);
+            let _ = tx.try_send(value);
         });
+        self.send(message(reply))?;
+        answer.recv_blocking().map_err(|_| Error::Agent(AgentError::Terminated))
+    }
+
+    /// Sends a message to the loop, waiting while its queue is full; refused on the
+    /// agent's own thread, where waiting for the loop would wait for itself.
+    fn send(&self, message: LoopMessage<C>) -> Result<(), Error> {
         if thread::current().id() == self.shared.agent_thread {
             return Err(Error::Agent(AgentError::CalledFromAgent));
         }
-        let terminated = || Error::Agent(AgentError::Terminated);
-        self.shared.commands.send(message(reply)).map_err(|_| terminated())?;
-        answer.recv().map_err(|_| terminated())
+        self.shared.commands.send_blocking(message).map_err(|_| Error::Agent(AgentError::Terminated))
     }
 }

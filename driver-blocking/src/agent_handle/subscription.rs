@@ -1,50 +1,66 @@
-//! A subscriber's end: a bounded queue of events, so a subscriber that stops reading
-//! costs bounded memory; when it is full the subscriber is dropped and told so.
+//! A subscriber's end as a blocking [`Iterator`] over omni-shell's subscription: the
+//! shell keeps the bounded queue and drops a subscriber that falls behind; this only
+//! waits for it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
-use std::sync::Arc;
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use futures_lite::future::{self, block_on};
 use omni_core::agent::AgentEvent;
-use omni_shell::EventSink;
+pub use omni_shell::Subscriber;
 
 /// The agent's events after a subscription, as a blocking [`Iterator`]: `next` waits for
 /// the next event. It ends when the agent stops, or when this subscriber fell behind by
 /// more than the agent's subscriber capacity ([`Subscription::lagged`]); events queued
 /// before that point are still delivered. Dropping it unsubscribes.
 #[derive(Debug)]
-pub struct Subscription {
-    events: Receiver<AgentEvent>,
-    lagged: Arc<AtomicBool>,
-}
+pub struct Subscription(Mutex<omni_shell::Subscription>, PhantomData<Cell<()>>);
 
 impl Subscription {
     /// A subscription whose queue holds up to `capacity` unread events, and the agent's
     /// end of it, for the agent builder's `subscriber`:
     /// `let (subscriber, events) = Subscription::channel(1_000);`
     pub fn channel(capacity: usize) -> (Subscriber, Self) {
-        let capacity = capacity.max(1);
-        let (tx, rx) = mpsc::sync_channel(capacity);
-        let lagged = Arc::new(AtomicBool::new(false));
-        (Subscriber { events: tx, lagged: lagged.clone() }, Self { events: rx, lagged })
+        let (subscriber, events) = omni_shell::Subscription::channel(capacity);
+        (subscriber, Self(Mutex::new(events), PhantomData))
+    }
+
+    /// The shell's subscription. (Behind a lock only so that the waiting methods take
+    /// `&self`, as a channel's receiver does. The subscription is not `Sync`, as that
+    /// receiver is not: the lock is never waited for.)
+    fn events(&self) -> MutexGuard<'_, omni_shell::Subscription> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits at most `limit` for the next event. `Err(Timeout)` when none came in time,
     /// `Err(Disconnected)` once the subscription ended.
     pub fn recv_timeout(&self, limit: Duration) -> Result<AgentEvent, RecvTimeoutError> {
-        self.events.recv_timeout(limit)
+        let mut events = self.events();
+        let next = async { events.next_event().await.ok_or(RecvTimeoutError::Disconnected) };
+        let timeout = async {
+            async_io::Timer::after(limit).await;
+            Err(RecvTimeoutError::Timeout)
+        };
+        // An event that is there wins over a limit that passed; a receive given up loses nothing.
+        block_on(future::or(next, timeout))
     }
 
     /// The next event if one is queued, without waiting.
     pub fn try_recv(&self) -> Result<AgentEvent, TryRecvError> {
-        self.events.try_recv()
+        match block_on(future::poll_once(self.events().next_event())) {
+            Some(Some(event)) => Ok(event),
+            Some(None) => Err(TryRecvError::Disconnected),
+            None => Err(TryRecvError::Empty),
+        }
     }
 
     /// True when the subscription ended because this subscriber fell behind (events
     /// after that point were not delivered to it).
     pub fn lagged(&self) -> bool {
-        self.lagged.load(Ordering::Acquire)
+        self.events().lagged()
     }
 }
 
@@ -53,29 +69,7 @@ impl Iterator for Subscription {
 
     /// Blocks until the next event; `None` once the subscription ended.
     fn next(&mut self) -> Option<AgentEvent> {
-        self.events.recv().ok()
-    }
-}
-
-/// The agent's end of a subscription: given to the agent by `subscribe`, or by the
-/// builder's `subscriber` for a subscription from the start.
-#[derive(Debug)]
-pub struct Subscriber {
-    events: SyncSender<AgentEvent>,
-    lagged: Arc<AtomicBool>,
-}
-
-impl EventSink for Subscriber {
-    fn offer(&mut self, event: &AgentEvent) -> bool {
-        match self.events.try_send(event.clone()) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                // Set before the sink is dropped, so a reader that sees the end sees the flag.
-                self.lagged.store(true, Ordering::Release);
-                false
-            }
-            Err(TrySendError::Disconnected(_)) => false,
-        }
+        block_on(self.events().next_event())
     }
 }
 
@@ -83,25 +77,22 @@ impl EventSink for Subscriber {
 mod tests {
     use super::*;
     use omni_core::agent::Status;
+    use omni_shell::EventSink;
 
     #[test]
-    fn a_full_queue_drops_the_subscriber_and_says_so() {
-        let (mut sink, subscription) = Subscription::channel(2);
+    fn a_full_queue_drops_the_subscriber_and_what_was_queued_still_comes() {
+        let (mut sink, mut subscription) = Subscription::channel(2);
         let event = AgentEvent::Status(Status::Busy);
         assert!(sink.offer(&event) && sink.offer(&event));
-        assert!(!subscription.lagged());
         assert!(!sink.offer(&event), "the third event does not fit");
         assert!(subscription.lagged());
+        assert!(subscription.try_recv().is_ok());
+        assert!(subscription.recv_timeout(Duration::from_secs(5)).is_ok());
+        assert_eq!(subscription.try_recv(), Err(TryRecvError::Empty), "the sink is still there");
+        assert_eq!(subscription.recv_timeout(Duration::from_millis(10)), Err(RecvTimeoutError::Timeout));
         drop(sink);
-        assert_eq!(subscription.count(), 2, "what was queued is still delivered, then it ends");
-    }
-
-    #[test]
-    fn a_dropped_subscription_drops_the_sink_without_lag() {
-        let (mut sink, subscription) = Subscription::channel(2);
-        let lagged = subscription.lagged.clone();
-        drop(subscription);
-        assert!(!sink.offer(&AgentEvent::Status(Status::Idle)));
-        assert!(!lagged.load(Ordering::Acquire));
+        assert_eq!(subscription.try_recv(), Err(TryRecvError::Disconnected));
+        assert_eq!(subscription.recv_timeout(Duration::from_secs(5)), Err(RecvTimeoutError::Disconnected));
+        assert_eq!(subscription.next(), None);
     }
 }

@@ -1,4 +1,5 @@
-//! HTTP: one thread per request over ureq, the body streamed as it arrives.
+//! HTTP: the shell's [`Transport`] over ureq, each exchange blocking on its request's own
+//! thread, the body streamed as it arrives.
 //!
 //! ureq is configured to take no decisions of its own: 4xx/5xx are responses, not
 //! errors (the core reads status and body); redirects are not followed (the core sees
@@ -11,7 +12,8 @@
 //!
 //! Every request runs on a [`ureq::Agent`] of its own (cheap: a handle over a
 //! connection pool; the ureq configuration is built once per client and cloned).
-//! Cancelling calls [`ureq::Agent::shutdown`] on the loop's clone of that agent: ureq
+//! Cancelling (dropping the request's task) calls [`ureq::Agent::shutdown`] on the task
+//! handle's clone of that agent: ureq
 //! shuts every socket of the agent down, so a read blocked on a silent server returns at
 //! once, a TLS handshake in progress fails, and the connection is closed. A shared flag,
 //! set first, stops the thread from sending anything more. The alternative, a short read
@@ -26,11 +28,14 @@
 //! connection, once, rather than through the core's retry and its backoff.
 
 use std::fmt;
+use std::future::Future;
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
+
+use futures_lite::future::block_on;
+use omni_shell::{ResponseSink, Transport};
 
 use omni_core::generate::{TransportError, TransportErrorKind};
 use omni_core::proxy::{Proxy, ProxyRules};
@@ -52,10 +57,10 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest piece of body read at once.
 const READ_BUFFER: usize = 16 * 1024;
 
-/// What a request thread reports, in order: `Head`, `Body`*, then `End` or `Failed`
-/// (or only `Failed`).
+/// What an exchange reports, in order: `Head`, `Body`*, then `End` or `Failed` (or
+/// only `Failed`).
 #[derive(Debug)]
-pub(crate) enum HttpEvent {
+enum HttpEvent {
     Head { status: u16, headers: Vec<(String, String)> },
     Body(Vec<u8>),
     End,
@@ -79,8 +84,8 @@ impl fmt::Debug for Http {
     }
 }
 
-/// The loop's handle on a running request.
-pub(crate) struct RequestHandle {
+/// What stops a running request (run when its task is stopped).
+struct RequestHandle {
     /// The agent the request is on now (a resend replaces it); taken out once the
     /// request completed and the agent was kept for another, which a late cancel must
     /// not shut down.
@@ -89,8 +94,8 @@ pub(crate) struct RequestHandle {
 }
 
 impl RequestHandle {
-    /// Stops the request thread promptly and closes its connection.
-    pub(crate) fn cancel(self) {
+    /// Stops the exchange promptly and closes its connection.
+    fn cancel(self) {
         self.cancelled.store(true, Ordering::SeqCst);
         if let Some(agent) = self.agent.lock().ok().and_then(|mut agent| agent.take()) {
             agent.shutdown();
@@ -136,13 +141,10 @@ impl Http {
         Ok(Self { direct: config(None), via_proxy, proxies: Arc::new(proxies), idle: Arc::default() })
     }
 
-    /// Starts `request` on a new thread; `sink` receives its events and returns false
-    /// once nobody listens any more (the thread then stops).
-    pub(crate) fn start(
-        &self,
-        request: HttpRequest,
-        mut sink: impl FnMut(HttpEvent) -> bool + Send + 'static,
-    ) -> io::Result<RequestHandle> {
+    /// Sends `request` on this thread, blocking, and reports its response to `sink` as it
+    /// arrives. Stopping the task this runs in ([`crate::runtime::on_stop`]) shuts the
+    /// request's sockets down at once.
+    fn exchange(&self, request: HttpRequest, sink: ResponseSink) {
         let mut request = request;
         let secret = take_sensitive(&mut request);
         let server = secret.as_ref().ok().and_then(|lines| Server::of(&request.url, lines));
@@ -153,49 +155,47 @@ impl Http {
         let cancelled = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Some(agent.clone())));
         let handle = RequestHandle { agent: current.clone(), cancelled: cancelled.clone() };
-        let http = self.clone();
-        thread::Builder::new().name("omni-http".into()).spawn(move || {
-            let is_cancelled = || cancelled.load(Ordering::SeqCst);
-            let mut emit = |event| !is_cancelled() && sink(event);
-            let lines = match secret {
-                Ok(lines) => lines,
-                Err(message) => {
-                    emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
-                    return;
-                }
-            };
-            let mut agent = agent;
-            let mut outcome = run(&agent, &request, &mut emit);
-            if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
-                agent = http.fresh_agent(&request.url, &lines);
-                if let Ok(mut current) = current.lock() {
-                    *current = Some(agent.clone());
-                }
-                // A cancel that came before the swap shut the old agent down only.
-                if is_cancelled() {
-                    return;
-                }
-                outcome = run(&agent, &request, &mut emit);
+        crate::runtime::on_stop(move || handle.cancel());
+        let is_cancelled = || cancelled.load(Ordering::SeqCst);
+        let mut sink = Some(sink);
+        let mut emit = |event| !is_cancelled() && report(&mut sink, event);
+        let lines = match secret {
+            Ok(lines) => lines,
+            Err(message) => {
+                emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
+                return;
             }
-            match outcome {
-                Outcome::Complete => {
-                    // Kept before the core hears of the end, so the request it sends next
-                    // finds it; taken from the handle under its lock, so a cancel either
-                    // came first (and shut it down: not kept) or finds nothing to shut down.
-                    let released =
-                        current.lock().ok().and_then(|mut current| if is_cancelled() { None } else { current.take() });
-                    if let (Some(server), Some(_)) = (server, released) {
-                        http.idle.put(server, agent);
-                    }
-                    emit(HttpEvent::End);
-                }
-                Outcome::NoResponse(error) => {
-                    emit(HttpEvent::Failed(classify_before_head(&error)));
-                }
-                Outcome::Abandoned => {}
+        };
+        let mut agent = agent;
+        let mut outcome = run(&agent, &request, &mut emit);
+        if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
+            agent = self.fresh_agent(&request.url, &lines);
+            if let Ok(mut current) = current.lock() {
+                *current = Some(agent.clone());
             }
-        })?;
-        Ok(handle)
+            // A cancel that came before the swap shut the old agent down only.
+            if is_cancelled() {
+                return;
+            }
+            outcome = run(&agent, &request, &mut emit);
+        }
+        match outcome {
+            Outcome::Complete => {
+                // Kept before the core hears of the end, so the request it sends next
+                // finds it; taken from the handle under its lock, so a cancel either
+                // came first (and shut it down: not kept) or finds nothing to shut down.
+                let released =
+                    current.lock().ok().and_then(|mut current| if is_cancelled() { None } else { current.take() });
+                if let (Some(server), Some(_)) = (server, released) {
+                    self.idle.put(server, agent);
+                }
+                emit(HttpEvent::End);
+            }
+            Outcome::NoResponse(error) => {
+                emit(HttpEvent::Failed(classify_before_head(&error)));
+            }
+            Outcome::Abandoned => {}
+        }
     }
 
     /// A new agent for requests to `url`, direct or through its proxy, splicing `lines`
@@ -217,6 +217,36 @@ impl Http {
         proxy
             .and_then(|proxy| self.via_proxy.iter().find(|(known, _)| known == proxy))
             .map_or(&self.direct, |(_, config)| config)
+    }
+}
+
+impl Transport for Http {
+    /// The exchange runs inside the future's first poll, on the request's own thread (the
+    /// runtime gives every task one).
+    fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+        let http = self.clone();
+        async move { http.exchange(request, sink) }
+    }
+}
+
+/// Hands `event` to the loop, waiting while its channel is full (TCP then slows the
+/// server down); false once nobody listens or the response is over.
+fn report(sink: &mut Option<ResponseSink>, event: HttpEvent) -> bool {
+    match event {
+        HttpEvent::Head { status, headers } => sink.as_ref().is_some_and(|s| block_on(s.head(status, headers))),
+        HttpEvent::Body(bytes) => sink.as_ref().is_some_and(|s| block_on(s.body(bytes))),
+        HttpEvent::End => {
+            if let Some(sink) = sink.take() {
+                block_on(sink.end());
+            }
+            false
+        }
+        HttpEvent::Failed(error) => {
+            if let Some(sink) = sink.take() {
+                block_on(sink.fail(error));
+            }
+            false
+        }
     }
 }
 
