@@ -1,45 +1,40 @@
-//! The client: configuration shared by every call (catalogue, keys, base URLs,
-//! defaults, retry policy, TLS roots), cheap to clone.
+//! The client: omni-shell's client on this driver ([`Blocking`]: a runtime of threads,
+//! ureq as the transport), with methods that wait for the answer on the caller's thread.
 
-use std::fmt;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
 
-use omni_core::client::{ClientConfig, ClientError, ModelRef};
+use omni_core::agent::AgentCallbacks;
+use omni_core::client::{ClientConfig, ModelRef};
+use omni_core::generate::ToolDecl;
 use omni_core::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
-use omni_shell::{Built, Connect};
+use omni_shell::{Built, Connect, Driver, Host, Launch};
 
-use crate::call::Call;
-use crate::stream::TextStream;
+use crate::agent_handle::{Agent, AgentBuilder};
+use crate::runtime::Threads;
 use crate::transport::Http;
-use crate::Error;
+use crate::{Call, Error, TextStream, Tool};
+
+/// This driver, as the shell sees it: tasks on threads, requests over ureq.
+#[derive(Debug)]
+pub(crate) struct Blocking;
+
+impl Driver for Blocking {
+    type Runtime = Threads;
+    type Transport = Http;
+
+    fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http, Error> {
+        Http::new(root_certificates, proxies).map_err(Error::Setup)
+    }
+}
 
 /// An omni client. Clones share everything (an `Arc` inside). Its `Debug` never shows
 /// keys.
-#[derive(Clone)]
-pub struct Client {
-    pub(crate) inner: Arc<Inner>,
-}
+#[derive(Debug, Clone)]
+pub struct Client(pub(crate) omni_shell::Client<Blocking>);
 
-pub(crate) struct Inner {
-    pub(crate) config: ClientConfig,
-    pub(crate) http: Http,
-}
-
-impl fmt::Debug for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let config = &self.inner.config;
-        f.debug_struct("Client")
-            .field("api_keys_for", &config.api_keys.keys().collect::<Vec<_>>())
-            .field("base_urls", &config.base_urls)
-            .field("default_options", &config.default_options)
-            .field("retry", &config.retry)
-            .field("stall_timeout", &config.stall_timeout)
-            .finish_non_exhaustive()
-    }
-}
+/// Builds a [`Client`]; see [`omni_shell::ClientBuilder`].
+pub type ClientBuilder = omni_shell::ClientBuilder<Client>;
 
 impl Client {
     /// A builder.
@@ -54,12 +49,12 @@ impl Client {
 
     /// The configuration every call starts from.
     pub fn config(&self) -> &ClientConfig {
-        &self.inner.config
+        self.0.config()
     }
 
     /// Describes a call; add options, tools or a key, then `.stream()` or `.generate()`.
     pub fn call(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Call {
-        Call::new(self.clone(), model.into(), context.into())
+        Call(self.0.call(model, context))
     }
 
     /// Starts a call and returns its events.
@@ -95,24 +90,55 @@ impl Client {
     {
         self.call(model, context).options(options).generate_object()
     }
-}
 
-/// Builds a [`Client`]; see [`omni_shell::ClientBuilder`].
-pub type ClientBuilder = omni_shell::ClientBuilder<Client>;
+    /// Starts setting up an agent on this client's configuration (catalogue, keys,
+    /// default options, retry policy, stall limit). `start()` runs it on its own thread.
+    pub fn agent(&self, model: impl Into<ModelRef>) -> AgentBuilder {
+        AgentBuilder::new(self.clone(), model.into())
+    }
+}
 
 impl Connect for Client {
     type Client = Self;
 
     fn random_seed() -> u64 {
-        RandomState::new().hash_one(Instant::now())
+        omni_shell::Client::<Blocking>::random_seed()
     }
 
     fn connect(built: Built) -> Result<Self, Error> {
-        let env = |name: &str| std::env::var(name).ok();
-        let proxies =
-            ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
-        let http = Http::new(&built.root_certificates, proxies).map_err(Error::Setup)?;
-        let inner = Inner { config: built.config, http };
-        Ok(Self { inner: Arc::new(inner) })
+        omni_shell::Client::connect(built).map(Self)
+    }
+}
+
+impl Launch<Tool> for Client {
+    type Handle<C: AgentCallbacks + Send + 'static> = Agent<C>;
+    type Error = Error;
+
+    fn client_config(&self) -> &ClientConfig {
+        self.0.client_config()
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        self.0.env(name)
+    }
+
+    fn describe(tool: &Tool) -> ToolDecl {
+        tool.as_async().decl()
+    }
+
+    fn launch<C: AgentCallbacks + Send + 'static>(
+        &self,
+        host: Host<C>,
+        tools: Vec<Tool>,
+        capacity: usize,
+    ) -> Result<Agent<C>, Error> {
+        // The agent's loop is the first task of this runtime: its thread is recorded, so
+        // that a handle called on it refuses rather than waits for itself.
+        let first = Arc::new(OnceLock::new());
+        let client = self.0.on_executor(Threads::recording(first.clone()));
+        let tools = tools.into_iter().map(Into::into).collect();
+        let agent = client.launch(host, tools, capacity)?;
+        let thread = first.get().copied().ok_or_else(|| Error::Setup("the agent loop did not start".into()))?;
+        Ok(Agent::new(agent, thread))
     }
 }

@@ -1,113 +1,59 @@
-//! One call, described step by step: `client.call(model, context).tool(t).stream()`.
+//! One call, described step by step (`client.call(model, context).tool(t).stream()`), and
+//! its events as an [`Iterator`]: omni-shell's call and stream, waited for on the caller's
+//! thread.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use omni_core::client::{CallSpec, ModelRef};
-use omni_core::generate::GenerateConfig;
+use futures_lite::future::block_on;
+use futures_lite::StreamExt;
+use omni_core::generate::{GenerateConfig, GenerateEvent};
 use omni_core::schema::Validator;
-use omni_core::{ApiKey, Context, Options, Response};
-use omni_shell::machine::EVENT_CAPACITY;
-use omni_shell::{handlers_by_name, AsyncTool, Connect};
+use omni_core::{ApiKey, Options, Response};
+pub use omni_shell::CancelHandle;
 
-use crate::blocking_client::Client;
-use crate::runtime::Threads;
-use crate::stream::TextStream;
-use crate::tools::Tool;
-use crate::Error;
+use crate::blocking_client::Blocking;
+use crate::{Error, Tool};
 
 /// A call being described; nothing happens until [`Call::stream`] or [`Call::generate`].
 #[derive(Debug, Clone)]
 #[must_use = "a call does nothing until .stream() or .generate()"]
-pub struct Call {
-    client: Client,
-    model: ModelRef,
-    context: Context,
-    options: Options,
-    tools: Vec<Tool>,
-    api_key: Option<ApiKey>,
-    output_validator: Option<Arc<dyn Validator>>,
-}
+pub struct Call(pub(crate) omni_shell::Call<Blocking>);
 
 impl Call {
-    pub(crate) fn new(client: Client, model: ModelRef, context: Context) -> Self {
-        Self {
-            client,
-            model,
-            context,
-            options: Options::default(),
-            tools: Vec::new(),
-            api_key: None,
-            output_validator: None,
-        }
-    }
-
     /// Options for this call, merged over the client's defaults.
-    pub fn options(mut self, options: Options) -> Self {
-        self.options = options;
-        self
+    pub fn options(self, options: Options) -> Self {
+        Self(self.0.options(options))
     }
 
-    /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
-    /// with two tools of one name is refused when it starts, with
-    /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
-    /// before anything is sent. (Every driver decides so, in
-    /// [`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare).)
-    pub fn tool(mut self, tool: Tool) -> Self {
-        self.tools.push(tool);
-        self
+    /// Adds a tool. Tool names must differ: see [`omni_shell::Call::tool`].
+    pub fn tool(self, tool: Tool) -> Self {
+        Self(self.0.tool(tool.into()))
     }
 
     /// Adds tools (see [`Call::tool`] on names).
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        self.tools.extend(tools);
-        self
+    pub fn tools(self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        Self(self.0.tools(tools.into_iter().map(Into::into)))
     }
 
     /// A key for this call only (wins over the client's and the environment's).
-    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
-        self.api_key = Some(key.into());
-        self
+    pub fn api_key(self, key: impl Into<ApiKey>) -> Self {
+        Self(self.0.api_key(key))
     }
 
-    /// Checks structured output with `validator` instead of the schema of the `output`
-    /// option (without one, the validator's schema is sent as the output schema). An
-    /// invalid reply is sent back to the model for a correction, as usual.
-    pub fn output_validator(mut self, validator: Arc<dyn Validator>) -> Self {
-        self.output_validator = Some(validator);
-        self
+    /// Checks structured output with `validator`; see [`omni_shell::Call::output_validator`].
+    pub fn output_validator(self, validator: Arc<dyn Validator>) -> Self {
+        Self(self.0.output_validator(validator))
     }
 
-    /// The generate machine's configuration this call resolves to (model, provider,
-    /// key, merged options, tools, a retry seed of its own), as [`Call::stream`] would
-    /// start it.
+    /// The generate machine's configuration this call resolves to, as [`Call::stream`]
+    /// would start it.
     pub fn config(&self) -> Result<GenerateConfig, Error> {
-        let env = |name: &str| std::env::var(name).ok();
-        Ok(self.client.inner.config.prepare(self.spec(), &env, Client::random_seed())?)
+        self.0.config()
     }
 
-    /// Starts the call and returns its events.
+    /// Starts the call (its loop on a thread of its own) and returns its events.
     pub fn stream(self) -> Result<TextStream, Error> {
-        let env = |name: &str| std::env::var(name).ok();
-        let machine = self.client.inner.config.start(self.spec(), &env, Client::random_seed(), Instant::now())?;
-        let tools: Vec<AsyncTool> = self.tools.iter().map(|tool| tool.as_async().clone()).collect();
-        let (sender, events) = async_channel::bounded(EVENT_CAPACITY);
-        // Nothing is ever sent: closing it cancels the call.
-        let (cancel, cancelled) = async_channel::bounded(1);
-        let http = self.client.inner.http.clone();
-        omni_shell::spawn_call(&Threads::default(), http, machine, handlers_by_name(&tools), sender, cancelled)?;
-        Ok(TextStream::new(events, cancel))
-    }
-
-    fn spec(&self) -> CallSpec {
-        CallSpec {
-            model: self.model.clone(),
-            context: self.context.clone(),
-            options: self.options.clone(),
-            tools: self.tools.iter().map(Tool::decl).collect(),
-            api_key: self.api_key.clone(),
-            output_validator: self.output_validator.clone(),
-        }
+        self.0.stream().map(TextStream)
     }
 
     /// Runs the call to the end and returns the final response.
@@ -132,13 +78,49 @@ impl Call {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "schemars")]
-    pub fn generate_object<T>(mut self) -> Result<T, Error>
+    pub fn generate_object<T>(self) -> Result<T, Error>
     where
         T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
     {
-        self.options.output = Some(omni_core::schema::output_for::<T>());
-        let response = self.generate()?;
-        omni_core::schema::decode_output(&response)
-            .map_err(|error| Error::Output { error, response: Box::new(response) })
+        block_on(self.0.generate_object())
+    }
+}
+
+/// The events of one call, as they happen: text and tool-call deltas of each step,
+/// retries, tool results, then exactly one `Finished` or `Failed`, after which the
+/// iterator ends. `next` blocks until the next event.
+///
+/// Dropping the stream (or [`TextStream::cancel`], or a [`CancelHandle`] from another
+/// thread) cancels the call: the request in flight is aborted (its connection closed)
+/// and running tools are cancelled. Events wait in a bounded queue: while the
+/// application does not read, the call stops reading the response, but its deadlines
+/// still fire.
+#[derive(Debug)]
+pub struct TextStream(omni_shell::TextStream);
+
+impl TextStream {
+    /// Cancels the call but keeps the stream: the remaining events end with
+    /// `Finished` whose stop reason is `cancelled`.
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+
+    /// A handle that cancels this call from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.0.cancel_handle()
+    }
+
+    /// Reads the rest of the stream and returns the final response, or the error with
+    /// everything received until then.
+    pub fn response(self) -> Result<Response, Error> {
+        block_on(self.0.response())
+    }
+}
+
+impl Iterator for TextStream {
+    type Item = GenerateEvent;
+
+    fn next(&mut self) -> Option<GenerateEvent> {
+        block_on(self.0.next())
     }
 }

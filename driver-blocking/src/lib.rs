@@ -62,7 +62,7 @@ mod call;
 mod keep_alive;
 mod runtime;
 mod splice;
-mod stream;
+mod subscription;
 mod tool_pool;
 mod tools;
 mod transport;
@@ -70,9 +70,9 @@ mod transport;
 pub use omni_core as core;
 pub use omni_core::*;
 
-pub use agent_handle::{Agent, AgentBuilder, StateChange, Subscriber, Subscription, WeakAgent};
+pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
-pub use call::Call;
+pub use call::{Call, CancelHandle, TextStream};
 pub use omni_core::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
     ToolDecision, TurnDecision, TurnEnd,
@@ -82,7 +82,7 @@ pub use omni_core::driver_error::Error;
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};
 pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;
-pub use stream::{CancelHandle, TextStream};
+pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
 pub use tools::{CancelToken, Tool};
 

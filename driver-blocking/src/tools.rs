@@ -14,7 +14,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use omni_core::generate::ToolDecl;
 use omni_core::schema::Validator;
 use omni_core::tool::{panic_message, typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
@@ -178,14 +177,15 @@ impl Tool {
         self.0.spec()
     }
 
-    /// How the generate machine sees this tool.
-    pub(crate) fn decl(&self) -> ToolDecl {
-        self.0.decl()
-    }
-
     /// The tool as the shell's executor runs it: its handler a future over a pool run.
     pub(crate) fn as_async(&self) -> &AsyncTool {
         &self.0
+    }
+}
+
+impl From<Tool> for AsyncTool {
+    fn from(tool: Tool) -> Self {
+        tool.0
     }
 }
 

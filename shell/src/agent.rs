@@ -22,7 +22,7 @@ use omni_core::driver_error::Error;
 pub type StateChange = omni_core::agent::StateChange<AsyncTool>;
 
 /// What a handle sends to the agent's task.
-pub enum LoopMessage<C> {
+pub(crate) enum LoopMessage<C> {
     /// A command, applied with [`Host::apply`](crate::Host::apply).
     Command(Command<C>),
     /// `set_state`, whose new tools' handlers the task swaps in only if the machine

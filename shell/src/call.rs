@@ -7,7 +7,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use async_channel::{Receiver, Sender};
 use omni_core::client::{CallSpec, ModelRef};
-use omni_core::generate::GenerateEvent;
+use omni_core::generate::{GenerateConfig, GenerateEvent};
 use omni_core::schema::Validator;
 use omni_core::{ApiKey, Context, Options, Response};
 
@@ -18,6 +18,7 @@ use crate::{handlers_by_name, AsyncTool, Error};
 
 /// A call being set up: model, context, options, tools, key.
 #[derive(Debug)]
+#[must_use = "a call does nothing until it is streamed or generated"]
 pub struct Call<D: Driver> {
     client: Client<D>,
     model: ModelRef,
@@ -26,6 +27,20 @@ pub struct Call<D: Driver> {
     tools: Vec<AsyncTool>,
     api_key: Option<ApiKey>,
     output_validator: Option<Arc<dyn Validator>>,
+}
+
+impl<D: Driver> Clone for Call<D> {
+    fn clone(&self) -> Self {
+        Call {
+            client: self.client.clone(),
+            model: self.model.clone(),
+            context: self.context.clone(),
+            options: self.options.clone(),
+            tools: self.tools.clone(),
+            api_key: self.api_key.clone(),
+            output_validator: self.output_validator.clone(),
+        }
+    }
 }
 
 impl<D: Driver> Call<D> {
@@ -78,11 +93,17 @@ impl<D: Driver> Call<D> {
         self
     }
 
-    /// Starts the call and returns its events; dropping the stream cancels the call. The
-    /// call runs in its own task (omni-tokio needs a running tokio runtime here; omni-smol
-    /// works inside or outside an executor).
-    pub fn stream(self) -> Result<TextStream, Error> {
-        let handlers = handlers_by_name(&self.tools);
+    /// The generate machine's configuration this call resolves to (model, provider, key,
+    /// merged options, tools, a retry seed of its own), as [`Call::stream`] would start it.
+    pub fn config(&self) -> Result<GenerateConfig, Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let (_, spec) = self.clone().into_spec();
+        let seed = <D::Runtime as Runtime>::random_seed();
+        Ok(self.client.inner.config.prepare(spec, &env, seed)?)
+    }
+
+    /// The client and what the core is told about the call.
+    fn into_spec(self) -> (Client<D>, CallSpec) {
         let spec = CallSpec {
             model: self.model,
             context: self.context,
@@ -91,8 +112,17 @@ impl<D: Driver> Call<D> {
             api_key: self.api_key,
             output_validator: self.output_validator,
         };
+        (self.client, spec)
+    }
+
+    /// Starts the call and returns its events; dropping the stream cancels the call. The
+    /// call runs in its own task (omni-tokio needs a running tokio runtime here; omni-smol
+    /// works inside or outside an executor).
+    pub fn stream(self) -> Result<TextStream, Error> {
+        let handlers = handlers_by_name(&self.tools);
+        let (client, spec) = self.into_spec();
         let env = |name: &str| std::env::var(name).ok();
-        let inner = &self.client.inner;
+        let inner = &client.inner;
         // Each call draws its own retry jitter seed, so calls that fail together do not
         // retry together.
         let seed = <D::Runtime as Runtime>::random_seed();
@@ -103,7 +133,7 @@ impl<D: Driver> Call<D> {
         // Never sent on: the stream's drop closes it, which is how the driver learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
         spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, events_tx, cancelled)?;
-        Ok(TextStream { events: Box::pin(events), _cancel: cancel, terminal: None })
+        Ok(TextStream { events: Box::pin(events), cancel, terminal: None })
     }
 
     /// Runs the call to the end and returns the final response.
@@ -128,8 +158,9 @@ impl<D: Driver> Call<D> {
     }
 }
 
-/// The events of a call, as an async stream. Dropping it cancels the call: the request
-/// in flight is aborted (its connection closed) and running tools are stopped.
+/// The events of a call, as an async stream. Dropping it (or [`TextStream::cancel`], or a
+/// [`CancelHandle`] from elsewhere) cancels the call: the request in flight is aborted (its
+/// connection closed) and running tools are stopped.
 ///
 /// Events wait in a bounded queue: while the application does not read, the call stops
 /// reading the response (the server is slowed by TCP), but its deadlines still fire, and
@@ -138,11 +169,23 @@ impl<D: Driver> Call<D> {
 pub struct TextStream {
     // Boxed: async-channel's receiver is not `Unpin`.
     events: Pin<Box<Receiver<GenerateEvent>>>,
-    _cancel: Sender<()>,
+    /// Never sent on: closing it cancels the call.
+    cancel: Sender<()>,
     terminal: Option<GenerateEvent>,
 }
 
 impl TextStream {
+    /// Cancels the call but keeps the stream: the remaining events end with `Finished`
+    /// whose stop reason is `cancelled`.
+    pub fn cancel(&self) {
+        self.cancel.close();
+    }
+
+    /// A handle that cancels this call from elsewhere (another task or thread).
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle(self.cancel.clone())
+    }
+
     /// Waits for the end of the call (consuming the remaining events).
     pub async fn response(mut self) -> Result<Response, Error> {
         while self.terminal.is_none() {
@@ -162,6 +205,25 @@ impl TextStream {
         if matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }) {
             self.terminal = Some(event.clone());
         }
+    }
+}
+
+impl Drop for TextStream {
+    fn drop(&mut self) {
+        // Closed even while a `CancelHandle` keeps a sender.
+        self.cancel.close();
+    }
+}
+
+/// Cancels a call from any task or thread; cheap to clone. Never waits; cancelling twice,
+/// or a call already over, does nothing more.
+#[derive(Debug, Clone)]
+pub struct CancelHandle(Sender<()>);
+
+impl CancelHandle {
+    /// Cancels the call.
+    pub fn cancel(&self) {
+        self.0.close();
     }
 }
 

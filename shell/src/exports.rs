@@ -16,7 +16,7 @@ pub use omni_core::{
 };
 
 pub use crate::{
-    Agent, AsyncTool as Tool, Error, StateChange, Subscriber, Subscription, TextStream, WeakAgent,
+    Agent, AsyncTool as Tool, CancelHandle, Error, StateChange, Subscriber, Subscription, TextStream, WeakAgent,
     DEFAULT_SUBSCRIBER_CAPACITY,
 };
 

@@ -23,8 +23,13 @@ mod call;
 mod client;
 mod client_builder;
 pub mod delivery;
+// `pub` items of these three are crate-private since omni-blocking runs on the generic
+// handles; they become `pub(crate)` when the loop rewrite under way in them lands.
+#[allow(unreachable_pub)]
 mod drive_agent;
+#[allow(unreachable_pub)]
 mod drive_call;
+#[allow(unreachable_pub)]
 mod executor;
 pub mod exports;
 mod host;
@@ -37,15 +42,9 @@ mod tool;
 
 pub use agent::{Agent, StateChange, WeakAgent};
 pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
-pub use call::{Call, TextStream};
+pub use call::{Call, CancelHandle, TextStream};
 pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
-// For omni-blocking, whose call and agent handles are still its own (they become the
-// shell's generic ones next): the loops it starts and what it commands them with.
-pub use agent::LoopMessage;
-pub use drive_agent::spawn_agent_loop;
-pub use drive_call::spawn_call;
-pub use executor::Handlers;
 pub use host::{Command, EventSink, Host, Reply};
 pub use omni_core::driver_error::Error;
 pub use runtime::{ResponseSink, Runtime, Task, Transport};

@@ -78,6 +78,13 @@ impl<T> StateChange<T> {
         self
     }
 
+    /// The same change with each new tool passed through `f` (a driver whose tools wrap
+    /// another driver's hands these on).
+    pub fn map_tools<U>(self, f: impl FnMut(T) -> U) -> StateChange<U> {
+        let StateChange { model, api_key, system, messages, tools, options } = self;
+        StateChange { model, api_key, system, messages, tools: tools.map(|t| t.into_iter().map(f).collect()), options }
+    }
+
     /// For drivers: the machine's patch (`decl` describes a tool to the machine) and the
     /// new tools, if any, whose handlers the driver swaps in once the patch is accepted.
     pub fn into_patch(

@@ -25,7 +25,7 @@ impl Subscription {
     /// `let (subscriber, events) = Subscription::channel(1_000);`
     pub fn channel(capacity: usize) -> (Subscriber, Self) {
         let (subscriber, events) = omni_shell::Subscription::channel(capacity);
-        (subscriber, Self(Mutex::new(events), PhantomData))
+        (subscriber, events.into())
     }
 
     /// The shell's subscription. (Behind a lock only so that the waiting methods take
@@ -61,6 +61,12 @@ impl Subscription {
     /// after that point were not delivered to it).
     pub fn lagged(&self) -> bool {
         self.events().lagged()
+    }
+}
+
+impl From<omni_shell::Subscription> for Subscription {
+    fn from(events: omni_shell::Subscription) -> Self {
+        Self(Mutex::new(events), PhantomData)
     }
 }
 
