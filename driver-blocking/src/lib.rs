@@ -59,9 +59,7 @@
 mod agent_handle;
 mod blocking_client;
 mod call;
-mod keep_alive;
 mod runtime;
-mod splice;
 mod subscription;
 mod tool_pool;
 mod tools;

@@ -21,7 +21,7 @@
 //! up to one period.
 //!
 //! An agent whose response was read to the end is kept with its idle connection
-//! ([`crate::keep_alive`]) for the next request to the same server, so a conversation
+//! ([`keep_alive`]) for the next request to the same server, so a conversation
 //! or an agent's steps pay one handshake, not one per request. A request sent on such a
 //! connection that the server closed meanwhile (its keep-alive timeout racing the
 //! request) fails before any response byte: it goes out again at once on a fresh
@@ -42,10 +42,12 @@ use omni_core::proxy::{Proxy, ProxyRules};
 use omni_core::{HttpRequest, Method};
 
 mod classify;
+mod keep_alive;
+mod splice;
 
-use crate::keep_alive::{IdleAgents, Server, IDLE_LIMIT};
-use crate::splice::{take_sensitive, SpliceHeaders};
 use classify::{classify_before_head, classify_in_body, closed_before_response};
+use keep_alive::{IdleAgents, Server, IDLE_LIMIT};
+use splice::{take_sensitive, SpliceHeaders};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use ureq::unversioned::resolver::DefaultResolver;
