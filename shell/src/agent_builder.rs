@@ -1,8 +1,9 @@
 //! The agent builder every driver hands out (`client.agent(model)`): the same setters in
 //! every runtime, decided once. A client implements [`Launch`] (how to describe its
 //! tools to the machine, and how to run an agent in its runtime: the shell's
-//! [`Client`](crate::Client) for every async driver, omni-blocking's own for now) and the
-//! driver names the builder with a type alias.
+//! [`Client`](crate::Client) for every async driver; omni-blocking's client, for its
+//! blocking tools and handle, by handing on to it) and the driver names the builder with a
+//! type alias.
 
 use std::fmt;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The client every async driver hands out, written once: its configuration, its
+//! The client every driver hands out (omni-blocking inside its synchronous one), written once: its configuration, its
 //! driver's runtime and transport, and the calls and agents started on it. A driver names
 //! it with a type alias (`omni_tokio::Client` is `Client<Tokio>`).
 

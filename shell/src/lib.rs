@@ -1,13 +1,14 @@
 //! # omni-shell
 //!
-//! Everything omni's async drivers share, runtime-neutral: the [`Client`] and its builder
+//! Everything omni's drivers share, runtime-neutral: the [`Client`] and its builder
 //! ([`ClientBuilder`]), the call builder and its event stream ([`Call`], [`TextStream`]),
 //! tools with async handlers ([`AsyncTool`]), the agent builder and handle
 //! ([`AgentBuilder`], [`Agent`], [`Subscription`]) with the agent's host ([`Host`]), the
 //! error type, and the loops that drive the machines. A driver only implements
 //! [`Runtime`] (run a task, sleep, the clock) and [`Transport`] (send one request), names
 //! them in a [`Driver`], and re-exports this crate under its own names (`omni_tokio::Client`
-//! is `Client<Tokio>`). Applications use the drivers.
+//! is `Client<Tokio>`). omni-blocking wraps these handles in synchronous ones that wait
+//! for their futures on the caller's thread. Applications use the drivers.
 //!
 //! ```text
 //!  Client ─► Call::stream ─► drive_call ─┐  one loop per machine, on the driver's Runtime:

@@ -74,7 +74,7 @@ impl Drop for ThreadTask {
 }
 
 /// Answers every request with one Anthropic SSE reply, or holds it open forever after
-/// the head.
+/// the head (every request when `hold`, or one whose body asks for it).
 #[derive(Debug, Clone, Default)]
 struct Canned {
     hold: bool,
@@ -96,6 +96,9 @@ const REPLY: &str = concat!(
     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 );
 
+/// A prompt that makes [`Canned`] hold the reply open.
+const HOLD: &str = "hold the reply";
+
 /// Counts the requests stopped before their end.
 struct Stopped(Arc<AtomicUsize>, bool);
 
@@ -108,8 +111,9 @@ impl Drop for Stopped {
 }
 
 impl Transport for Canned {
-    fn send(&self, _request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
-        let (hold, stopped) = (self.hold, self.stopped.clone());
+    fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+        let asked = request.body.windows(HOLD.len()).any(|w| w == HOLD.as_bytes());
+        let (hold, stopped) = (self.hold || asked, self.stopped.clone());
         async move {
             let mut guard = Stopped(stopped, false);
             let headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
@@ -154,6 +158,16 @@ fn a_call_runs_to_its_end_on_a_thread_runtime() {
     let stream = client().stream_text("anthropic:claude-sonnet-4-5", "hi", Options::default()).expect("started");
     let response = within(stream.response()).expect("a response");
     assert_eq!(response.text(), "On threads.");
+}
+
+#[test]
+fn a_cancel_handle_from_another_thread_cancels_the_call_and_its_stream_says_so() {
+    let stream = client().stream_text("anthropic:claude-sonnet-4-5", HOLD, Options::default()).expect("started");
+    let handle = stream.cancel_handle();
+    let canceller = std::thread::spawn(move || handle.cancel());
+    let response = within(stream.response()).expect("a cancelled call still finishes");
+    assert_eq!(response.stop_reason, Some(omni_core::StopReason::Cancelled));
+    canceller.join().expect("the canceller ran");
 }
 
 fn run(id: u64, name: &str) -> Effect {
