@@ -334,7 +334,7 @@ fn cancel_while_tools_run_cancels_them_and_discards_the_turn() {
 }
 
 #[test]
-fn a_hung_tool_times_out_after_the_default_five_seconds() {
+fn a_hung_tool_times_out_after_its_time_limit() {
     let (r, _) = run("tool_timeout");
     assert!(skeleton(&r).contains(&r#"tool_result toolu_1 error "the tool timed out after 5s""#), "{:?}", r.transcript);
     assert!(r.effects.contains(&"cancel tool #1".to_string()));

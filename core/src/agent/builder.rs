@@ -121,7 +121,10 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         self
     }
 
-    /// Time one tool call may take (default 5 s) unless the tool says otherwise.
+    /// Time one tool call may take unless the tool says otherwise: the agent's
+    /// `tool_timeout` option, set here over [`options`](Self::options) and the client's
+    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](crate::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
+    /// as in a call).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
         self
@@ -193,7 +196,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         config.tools = self.tools.iter().map(L::describe).collect();
         config.options = self.options.merged_over(&config.options);
         if let Some(limit) = self.tool_timeout {
-            config.tool_timeout = limit;
+            config.options.tool_timeout = Some(limit);
         }
         if let Some(policy) = self.error_backoff {
             config.error_backoff = policy;

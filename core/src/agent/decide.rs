@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::{Agent, AgentCallbacks, AgentError, AgentEvent, Flow, State, Status, ToolDecision};
-use crate::generate::{check_input, ToolOutcome, ToolRunId};
+use crate::generate::{check_input, effective_tool_timeout, ToolOutcome, ToolRunId};
 use crate::message::{ToolResult, ToolUse};
 use crate::response::StopReason;
 use crate::tool::{ToolError, ToolOutput};
@@ -72,8 +72,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 Some(decl) => match check_input(decl, &call) {
                     Err(message) => ToolResult::error(&call.id, &call.name, message),
                     Ok(input) => {
-                        let limit =
-                            decl.timeout.or(self.config.options.tool_timeout).unwrap_or(self.config.tool_timeout);
+                        let limit = effective_tool_timeout(Some(decl), &self.config.options);
                         round.approve(index, ToolUse { input, ..call }, limit);
                         return Flow::Next;
                     }

@@ -14,9 +14,6 @@ use crate::usage::Usage;
 
 use super::callbacks::ToolDecision;
 
-/// Default time one tool call may take in an agent.
-pub const DEFAULT_AGENT_TOOL_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// Everything an agent starts with.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -33,10 +30,10 @@ pub struct AgentConfig {
     pub messages: Vec<Message>,
     /// Tools; `executable` says whether the driver has a handler.
     pub tools: Vec<ToolDecl>,
-    /// Options of every step. `max_steps` caps the requests of one turn.
+    /// Options of every step. `max_steps` caps the requests of one turn; `tool_timeout`
+    /// limits one tool call unless the tool says otherwise (the rule is
+    /// [`effective_tool_timeout`](crate::generate::effective_tool_timeout), as in a call).
     pub options: Options,
-    /// Time limit of one tool call unless its declaration or `options.tool_timeout` says otherwise.
-    pub tool_timeout: Duration,
     /// HTTP retries inside one step (the generate machine's policy).
     pub retry: RetryPolicy,
     /// Waits between step retries decided by [`AgentCallbacks::handle_error`](super::AgentCallbacks::handle_error)
@@ -63,7 +60,6 @@ impl AgentConfig {
             messages: Vec::new(),
             tools: Vec::new(),
             options: Options::default(),
-            tool_timeout: DEFAULT_AGENT_TOOL_TIMEOUT,
             retry: RetryPolicy::default(),
             error_backoff: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,

@@ -73,7 +73,6 @@ pub use change::StateChange;
 pub use host::{Command, EventSink, Host, Reply};
 pub use io::{
     AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
-    DEFAULT_AGENT_TOOL_TIMEOUT,
 };
 pub use partial::PartialMessage;
 

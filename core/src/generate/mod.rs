@@ -52,7 +52,18 @@ use tools::ToolPhase;
 
 /// Default cap on model requests in one call's tool loop.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
-/// Default time a tool call may take.
+/// Default time one tool call may take, in a call's tool loop and in an agent alike
+/// (see [`effective_tool_timeout`], the one rule).
+///
+/// Why 60 s: a tool is real work the model asked for (a web search or fetch, a query, a
+/// shell command, another model), and most of it is network-bound: a few seconds on a
+/// good day, tens of seconds on a slow one. A limit that cuts such a call only turns it
+/// into an error the model sees, and the model usually calls again (a second wait and a
+/// second request to pay). 5 s (the agent's old default, the one of Elixir's
+/// `Task.yield_many` that the Elixir library Omni keeps for both its loop and its agent)
+/// cuts those; 60 s cuts only a tool that hung, at a cost small beside a step's own
+/// time (a model's answer takes seconds to minutes). One default for both machines: a
+/// tool does not get faster when an agent calls it.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time without progress (keep-alives do not count) before a stream is stalled.
 ///
@@ -519,7 +530,7 @@ impl Generate {
             return;
         }
         let (phase, effects, immediate) =
-            ToolPhase::start(calls, &self.config.tools, self.config.options.tool_timeout, &mut self.next_id, now);
+            ToolPhase::start(calls, &self.config.tools, &self.config.options, &mut self.next_id, now);
         self.effects.extend(effects);
         for result in immediate {
             self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
@@ -657,7 +668,8 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
     Ok((built.request, built.warnings))
 }
 
-/// Options of a call, for drivers that need them before building the machine.
+/// The time limit of one tool call, the one rule for every machine: the tool's own limit
+/// ([`ToolDecl::timeout`]), else the `tool_timeout` option, else [`DEFAULT_TOOL_TIMEOUT`].
 pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
     decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::effective_tool_timeout;
 use super::io::{Effect, ToolOutcome, ToolRunId};
-use super::DEFAULT_TOOL_TIMEOUT;
 use crate::message::{Block, ToolResult, ToolSpec, ToolUse};
+use crate::options::Options;
 use crate::schema::adapt::validate_adapted;
 use crate::schema::{JsonSchemaValidator, SchemaError, Validator};
 
@@ -123,7 +124,7 @@ impl ToolPhase {
     pub(super) fn start(
         calls: Vec<ToolUse>,
         decls: &[ToolDecl],
-        option_timeout: Option<Duration>,
+        options: &Options,
         next_id: &mut u64,
         now: Instant,
     ) -> (Self, Vec<Effect>, Vec<ToolResult>) {
@@ -138,7 +139,7 @@ impl ToolPhase {
             let refusal = match checked {
                 Err(message) => Some(message),
                 Ok((decl, input)) => {
-                    let limit = decl.timeout.or(option_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT);
+                    let limit = effective_tool_timeout(Some(decl), options);
                     let id = ToolRunId(*next_id);
                     *next_id += 1;
                     effects.push(Effect::RunTool { id, call: ToolUse { input, ..call.clone() } });
@@ -216,6 +217,19 @@ mod tests {
 
     fn call(input: serde_json::Value) -> ToolUse {
         ToolUse { id: "c1".into(), name: "t".into(), input, signature: None }
+    }
+
+    #[test]
+    fn a_tool_time_limit_is_the_tools_own_then_the_option_then_one_default() {
+        let spec = ToolSpec { name: "t".into(), description: String::new(), input_schema: serde_json::json!({}) };
+        let mut decl = ToolDecl::new(spec, true);
+        let mut options = Options::default();
+        assert_eq!(effective_tool_timeout(None, &options), Duration::from_secs(60));
+        assert_eq!(effective_tool_timeout(Some(&decl), &options), Duration::from_secs(60));
+        options.tool_timeout = Some(Duration::from_secs(7));
+        assert_eq!(effective_tool_timeout(Some(&decl), &options), Duration::from_secs(7));
+        decl.timeout = Some(Duration::from_millis(300));
+        assert_eq!(effective_tool_timeout(Some(&decl), &options), Duration::from_millis(300));
     }
 
     #[test]
