@@ -40,6 +40,7 @@ pub mod response;
 pub mod schema;
 pub mod secret;
 pub mod tool;
+mod tool_round;
 pub mod usage;
 
 /// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).

@@ -288,7 +288,7 @@ pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Resul
             AgentError::InvalidOptions(OptionsError::Invalid { option: "output", reason: format!("schema: {e}") })
         })?;
     }
-    crate::generate::prepare_tools(tools).map_err(AgentError::InvalidTool)
+    crate::tool_round::prepare_tools(tools).map_err(AgentError::InvalidTool)
 }
 
 /// The agent's state as [`Agent::state`](super::Agent::state) reports it.

@@ -23,9 +23,10 @@
 //! A *step* is one model request and its answer; a *turn* starts with a prompt and ends
 //! with a stop. Each step runs an inner [`Generate`] machine configured with
 //! `max_steps = 1` and no executable tools, so it stops at tool calls and hands them back:
-//! the HTTP retries, timeouts and stall detection are the generate machine's, and the agent
-//! runs the tool phase itself (decisions through [`AgentCallbacks`], approved tools in
-//! parallel, results in call order). The turn's messages join the committed history only
+//! the HTTP retries, timeouts and stall detection are the generate machine's. The calls
+//! go to the tool round the generate machine runs too (`core/src/tool_round/`: input
+//! validation, approved tools in parallel with deadlines, results in call order), with
+//! the agent's policy: [`AgentCallbacks`] decide each call, and may pause for `resume`. The turn's messages join the committed history only
 //! when the turn ends; a cancel or a final error leaves the history as it was.
 //!
 //! Rules at the edges, so that every driver agrees:
@@ -65,7 +66,6 @@ mod host;
 mod io;
 mod partial;
 mod step;
-mod tools;
 
 pub use builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
@@ -81,10 +81,10 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::generate::{Effect, Generate, Input, Report, RequestId};
-use crate::message::{Message, ToolUse};
+use crate::message::Message;
 use crate::response::Response;
+use crate::tool_round::ToolRound;
 use crate::usage::Usage;
-use tools::ToolRound;
 
 /// One step's inner generate machine and the mapping of its request ids to ours.
 #[derive(Debug)]
@@ -119,14 +119,6 @@ struct Turn {
     last: Option<Response>,
     /// Corrections asked for invalid structured output in this turn.
     output_retries: u32,
-}
-
-/// What a tool decision leads to.
-enum Flow {
-    Next,
-    Pause(ToolUse, String),
-    /// A tool without handler was to be executed: the call is the application's.
-    EndTurn,
 }
 
 /// The agent machine. See the module documentation. `C` holds the callbacks and the
@@ -285,18 +277,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 self.drain_step(now);
             }
             State::Backoff { until } if now >= *until => self.send_step(now),
-            State::Tools(round) => {
-                let expired = round.expired(now);
-                if expired.is_empty() {
-                    return;
-                }
-                let State::Tools(mut round) = std::mem::replace(&mut self.state, State::Idle) else { return };
-                for (id, index, result) in expired {
-                    self.effects.push_back(Effect::CancelTool { id });
-                    self.record(&mut round, index, result);
-                }
-                self.after_result(round, now);
-            }
+            State::Tools(_) => self.tools_timeout(now),
             _ => {}
         }
     }
@@ -348,7 +329,7 @@ impl<C: AgentCallbacks> Agent<C> {
                     }
                 }
             }
-            State::Tools(round) => self.effects.extend(round.running().into_iter().map(|id| Effect::CancelTool { id })),
+            State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
             other => self.state = other,
         }
     }

@@ -15,7 +15,7 @@ use crate::message::{Block, Context, Message, Role, ToolResult, ToolUse};
 use crate::response::{Response, StopReason};
 use crate::usage::Usage;
 
-use super::tools::ToolRound;
+use crate::tool_round::ToolRound;
 
 impl<C: AgentCallbacks> Agent<C> {
     pub(super) fn start_turn(&mut self, text: String, now: Instant) {

@@ -22,14 +22,12 @@ mod retry;
 pub(crate) mod structured;
 mod tools;
 
+pub use crate::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
 pub use io::{
     Effect, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };
 pub use retry::RetryPolicy;
-/// Input checking shared with the agent's tool phase.
-pub(crate) use tools::{check_input, prepare_tools};
-pub use tools::{duplicate_tool_name, ToolDecl};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -47,24 +45,12 @@ use crate::redirect::{RedirectError, Redirects};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
 use crate::secret::Secrets;
+use crate::tool_round::{Decided, Runner, ToolRound};
 use crate::usage::Usage;
-use tools::ToolPhase;
+use tools::AutoApprove;
 
 /// Default cap on model requests in one call's tool loop.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
-/// Default time one tool call may take, in a call's tool loop and in an agent alike
-/// (see [`effective_tool_timeout`], the one rule).
-///
-/// Why 60 s: a tool is real work the model asked for (a web search or fetch, a query, a
-/// shell command, another model), and most of it is network-bound: a few seconds on a
-/// good day, tens of seconds on a slow one. A limit that cuts such a call only turns it
-/// into an error the model sees, and the model usually calls again (a second wait and a
-/// second request to pay). 5 s (the agent's old default, the one of Elixir's
-/// `Task.yield_many` that the Elixir library Omni keeps for both its loop and its agent)
-/// cuts those; 60 s cuts only a tool that hung, at a cost small beside a step's own
-/// time (a model's answer takes seconds to minutes). One default for both machines: a
-/// tool does not get faster when an agent calls it.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time without progress (keep-alives do not count) before a stream is stalled.
 ///
 /// Why 120 s, retried once ([`RetryPolicy::max_stall_retries`]): the official SDKs wait far
@@ -165,7 +151,7 @@ struct Attempt {
 enum State {
     Sending(Attempt),
     Backoff { until: Instant },
-    Tools(ToolPhase),
+    Tools(ToolRound),
     Done,
 }
 
@@ -202,7 +188,7 @@ impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
         config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
-        tools::prepare_tools(&mut config.tools)
+        crate::tool_round::prepare_tools(&mut config.tools)
             .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
@@ -259,7 +245,7 @@ impl Generate {
         match &self.state {
             State::Sending(a) => Some(a.deadline.map_or(a.stall_at, |d| d.min(a.stall_at))),
             State::Backoff { until } => Some(*until),
-            State::Tools(phase) => phase.next_deadline(),
+            State::Tools(round) => round.next_deadline(),
             State::Done => None,
         }
     }
@@ -293,10 +279,8 @@ impl Generate {
                 self.fail_attempt(GenerateError::Transport(error), false, now);
             }
             Input::Report(Report::ToolFinished { id, outcome }) => {
-                if let State::Tools(phase) = &mut self.state {
-                    if let Some(result) = phase.finish(id, outcome) {
-                        self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
-                    }
+                if let State::Tools(round) = &mut self.state {
+                    round.finish(id, outcome, &mut AutoApprove { events: &mut self.events, step: self.step });
                 }
                 self.maybe_continue_after_tools(now);
             }
@@ -315,11 +299,9 @@ impl Generate {
                     self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
                 }
             }
-            State::Tools(phase) => {
-                for (id, result) in phase.expire(now) {
-                    self.effects.push_back(Effect::CancelTool { id });
-                    self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
-                }
+            State::Tools(round) => {
+                let mut policy = AutoApprove { events: &mut self.events, step: self.step };
+                round.expire(now, &mut policy, &mut self.effects);
                 self.maybe_continue_after_tools(now);
             }
             _ => {}
@@ -529,23 +511,32 @@ impl Generate {
             self.finish_or_correct(stop, now);
             return;
         }
-        let (phase, effects, immediate) =
-            ToolPhase::start(calls, &self.config.tools, &self.config.options, &mut self.next_id, now);
-        self.effects.extend(effects);
-        for result in immediate {
-            self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
+        let mut round = ToolRound::new(calls);
+        let mut policy = AutoApprove { events: &mut self.events, step: self.step };
+        let mut runner = Runner {
+            tools: &self.config.tools,
+            options: &self.config.options,
+            next_id: &mut self.next_id,
+            effects: &mut self.effects,
+            now,
+        };
+        match round.decide(&mut policy, &mut runner) {
+            Decided::All => {}
+            // Neither happens: auto-approval never pauses, and `all_runnable` found a
+            // handler for every known tool. Were it to, the calls are the caller's.
+            Decided::Pause(..) | Decided::Unhandled => return self.finish_or_correct(stop, now),
         }
-        self.state = State::Tools(phase);
+        self.state = State::Tools(round);
         self.maybe_continue_after_tools(now);
     }
 
     fn maybe_continue_after_tools(&mut self, now: Instant) {
-        let State::Tools(phase) = &self.state else { return };
-        if !phase.is_complete() {
+        let State::Tools(round) = &self.state else { return };
+        if !round.is_complete() {
             return;
         }
-        let State::Tools(phase) = std::mem::replace(&mut self.state, State::Done) else { return };
-        self.added.push(Message::new(Role::User, phase.into_result_blocks()));
+        let State::Tools(round) = std::mem::replace(&mut self.state, State::Done) else { return };
+        self.added.push(Message::new(Role::User, round.into_results()));
         self.next_step(now);
     }
 
@@ -621,7 +612,7 @@ impl Generate {
                     self.absorb(decoder.into_response());
                 }
             }
-            State::Tools(phase) => self.effects.extend(phase.cancel_running().map(|id| Effect::CancelTool { id })),
+            State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
             State::Backoff { .. } => {}
         }
         self.finish(StopReason::Cancelled);
@@ -666,10 +657,4 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
     };
     let built = config.model.dialect.build_request(&spec).map_err(GenerateError::Request)?;
     Ok((built.request, built.warnings))
-}
-
-/// The time limit of one tool call, the one rule for every machine: the tool's own limit
-/// ([`ToolDecl::timeout`]), else the `tool_timeout` option, else [`DEFAULT_TOOL_TIMEOUT`].
-pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
-    decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }
