@@ -39,6 +39,7 @@ pub mod redirect;
 pub mod response;
 pub mod schema;
 pub mod secret;
+pub mod timer;
 pub mod tool;
 mod tool_round;
 pub mod usage;

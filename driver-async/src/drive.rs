@@ -73,11 +73,12 @@ pub async fn drive_call<R: CallRuntime>(
             Delivery::Done => false,
             Delivery::Full => true,
             Delivery::Gone => {
-                machine.handle_input(Input::Cancel, Instant::now());
+                // Refused only when the call has ended already: then there is nothing to cancel.
+                let _ = machine.handle_input(Input::Cancel, Instant::now());
                 continue;
             }
         };
-        let deadline = machine.poll_timeout();
+        let deadline = machine.poll_timeout().map(|(at, _)| at);
         let now = Instant::now();
         if deadline.is_some_and(|d| d <= now) {
             machine.handle_timeout(now);
@@ -114,7 +115,9 @@ pub async fn drive_call<R: CallRuntime>(
             }
         };
         match future::or(cancel, future::or(other, timer)).await {
-            Wake::Cancel => machine.handle_input(Input::Cancel, Instant::now()),
+            Wake::Cancel => {
+                let _ = machine.handle_input(Input::Cancel, Instant::now());
+            }
             Wake::Deadline => machine.handle_timeout(Instant::now()),
             Wake::Read => {}
             Wake::Input(input) => {

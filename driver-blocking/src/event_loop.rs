@@ -67,14 +67,17 @@ fn run(
             break;
         }
         if outbox.flush() == Delivery::Gone {
-            machine.handle_input(Input::Cancel, Instant::now());
+            // Refused only when the call has ended already: then there is nothing to cancel.
+            let _ = machine.handle_input(Input::Cancel, Instant::now());
             continue;
         }
-        match wait(&control, &inputs, Some(&mut outbox), machine.poll_timeout()) {
+        match wait(&control, &inputs, Some(&mut outbox), machine.poll_timeout().map(|(at, _)| at)) {
             Wake::Input(report) => executor.feed(&mut machine, report, Instant::now()),
             Wake::Delivered => {}
             // A cancel, the stream and every cancel handle gone, or the stream dropped.
-            Wake::Control(_) | Wake::ReaderGone => machine.handle_input(Input::Cancel, Instant::now()),
+            Wake::Control(_) | Wake::ReaderGone => {
+                let _ = machine.handle_input(Input::Cancel, Instant::now());
+            }
             Wake::Deadline => machine.handle_timeout(Instant::now()),
         }
     }

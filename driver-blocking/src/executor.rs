@@ -290,10 +290,14 @@ mod tests {
     struct Recorder(Vec<&'static str>);
 
     impl Machine for Recorder {
+        type Event = ();
         fn poll_effect(&mut self) -> Option<Effect> {
             None
         }
-        fn poll_timeout(&self) -> Option<Instant> {
+        fn poll_event(&mut self) -> Option<()> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<(Instant, omni_core::timer::Timer)> {
             None
         }
         fn handle_timeout(&mut self, _now: Instant) {}

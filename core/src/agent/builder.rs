@@ -4,7 +4,7 @@
 //! the builder with a type alias.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::client::{ClientConfig, ClientError, ModelRef};
 use crate::client_builder::Connect;
@@ -30,6 +30,8 @@ pub trait Launch<T>: Connect {
     fn client_config(&self) -> &ClientConfig;
     /// Reads an environment variable (the core reads nothing itself).
     fn env(&self, name: &str) -> Option<String>;
+    /// The runtime's clock, for the agent's start (the core reads none itself).
+    fn now() -> Instant;
     /// What the machine is told about a tool.
     fn describe(tool: &T) -> ToolDecl;
     /// Runs the hosted agent in the driver's runtime, with the tools' handlers.
@@ -204,7 +206,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         if let Some(corrections) = self.output_retries {
             config.output_retries = corrections;
         }
-        let agent = Agent::new(config, self.callbacks)?;
+        let agent = Agent::new(config, self.callbacks, L::now())?;
         launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
     }
 }

@@ -99,7 +99,11 @@ impl<C: AgentCallbacks> Agent<C> {
     fn take_round(&mut self) -> Option<ToolRound> {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Tools(round) => Some(round),
-            other => {
+            other @ (State::Idle
+            | State::Streaming(_)
+            | State::Backoff { .. }
+            | State::Paused(_)
+            | State::Terminated) => {
                 self.state = other;
                 None
             }

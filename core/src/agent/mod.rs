@@ -52,11 +52,14 @@
 //!   `output_retries` and `max_steps` allow; not when the reply was cut by the token
 //!   limit. `handle_turn`'s response and the `turn` event carry the value or the error.
 //!
-//! Driving contract (the generate machine's): after every `handle_*`, drain
-//! [`Agent::poll_effect`] and [`Agent::poll_event`], then wait for the next input or until
-//! [`Agent::poll_timeout`] and call [`Agent::handle_timeout`]. Time is always passed in;
-//! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
-//! agent's own (unique across steps), not the inner machine's.
+//! Driving contract (every machine's, see [`crate::machine::Machine`]): after `new` and
+//! every `handle_*`, drain [`Agent::poll_effect`] (a debug build asserts it) and
+//! [`Agent::poll_event`], then wait for the next input or until [`Agent::poll_timeout`]
+//! (the deadline and its [`Timer`]) and call [`Agent::handle_timeout`]. Time is always
+//! passed in; answers for unknown or cancelled ids are ignored; an input the agent cannot
+//! take now is refused ([`AgentError`]) and changes nothing. Request and tool-run ids are
+//! the agent's own (unique across steps), not the inner machine's.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod builder;
 mod callbacks;
@@ -83,6 +86,7 @@ use std::time::Instant;
 use crate::generate::{Effect, Generate, Input, Report, RequestId};
 use crate::message::Message;
 use crate::response::Response;
+use crate::timer::{Timer, TimerTable};
 use crate::tool_round::ToolRound;
 use crate::usage::Usage;
 
@@ -150,7 +154,9 @@ impl<C: AgentCallbacks> fmt::Debug for Agent<C> {
 
 impl<C: AgentCallbacks> Agent<C> {
     /// Creates an idle agent: runs `init`, then checks the history, options and tools.
-    pub fn new(mut config: AgentConfig, mut callbacks: C) -> Result<Self, AgentError> {
+    /// `now` is when it starts, as for every machine (an idle agent has no deadline yet).
+    pub fn new(mut config: AgentConfig, mut callbacks: C, now: Instant) -> Result<Self, AgentError> {
+        let _ = now;
         callbacks.init(&mut config).map_err(AgentError::Init)?;
         io::validate_history(&config.messages)?;
         io::validate_setup(&config.options, &mut config.tools)?;
@@ -178,14 +184,21 @@ impl<C: AgentCallbacks> Agent<C> {
         self.events.pop_front()
     }
 
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    /// The next deadline and why, if any.
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.timers().next()
+    }
+
+    /// The agent's deadlines, from its state (a step's are its request's).
+    fn timers(&self) -> TimerTable<Instant> {
+        let mut timers = TimerTable::default();
         match &self.state {
-            State::Streaming(run) => run.generate.poll_timeout(),
-            State::Backoff { until } => Some(*until),
-            State::Tools(round) => round.next_deadline(),
-            State::Idle | State::Paused(_) | State::Terminated => None,
+            State::Streaming(run) => timers = run.generate.timers(),
+            State::Backoff { until } => timers.set(Timer::StepBackoff, Some(*until)),
+            State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
+            State::Idle | State::Paused(_) | State::Terminated => {}
         }
+        timers
     }
 
     /// Current status.
@@ -238,6 +251,7 @@ impl<C: AgentCallbacks> Agent<C> {
     /// Feeds one input. Application inputs may be refused (typed error, nothing changes);
     /// driver inputs for unknown ids are ignored.
     pub fn handle_input(&mut self, input: AgentInput<'_>, now: Instant) -> Result<(), AgentError> {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         let terminated = matches!(self.state, State::Terminated);
         let from_application = matches!(
             input,
@@ -269,16 +283,18 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    /// Acts on deadlines that have passed.
+    /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
-        match &mut self.state {
-            State::Streaming(run) => {
-                run.generate.handle_timeout(now);
-                self.drain_step(now);
-            }
-            State::Backoff { until } if now >= *until => self.send_step(now),
-            State::Tools(_) => self.tools_timeout(now),
-            _ => {}
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
+        let timers = self.timers();
+        if timers.expired(Timer::StepBackoff, now) {
+            self.send_step(now);
+        } else if timers.expired(Timer::ToolDeadline, now) {
+            self.tools_timeout(now);
+        } else if let State::Streaming(run) = &mut self.state {
+            // The step's request has its own timers (timeout, stall, retry backoff).
+            run.generate.handle_timeout(now);
+            self.drain_step(now);
         }
     }
 
@@ -320,7 +336,8 @@ impl<C: AgentCallbacks> Agent<C> {
         self.partial.clear();
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Streaming(mut run) => {
-                run.generate.handle_input(Input::Cancel, now);
+                // Refused only once the step has ended, and then it has no request to cancel.
+                let _ = run.generate.handle_input(Input::Cancel, now);
                 while let Some(effect) = run.generate.poll_effect() {
                     if let Effect::CancelRequest { id: inner } = effect {
                         if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
@@ -330,7 +347,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 }
             }
             State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
-            other => self.state = other,
+            other @ (State::Idle | State::Backoff { .. } | State::Paused(_) | State::Terminated) => self.state = other,
         }
     }
 

@@ -103,7 +103,8 @@ impl<C: AgentCallbacks> Agent<C> {
         let State::Streaming(run) = &mut self.state else { return };
         let Some(id) = report.request() else { return };
         let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
-        run.generate.handle_input(Input::Report(report.for_request(inner)), now);
+        // Reports are never refused (unknown ids are ignored).
+        let _ = run.generate.handle_input(Input::Report(report.for_request(inner)), now);
         self.drain_step(now);
     }
 
@@ -141,7 +142,11 @@ impl<C: AgentCallbacks> Agent<C> {
                 }
                 GenerateEvent::Finished(response) => end = Some(Ok(response)),
                 GenerateEvent::Failed { error, .. } => end = Some(Err(error)),
-                _ => {}
+                // The step's machine has no executable tool and never corrects output
+                // (`output_retries = 0`): the agent runs both itself.
+                GenerateEvent::ToolResult { .. } | GenerateEvent::OutputRetry { .. } => {
+                    debug_assert!(false, "a step's machine runs no tool and corrects nothing");
+                }
             }
         }
         match end {

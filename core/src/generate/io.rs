@@ -167,6 +167,26 @@ pub enum Input<'a> {
     Cancel,
 }
 
+/// Why the generate machine refused an input; nothing changed. (The agent's refusals
+/// are its [`AgentError`](crate::agent::AgentError)s: every machine refuses with a typed
+/// error from `handle_input`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputError {
+    /// `Cancel` after the call ended: nothing to cancel.
+    Finished,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Finished => f.write_str("the call has ended: nothing to cancel"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

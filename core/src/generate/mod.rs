@@ -12,10 +12,14 @@
 //!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
 //! ```
 //!
-//! Driving contract: after `new` and every `handle_*`, drain [`Generate::poll_effect`]
-//! and [`Generate::poll_event`], then wait for the next input or until
-//! [`Generate::poll_timeout`] and call [`Generate::handle_timeout`]. Time is always
-//! passed in; answers for unknown or cancelled ids are ignored.
+//! Driving contract (every machine's, see [`crate::machine::Machine`]): after `new` and
+//! every `handle_*`, drain [`Generate::poll_effect`] (a debug build asserts it) and
+//! [`Generate::poll_event`], then wait for the next input or until
+//! [`Generate::poll_timeout`] (the deadline and its [`Timer`]) and call
+//! [`Generate::handle_timeout`]. Time is always passed in; answers for unknown or
+//! cancelled ids are ignored; an input the machine cannot take now is refused
+//! ([`InputError`]) and changes nothing.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod io;
 mod retry;
@@ -24,7 +28,7 @@ mod tools;
 
 pub use crate::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
 pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
+    Effect, GenerateError, GenerateEvent, Input, InputError, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };
 pub use retry::RetryPolicy;
@@ -45,6 +49,7 @@ use crate::redirect::{RedirectError, Redirects};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
 use crate::secret::Secrets;
+use crate::timer::{Timer, TimerTable};
 use crate::tool_round::{Decided, Runner, ToolRound};
 use crate::usage::Usage;
 use tools::AutoApprove;
@@ -240,14 +245,24 @@ impl Generate {
         self.events.pop_front()
     }
 
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    /// The next deadline and why, if any.
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.timers().next()
+    }
+
+    /// The machine's deadlines, from its state.
+    pub(crate) fn timers(&self) -> TimerTable<Instant> {
+        let mut timers = TimerTable::default();
         match &self.state {
-            State::Sending(a) => Some(a.deadline.map_or(a.stall_at, |d| d.min(a.stall_at))),
-            State::Backoff { until } => Some(*until),
-            State::Tools(round) => round.next_deadline(),
-            State::Done => None,
+            State::Sending(a) => {
+                timers.set(Timer::RequestTimeout, a.deadline);
+                timers.set(Timer::Stall, Some(a.stall_at));
+            }
+            State::Backoff { until } => timers.set(Timer::RetryBackoff, Some(*until)),
+            State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
+            State::Done => {}
         }
+        timers
     }
 
     /// True once `Finished` or `Failed` was emitted.
@@ -255,17 +270,20 @@ impl Generate {
         matches!(self.state, State::Done)
     }
 
-    /// Feeds one input.
-    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) {
+    /// Feeds one input. A `Cancel` after the call ended is refused (nothing changes);
+    /// reports for unknown or finished requests and runs are ignored.
+    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) -> Result<(), InputError> {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         match input {
+            Input::Cancel if self.is_done() => return Err(InputError::Finished),
             Input::Cancel => self.cancel(),
             Input::Report(Report::ResponseHead { id, status, headers }) => self.on_head(id, status, headers, now),
             Input::Report(Report::Body { id, bytes }) => self.on_body(id, bytes, now),
             Input::Report(Report::BodyEnd { id }) => self.on_body_end(id, now),
             Input::Report(Report::TransportFailed { id, mut error }) => {
-                let State::Sending(attempt) = &self.state else { return };
+                let State::Sending(attempt) = &self.state else { return Ok(()) };
                 if attempt.id != id {
-                    return;
+                    return Ok(());
                 }
                 // One rule for every driver: what breaks before the response head is a
                 // connect failure, what breaks after it a reset (TLS stays TLS, and a proxy
@@ -285,26 +303,26 @@ impl Generate {
                 self.maybe_continue_after_tools(now);
             }
         }
+        Ok(())
     }
 
-    /// Acts on deadlines that have passed.
+    /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
-        match &mut self.state {
-            State::Backoff { until } if now >= *until => self.send(now),
-            State::Sending(a) => {
-                if a.deadline.is_some_and(|d| now >= d) {
-                    let limit = self.config.options.timeout.unwrap_or_default();
-                    self.fail_attempt(GenerateError::Timeout(limit), true, now);
-                } else if now >= a.stall_at {
-                    self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
-                }
-            }
-            State::Tools(round) => {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
+        let timers = self.timers();
+        if timers.expired(Timer::RetryBackoff, now) {
+            self.send(now);
+        } else if timers.expired(Timer::RequestTimeout, now) {
+            let limit = self.config.options.timeout.unwrap_or_default();
+            self.fail_attempt(GenerateError::Timeout(limit), true, now);
+        } else if timers.expired(Timer::Stall, now) {
+            self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
+        } else if timers.expired(Timer::ToolDeadline, now) {
+            if let State::Tools(round) = &mut self.state {
                 let mut policy = AutoApprove { events: &mut self.events, step: self.step };
                 round.expire(now, &mut policy, &mut self.effects);
-                self.maybe_continue_after_tools(now);
             }
-            _ => {}
+            self.maybe_continue_after_tools(now);
         }
     }
 
@@ -430,7 +448,10 @@ impl Generate {
                 StreamEvent::Error { error } => {
                     let error = match error {
                         crate::StreamError::Provider(e) => GenerateError::Provider(e),
-                        other => GenerateError::Stream(other),
+                        other @ (crate::StreamError::Framing { .. }
+                        | crate::StreamError::Decode { .. }
+                        | crate::StreamError::Incomplete
+                        | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
                     };
                     self.fail_attempt(error, true, now);
                 }
@@ -438,7 +459,15 @@ impl Generate {
                     self.events.push_back(GenerateEvent::Stream { step: self.step, event });
                     self.finish_step(now);
                 }
-                event => {
+                event @ (StreamEvent::TextStart { .. }
+                | StreamEvent::TextDelta { .. }
+                | StreamEvent::TextEnd { .. }
+                | StreamEvent::ThinkingStart { .. }
+                | StreamEvent::ThinkingDelta { .. }
+                | StreamEvent::ThinkingEnd { .. }
+                | StreamEvent::ToolUseStart { .. }
+                | StreamEvent::ToolUseDelta { .. }
+                | StreamEvent::ToolUseEnd { .. }) => {
                     if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
                         *delivered = true;
                     }
@@ -461,15 +490,12 @@ impl Generate {
         }
         let (partial, delivered) = match attempt.phase {
             Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
-            _ => (None, false),
+            Phase::AwaitingHead | Phase::ErrorBody { .. } => (None, false),
         };
         let stalled = matches!(error, GenerateError::Stalled(_));
         let stalls_left = !stalled || self.stall_retries < self.config.retry.max_stall_retries;
         if !delivered && error.is_retryable() && stalls_left && self.retries < self.config.retry.max_retries {
-            let retry_after = match &error {
-                GenerateError::Provider(e) => e.retry_after,
-                _ => None,
-            };
+            let retry_after = if let GenerateError::Provider(e) = &error { e.retry_after } else { None };
             if let Some(delay) = self.config.retry.delay(self.retries + 1, retry_after) {
                 self.retries += 1;
                 self.stall_retries += u32::from(stalled);

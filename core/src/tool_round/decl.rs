@@ -93,7 +93,10 @@ pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json:
             }
             serde_json::Value::String(_) => "text that is not valid JSON".into(),
             serde_json::Value::Null => "nothing".into(),
-            _ => "a JSON value that is not an object".into(),
+            serde_json::Value::Bool(_)
+            | serde_json::Value::Number(_)
+            | serde_json::Value::Array(_)
+            | serde_json::Value::Object(_) => "a JSON value that is not an object".into(),
         };
         return Err(format!("invalid input for tool {:?}: expected a JSON object, got {got}", call.name));
     }

@@ -20,6 +20,7 @@
 //!
 //! Time is any [`Moment`]: the machines pass [`Instant`]s, the round's own tests a clock
 //! of their own (the core reads none, even in tests).
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod decl;
 #[cfg(test)]

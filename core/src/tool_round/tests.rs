@@ -63,7 +63,7 @@ impl Machine {
             .drain(..)
             .filter_map(|e| match e {
                 Effect::RunTool { id, call } => Some((id, call)),
-                _ => None,
+                Effect::SendRequest { .. } | Effect::CancelRequest { .. } | Effect::CancelTool { .. } => None,
             })
             .collect()
     }
@@ -74,7 +74,9 @@ fn ids(blocks: &[Block]) -> Vec<(&str, bool)> {
         .iter()
         .map(|b| match b {
             Block::ToolResult(r) => (r.tool_use_id.as_str(), r.is_error),
-            other => panic!("not a result: {other:?}"),
+            other @ (Block::Text(_) | Block::Thinking(_) | Block::Attachment(_) | Block::ToolUse(_)) => {
+                panic!("not a result: {other:?}")
+            }
         })
         .collect()
 }

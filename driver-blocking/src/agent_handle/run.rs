@@ -61,7 +61,7 @@ fn run<C: AgentCallbacks + 'static>(
     loop {
         executor.drain(host.agent(), &tools);
         host.publish();
-        let wake = wait(&commands, &inputs, None::<&mut Outbox<()>>, host.agent().poll_timeout());
+        let wake = wait(&commands, &inputs, None::<&mut Outbox<()>>, host.agent().poll_timeout().map(|(at, _)| at));
         let now = Instant::now();
         match wake {
             Wake::Input(report) => executor.feed(host.agent(), report, now),

@@ -40,7 +40,7 @@ pub(crate) async fn run<C: AgentCallbacks + Send + 'static>(
             executor.execute(effect, &handlers);
         }
         host.publish();
-        let deadline = host.agent().poll_timeout();
+        let deadline = host.agent().poll_timeout().map(|(at, _)| at);
         let now = Instant::now();
         if deadline.is_some_and(|d| d <= now) {
             host.agent().handle_timeout(now);
