@@ -36,6 +36,7 @@ pub mod options;
 pub mod provider;
 pub mod proxy;
 pub mod redirect;
+mod request;
 pub mod response;
 pub mod schema;
 pub mod secret;

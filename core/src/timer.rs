@@ -5,6 +5,15 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 use std::fmt;
+use std::ops::Add;
+use std::time::Duration;
+
+/// A point in time as the sub-machines need it: ordered, and moved by a duration. The
+/// machines pass [`Instant`](std::time::Instant)s; the sub-machines' own tests a clock of
+/// their own (the core reads none, even in tests).
+pub(crate) trait Moment: Copy + Ord + Add<Duration, Output = Self> {}
+
+impl<T: Copy + Ord + Add<Duration, Output = T>> Moment for T {}
 
 /// Why a machine wants to be woken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

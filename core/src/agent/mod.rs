@@ -4,8 +4,8 @@
 //! ```text
 //!          prompt                    failure ─► handle_error ─ retry ─► Backoff ─┐
 //!   Idle ──────────► Streaming ──────┘                  │ stop                  │
-//!    ▲  (a prompt     (inner Generate, ◄────────────────┼───────────────────────┘
-//!    │   while busy    max_steps = 1)                   ▼
+//!    ▲  (a prompt     (one request:  ◄─────────────────┼───────────────────────┘
+//!    │   while busy    its retries)                     ▼
 //!    │   or paused     │ answer       │ tool calls     Idle (error; turn discarded)
 //!    │   is staged)    │ without      ▼
 //!    │                 │ calls      Deciding (handle_tool_use, one call at a time)
@@ -21,13 +21,15 @@
 //! ```
 //!
 //! A *step* is one model request and its answer; a *turn* starts with a prompt and ends
-//! with a stop. Each step runs an inner [`Generate`] machine configured with
-//! `max_steps = 1` and no executable tools, so it stops at tool calls and hands them back:
-//! the HTTP retries, timeouts and stall detection are the generate machine's. The calls
-//! go to the tool round the generate machine runs too (`core/src/tool_round/`: input
-//! validation, approved tools in parallel with deadlines, results in call order), with
-//! the agent's policy: [`AgentCallbacks`] decide each call, and may pause for `resume`. The turn's messages join the committed history only
-//! when the turn ends; a cancel or a final error leaves the history as it was.
+//! with a stop. The agent is the generate machine's loop with callbacks, pauses and a
+//! history: each step is one exchange of the request sub-machine the generate machine
+//! uses for its steps too (`core/src/request/`: HTTP retries, backoff, stall, timeout,
+//! redirects, under the agent's own request ids), and each step's calls go to the tool
+//! round it runs too (`core/src/tool_round/`: input validation, approved tools in
+//! parallel with deadlines, results in call order), with the agent's policy:
+//! [`AgentCallbacks`] decide each call, and may pause for `resume`. The turn's messages
+//! join the committed history only when the turn ends; a cancel or a final error leaves
+//! the history as it was.
 //!
 //! Rules at the edges, so that every driver agrees:
 //! - `handle_turn` runs at every turn end but a cancel or a final error; its response's
@@ -58,7 +60,7 @@
 //! (the deadline and its [`Timer`]) and call [`Agent::handle_timeout`]. Time is always
 //! passed in; answers for unknown or cancelled ids are ignored; an input the agent cannot
 //! take now is refused ([`AgentError`]) and changes nothing. Request and tool-run ids are
-//! the agent's own (unique across steps), not the inner machine's.
+//! unique across steps.
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod builder;
@@ -81,21 +83,33 @@ pub use partial::PartialMessage;
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
-use crate::generate::{Effect, Generate, Input, Report, RequestId};
+use crate::generate::{Effect, Report};
 use crate::message::Message;
-use crate::response::Response;
+use crate::request::{Out, Request};
+use crate::response::{Response, Warning};
+use crate::schema::Validator;
 use crate::timer::{Timer, TimerTable};
 use crate::tool_round::ToolRound;
 use crate::usage::Usage;
 
-/// One step's inner generate machine and the mapping of its request ids to ours.
-#[derive(Debug)]
+/// One step's exchange, and what its response needs besides: the request's warnings
+/// and the structured-output check.
 struct StepRun {
-    generate: Generate,
-    /// (ours, inner) for every request of this step.
-    ids: Vec<(RequestId, RequestId)>,
+    request: Request,
+    warnings: Vec<Warning>,
+    validator: Option<Arc<dyn Validator>>,
+}
+
+impl fmt::Debug for StepRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepRun")
+            .field("request", &self.request)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -193,7 +207,7 @@ impl<C: AgentCallbacks> Agent<C> {
     fn timers(&self) -> TimerTable<Instant> {
         let mut timers = TimerTable::default();
         match &self.state {
-            State::Streaming(run) => timers = run.generate.timers(),
+            State::Streaming(run) => timers = run.request.timers(),
             State::Backoff { until } => timers.set(Timer::StepBackoff, Some(*until)),
             State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
             State::Idle | State::Paused(_) | State::Terminated => {}
@@ -270,7 +284,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 Ok(())
             }
             AgentInput::Resume(decision) => self.resume(decision, now),
-            AgentInput::Cancel => self.cancel(now),
+            AgentInput::Cancel => self.cancel(),
             AgentInput::SetState(patch) => self.set_state(*patch),
             AgentInput::Report(Report::ToolFinished { id, outcome }) => {
                 self.tool_finished(id, outcome, now);
@@ -291,20 +305,21 @@ impl<C: AgentCallbacks> Agent<C> {
             self.send_step(now);
         } else if timers.expired(Timer::ToolDeadline, now) {
             self.tools_timeout(now);
-        } else if let State::Streaming(run) = &mut self.state {
+        } else {
             // The step's request has its own timers (timeout, stall, retry backoff).
-            run.generate.handle_timeout(now);
-            self.drain_step(now);
+            self.step_timeout(now);
         }
     }
 
     /// Stops the agent for good: cancels work in flight (effects only, no events) and
     /// calls `terminate`. Drivers call this when the last handle goes away.
     pub fn terminate(&mut self, now: Instant) {
+        // Nothing to time: the work in flight is cancelled, none is started.
+        let _ = now;
         if matches!(self.state, State::Terminated) {
             return;
         }
-        self.abort(now);
+        self.abort();
         self.turn = None;
         self.staged = None;
         self.state = State::Terminated;
@@ -318,11 +333,11 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    fn cancel(&mut self, now: Instant) -> Result<(), AgentError> {
+    fn cancel(&mut self) -> Result<(), AgentError> {
         if matches!(self.state, State::Idle) {
             return Err(AgentError::Idle);
         }
-        self.abort(now);
+        self.abort();
         self.turn = None;
         self.staged = None;
         self.state = State::Idle;
@@ -332,19 +347,12 @@ impl<C: AgentCallbacks> Agent<C> {
     }
 
     /// Cancels the request or tool runs in flight (effects only).
-    fn abort(&mut self, now: Instant) {
+    fn abort(&mut self) {
         self.partial.clear();
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Streaming(mut run) => {
-                // Refused only once the step has ended, and then it has no request to cancel.
-                let _ = run.generate.handle_input(Input::Cancel, now);
-                while let Some(effect) = run.generate.poll_effect() {
-                    if let Effect::CancelRequest { id: inner } = effect {
-                        if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
-                            self.effects.push_back(Effect::CancelRequest { id: ours });
-                        }
-                    }
-                }
+                // The partial answer goes with the turn.
+                let _ = run.request.cancel(&mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
             }
             State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
             other @ (State::Idle | State::Backoff { .. } | State::Paused(_) | State::Terminated) => self.state = other,

@@ -144,18 +144,6 @@ impl Report<'_> {
             Report::ToolFinished { .. } => None,
         }
     }
-
-    /// The same report about request `id` (a machine running another forwards reports
-    /// under the inner machine's ids).
-    pub fn for_request(self, request: RequestId) -> Self {
-        match self {
-            Report::ResponseHead { status, headers, .. } => Report::ResponseHead { id: request, status, headers },
-            Report::Body { bytes, .. } => Report::Body { id: request, bytes },
-            Report::BodyEnd { .. } => Report::BodyEnd { id: request },
-            Report::TransportFailed { error, .. } => Report::TransportFailed { id: request, error },
-            tool @ Report::ToolFinished { .. } => tool,
-        }
-    }
 }
 
 /// Something the driver tells the generate machine.

@@ -1,14 +1,15 @@
 //! The generate machine: one call of `stream_text` / `generate_text`, as a sans-IO
-//! state machine with the tool loop, retries, timeouts and cancellation.
+//! state machine: a loop of requests and tool rounds with auto-approval.
 //!
 //! ```text
-//!            ┌──────────── retry (backoff, nothing delivered yet) ◄───┐
-//!            ▼                                                        │
-//!   new ─► Sending ── head 2xx ─► Streaming ── done ─► step finished ─┤── failure
-//!            │  └─ head 4xx/5xx ─► ErrorBody ── end or 64 KiB ─► failure ┘
-//!            │                         tool calls + handlers + steps left
-//!            │                                       ▼
-//!            └───────────────◄──── next step ◄── Tools (parallel, deadlines)
+//!   new ─► Requesting (one exchange: retries, backoff, stall, timeout, redirects;
+//!            │          see crate::request) ── failure ─► Failed
+//!            │ response
+//!            ▼ tool calls + handlers + steps left
+//!          Tools (the tool round, every call approved: parallel, deadlines)
+//!            │ results in call order
+//!            └──────► next step (Requesting)
+//!   otherwise: Finished (an invalid structured reply first asks for a correction)
 //!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
 //! ```
 //!
@@ -37,18 +38,15 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::decoder::StreamDecoder;
-use crate::dialect::{Dialect, RequestSpec};
-use crate::event::StreamEvent;
+use crate::dialect::RequestSpec;
 use crate::http::HttpRequest;
 use crate::message::{Context, Message, Role};
 use crate::model::Model;
 use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
-use crate::redirect::{RedirectError, Redirects};
+use crate::request::{Limits, Out, Request, RequestEvent};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
-use crate::secret::Secrets;
 use crate::timer::{Timer, TimerTable};
 use crate::tool_round::{Decided, Runner, ToolRound};
 use crate::usage::Usage;
@@ -82,9 +80,6 @@ pub const DEFAULT_OUTPUT_RETRIES: u32 = 3;
 /// while a server that never stops (content, or keep-alives with no total timeout set)
 /// is cut after a bounded amount of work instead of growing the response without end.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
-/// Error bodies are kept up to this size.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
 /// Everything one call needs.
 #[derive(Debug, Clone)]
 pub struct GenerateConfig {
@@ -134,28 +129,8 @@ impl GenerateConfig {
 }
 
 #[derive(Debug)]
-enum Phase {
-    AwaitingHead,
-    Streaming { decoder: Box<StreamDecoder>, delivered: bool },
-    ErrorBody { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
-}
-
-#[derive(Debug)]
-struct Attempt {
-    id: RequestId,
-    deadline: Option<Instant>,
-    stall_at: Instant,
-    /// Body bytes received so far (against [`GenerateConfig::max_response_bytes`]).
-    received: u64,
-    phase: Phase,
-    /// Same-origin redirects followed in this attempt (see [`crate::redirect`]).
-    redirects: Redirects,
-}
-
-#[derive(Debug)]
 enum State {
-    Sending(Attempt),
-    Backoff { until: Instant },
+    Requesting(Box<Request>),
     Tools(ToolRound),
     Done,
 }
@@ -168,9 +143,6 @@ pub struct Generate {
     /// Messages this call added (assistant replies and tool results), in order.
     added: Vec<Message>,
     step: u32,
-    retries: u32,
-    /// Of those, retries after a stall (bounded by [`RetryPolicy::max_stall_retries`]).
-    stall_retries: u32,
     usage: Usage,
     warnings: Vec<Warning>,
     last: Option<Response>,
@@ -181,12 +153,6 @@ pub struct Generate {
     next_id: u64,
     effects: VecDeque<Effect>,
     events: VecDeque<GenerateEvent>,
-    scratch: Vec<StreamEvent>,
-}
-
-/// The provider's error from an HTTP error response (the kept part of its body).
-fn error_response(dialect: Dialect, status: u16, headers: &[(String, String)], body: &[u8]) -> GenerateError {
-    GenerateError::Provider(dialect.parse_error(status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body))
 }
 
 impl Generate {
@@ -217,8 +183,6 @@ impl Generate {
             state: State::Done,
             added: Vec::new(),
             step: 0,
-            retries: 0,
-            stall_retries: 0,
             usage: Usage::default(),
             warnings: Vec::new(),
             last: None,
@@ -228,7 +192,6 @@ impl Generate {
             next_id: 0,
             effects: VecDeque::new(),
             events: VecDeque::new(),
-            scratch: Vec::new(),
         };
         machine.warnings.extend(request.1);
         machine.send(now);
@@ -254,11 +217,7 @@ impl Generate {
     pub(crate) fn timers(&self) -> TimerTable<Instant> {
         let mut timers = TimerTable::default();
         match &self.state {
-            State::Sending(a) => {
-                timers.set(Timer::RequestTimeout, a.deadline);
-                timers.set(Timer::Stall, Some(a.stall_at));
-            }
-            State::Backoff { until } => timers.set(Timer::RetryBackoff, Some(*until)),
+            State::Requesting(request) => timers = request.timers(),
             State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
             State::Done => {}
         }
@@ -277,30 +236,21 @@ impl Generate {
         match input {
             Input::Cancel if self.is_done() => return Err(InputError::Finished),
             Input::Cancel => self.cancel(),
-            Input::Report(Report::ResponseHead { id, status, headers }) => self.on_head(id, status, headers, now),
-            Input::Report(Report::Body { id, bytes }) => self.on_body(id, bytes, now),
-            Input::Report(Report::BodyEnd { id }) => self.on_body_end(id, now),
-            Input::Report(Report::TransportFailed { id, mut error }) => {
-                let State::Sending(attempt) = &self.state else { return Ok(()) };
-                if attempt.id != id {
-                    return Ok(());
-                }
-                // One rule for every driver: what breaks before the response head is a
-                // connect failure, what breaks after it a reset (TLS stays TLS, and a proxy
-                // asking for credentials stays that).
-                let before_head = matches!(attempt.phase, Phase::AwaitingHead);
-                error.kind = match (error.kind, before_head) {
-                    (kind @ (TransportErrorKind::Tls | TransportErrorKind::ProxyAuth), _) => kind,
-                    (_, true) => TransportErrorKind::Connect,
-                    (_, false) => TransportErrorKind::Reset,
-                };
-                self.fail_attempt(GenerateError::Transport(error), false, now);
-            }
             Input::Report(Report::ToolFinished { id, outcome }) => {
                 if let State::Tools(round) = &mut self.state {
                     round.finish(id, outcome, &mut AutoApprove { events: &mut self.events, step: self.step });
                 }
                 self.maybe_continue_after_tools(now);
+            }
+            Input::Report(report) => {
+                if let State::Requesting(request) = &mut self.state {
+                    request.handle_report(
+                        report,
+                        now,
+                        &mut Out { next_id: &mut self.next_id, effects: &mut self.effects },
+                    );
+                    self.pump(now);
+                }
             }
         }
         Ok(())
@@ -309,206 +259,54 @@ impl Generate {
     /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
-        let timers = self.timers();
-        if timers.expired(Timer::RetryBackoff, now) {
-            self.send(now);
-        } else if timers.expired(Timer::RequestTimeout, now) {
-            let limit = self.config.options.timeout.unwrap_or_default();
-            self.fail_attempt(GenerateError::Timeout(limit), true, now);
-        } else if timers.expired(Timer::Stall, now) {
-            self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
-        } else if timers.expired(Timer::ToolDeadline, now) {
-            if let State::Tools(round) = &mut self.state {
+        match &mut self.state {
+            State::Requesting(request) => {
+                request.handle_timeout(now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+                self.pump(now);
+            }
+            State::Tools(round) if round.next_deadline().is_some_and(|at| at <= now) => {
                 let mut policy = AutoApprove { events: &mut self.events, step: self.step };
                 round.expire(now, &mut policy, &mut self.effects);
+                self.maybe_continue_after_tools(now);
             }
-            self.maybe_continue_after_tools(now);
+            State::Tools(_) | State::Done => {}
         }
     }
 
     fn send(&mut self, now: Instant) {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        self.effects.push_back(Effect::SendRequest { id, request: self.request.clone() });
-        self.state = State::Sending(Attempt {
-            id,
-            deadline: self.config.options.timeout.map(|t| now + t),
-            stall_at: now + self.config.stall_timeout,
-            received: 0,
-            phase: Phase::AwaitingHead,
-            redirects: Redirects::default(),
-        });
-    }
-
-    fn on_head(&mut self, id: RequestId, status: u16, headers: Vec<(String, String)>, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id || !matches!(a.phase, Phase::AwaitingHead) {
-            return;
-        }
-        if let Some(next) = a.redirects.on_head(&self.request, status, &headers) {
-            self.on_redirect(next, now);
-            return;
-        }
-        a.stall_at = now + self.config.stall_timeout;
-        a.phase = if (200..300).contains(&status) {
-            Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.config.model)), delivered: false }
-        } else {
-            Phase::ErrorBody { status, headers, body: Vec::new() }
+        let limits = Limits {
+            retry: self.config.retry,
+            stall_timeout: self.config.stall_timeout,
+            timeout: self.config.options.timeout,
+            max_response_bytes: self.config.max_response_bytes,
         };
+        let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+        let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out);
+        self.state = State::Requesting(Box::new(request));
     }
 
-    /// A redirect head: a same-origin one goes out again under a new id (the 3xx's
-    /// connection is dropped, its body unread); any other fails the attempt.
-    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        match next {
-            Ok(request) => {
-                self.effects.push_back(Effect::CancelRequest { id: a.id });
-                a.id = RequestId(self.next_id);
-                self.next_id += 1;
-                a.stall_at = now + self.config.stall_timeout;
-                self.effects.push_back(Effect::SendRequest { id: a.id, request });
-            }
-            Err(error) => self.fail_attempt(GenerateError::Redirect(error), true, now),
-        }
-    }
-
-    fn on_body(&mut self, id: RequestId, bytes: &[u8], now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id {
-            return;
-        }
-        // The size limit: what fits is taken as usual (and kept), then the call fails.
-        let limit = self.config.max_response_bytes;
-        let room = usize::try_from(limit.saturating_sub(a.received)).unwrap_or(usize::MAX);
-        let over_limit = bytes.len() > room;
-        let bytes = bytes.get(..room).unwrap_or(bytes);
-        a.received += bytes.len() as u64;
-        match &mut a.phase {
-            Phase::Streaming { decoder, .. } => {
-                let progress = decoder.feed(bytes, &mut self.scratch);
-                if progress.progressed {
-                    a.stall_at = now + self.config.stall_timeout;
-                }
-                self.drain_stream_events(now);
-            }
-            Phase::ErrorBody { status, headers, body } => {
-                let room = MAX_ERROR_BODY.saturating_sub(body.len());
-                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                // Bytes of an error page are the server's progress, like content.
-                a.stall_at = now + self.config.stall_timeout;
-                if body.len() >= MAX_ERROR_BODY {
-                    // All of the error that is kept has come: reading the rest of a huge
-                    // page would only cost time, so the request is closed and the error
-                    // is read from the part kept.
-                    let error = error_response(self.config.model.dialect, *status, headers, body);
-                    self.fail_attempt(error, true, now);
-                    return;
-                }
-            }
-            Phase::AwaitingHead => {}
-        }
-        // Unless what fitted already ended the attempt (a finished step, a stream error).
-        let still_open = matches!(&self.state, State::Sending(a) if a.id == id);
-        if over_limit && still_open {
-            self.fail_attempt(GenerateError::ResponseTooLarge(limit), true, now);
-        }
-    }
-
-    fn on_body_end(&mut self, id: RequestId, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id {
-            return;
-        }
-        match &mut a.phase {
-            Phase::Streaming { decoder, .. } => {
-                decoder.finish(&mut self.scratch);
-                self.drain_stream_events(now);
-            }
-            Phase::ErrorBody { status, headers, body } => {
-                let error = error_response(self.config.model.dialect, *status, headers, body);
-                self.fail_attempt(error, false, now);
-            }
-            Phase::AwaitingHead => {
-                let error = TransportError {
-                    kind: TransportErrorKind::Other,
-                    message: "the body ended before the response head".into(),
-                };
-                self.fail_attempt(GenerateError::Transport(error), false, now);
-            }
-        }
-    }
-
-    /// Forwards decoded events; a terminal `done` finishes the step, an `error` fails
-    /// the attempt.
-    fn drain_stream_events(&mut self, now: Instant) {
-        let mut events = std::mem::take(&mut self.scratch);
-        for event in events.drain(..) {
+    /// Takes what the step's exchange said: stream events and retries go to the
+    /// application; its end finishes the step or fails the call.
+    fn pump(&mut self, now: Instant) {
+        let State::Requesting(request) = &mut self.state else { return };
+        let said: Vec<RequestEvent> = std::iter::from_fn(|| request.poll_event()).collect();
+        for event in said {
             match event {
-                StreamEvent::Error { error } => {
-                    let error = match error {
-                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
-                        other @ (crate::StreamError::Framing { .. }
-                        | crate::StreamError::Decode { .. }
-                        | crate::StreamError::Incomplete
-                        | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
-                    };
-                    self.fail_attempt(error, true, now);
+                RequestEvent::Stream(event) => self.events.push_back(GenerateEvent::Stream { step: self.step, event }),
+                RequestEvent::Retry { attempt, delay, error } => {
+                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error })
                 }
-                StreamEvent::Done { .. } => {
-                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
-                    self.finish_step(now);
-                }
-                event @ (StreamEvent::TextStart { .. }
-                | StreamEvent::TextDelta { .. }
-                | StreamEvent::TextEnd { .. }
-                | StreamEvent::ThinkingStart { .. }
-                | StreamEvent::ThinkingDelta { .. }
-                | StreamEvent::ThinkingEnd { .. }
-                | StreamEvent::ToolUseStart { .. }
-                | StreamEvent::ToolUseDelta { .. }
-                | StreamEvent::ToolUseEnd { .. }) => {
-                    if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
-                        *delivered = true;
+                RequestEvent::Finished(response) => self.finish_step(response, now),
+                RequestEvent::Failed { error, partial } => {
+                    self.state = State::Done;
+                    if let Some(partial) = partial {
+                        self.absorb(partial);
                     }
-                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
+                    let partial = self.response(StopReason::Error);
+                    self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
                 }
             }
         }
-        self.scratch = events;
-    }
-
-    /// A request failed: retry when nothing reached the caller yet and the failure is
-    /// retryable, else fail the call with what was received. `in_flight` says the
-    /// request may still be open and must be cancelled.
-    fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: Instant) {
-        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
-        // A key the server echoed back never reaches the caller's error (or its logs).
-        Secrets::of_request(&self.request).scrub_error(&mut error);
-        if in_flight {
-            self.effects.push_back(Effect::CancelRequest { id: attempt.id });
-        }
-        let (partial, delivered) = match attempt.phase {
-            Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
-            Phase::AwaitingHead | Phase::ErrorBody { .. } => (None, false),
-        };
-        let stalled = matches!(error, GenerateError::Stalled(_));
-        let stalls_left = !stalled || self.stall_retries < self.config.retry.max_stall_retries;
-        if !delivered && error.is_retryable() && stalls_left && self.retries < self.config.retry.max_retries {
-            let retry_after = if let GenerateError::Provider(e) = &error { e.retry_after } else { None };
-            if let Some(delay) = self.config.retry.delay(self.retries + 1, retry_after) {
-                self.retries += 1;
-                self.stall_retries += u32::from(stalled);
-                self.events.push_back(GenerateEvent::Retry { step: self.step, attempt: self.retries, delay, error });
-                self.state = State::Backoff { until: now + delay };
-                return;
-            }
-        }
-        if let Some(partial) = partial {
-            self.absorb(partial);
-        }
-        let partial = self.response(StopReason::Error);
-        self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
     }
 
     /// Adds a step's response to the call's totals.
@@ -521,10 +319,8 @@ impl Generate {
         self.last = Some(response);
     }
 
-    fn finish_step(&mut self, now: Instant) {
-        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
-        let Phase::Streaming { decoder, .. } = attempt.phase else { return };
-        let response = decoder.into_response();
+    fn finish_step(&mut self, response: Response, now: Instant) {
+        self.state = State::Done;
         let stop = response.stop_reason.unwrap_or(StopReason::Stop);
         let calls: Vec<_> = response.message.tool_uses().cloned().collect();
         self.absorb(response);
@@ -569,8 +365,6 @@ impl Generate {
     /// Sends the next request: the original context plus everything added so far.
     fn next_step(&mut self, now: Instant) {
         self.step += 1;
-        self.retries = 0;
-        self.stall_retries = 0;
         match build(&self.config, &self.added) {
             Ok((request, warnings)) => {
                 self.request = request;
@@ -598,17 +392,15 @@ impl Generate {
             self.finish(stop);
             return;
         };
-        let text = self.last.as_ref().map(Response::text).unwrap_or_default();
-        match structured::check(validator.as_ref(), &text) {
+        let Some(last) = &self.last else {
+            self.finish(stop);
+            return;
+        };
+        match structured::judge(validator.as_ref(), last, stop) {
             Ok(value) => self.output = Some(Ok(value)),
-            Err(error) if stop == StopReason::Length => {
-                self.output = Some(Err(format!("{error} (the reply was cut by the output token limit)")))
-            }
-            Err(error) if self.last.as_ref().is_some_and(|r| r.message.tool_uses().next().is_some()) => {
-                self.output = Some(Err(format!("{error} (the reply ended with tool calls left to the caller)")))
-            }
-            Err(error) if self.output_retries < self.config.output_retries => {
+            Err(invalid) if invalid.correctable() && self.output_retries < self.config.output_retries => {
                 self.output_retries += 1;
+                let error = invalid.error;
                 self.events.push_back(GenerateEvent::OutputRetry {
                     step: self.step,
                     attempt: self.output_retries,
@@ -618,7 +410,7 @@ impl Generate {
                 self.next_step(now);
                 return;
             }
-            Err(error) => self.output = Some(Err(error)),
+            Err(invalid) => self.output = Some(Err(invalid.into_message())),
         }
         self.finish(stop);
     }
@@ -632,14 +424,13 @@ impl Generate {
     fn cancel(&mut self) {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Done => return,
-            State::Sending(attempt) => {
-                self.effects.push_back(Effect::CancelRequest { id: attempt.id });
-                if let Phase::Streaming { decoder, .. } = attempt.phase {
-                    self.absorb(decoder.into_response());
+            State::Requesting(mut request) => {
+                let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+                if let Some(partial) = request.cancel(&mut out) {
+                    self.absorb(partial);
                 }
             }
             State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
-            State::Backoff { .. } => {}
         }
         self.finish(StopReason::Cancelled);
     }

@@ -30,12 +30,12 @@ pub(crate) use decl::{check_input, prepare_tools};
 pub use decl::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
 
 use std::collections::VecDeque;
-use std::ops::Add;
 use std::time::{Duration, Instant};
 
 use crate::generate::{Effect, ToolOutcome, ToolRunId};
 use crate::message::{Block, ToolResult, ToolUse};
 use crate::options::Options;
+use crate::timer::Moment;
 use crate::tool::{ToolError, ToolOutput};
 
 /// What happens with one tool call (also the answer to a pause, see
@@ -52,11 +52,6 @@ pub enum ToolDecision {
     /// Stop the agent until the application resumes with a decision for this call.
     Pause(String),
 }
-
-/// A point in time as the round needs it: ordered, and moved by a time limit.
-pub(crate) trait Moment: Copy + Ord + Add<Duration, Output = Self> {}
-
-impl<T: Copy + Ord + Add<Duration, Output = T>> Moment for T {}
 
 /// Who decides about each call of a round, and who sees each result.
 pub(crate) trait ToolPolicy {
