@@ -131,10 +131,11 @@ impl<C: AgentCallbacks> Agent<C> {
 
     /// Forwards what the step's exchange said; acts on its end.
     pub(super) fn drain_step(&mut self, now: Instant) {
-        let State::Streaming(run) = &mut self.state else { return };
-        let said: Vec<RequestEvent> = std::iter::from_fn(|| run.request.poll_event()).collect();
-        let mut end = None;
-        for event in said {
+        // One event at a time (no buffer per input): the exchange's end changes the state,
+        // and nothing follows it.
+        loop {
+            let State::Streaming(run) = &mut self.state else { return };
+            let Some(event) = run.request.poll_event() else { return };
             match event {
                 RequestEvent::Stream(crate::StreamEvent::Done { .. }) => {}
                 RequestEvent::Stream(event) => {
@@ -143,20 +144,16 @@ impl<C: AgentCallbacks> Agent<C> {
                 }
                 RequestEvent::Retry { attempt, delay, error } => {
                     self.partial.clear();
+                    let error = *error;
                     self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
                 }
-                RequestEvent::Finished(response) => end = Some(Ok(response)),
-                RequestEvent::Failed { error, .. } => end = Some(Err(error)),
+                RequestEvent::Finished(response) => {
+                    let State::Streaming(run) = std::mem::replace(&mut self.state, State::Idle) else { return };
+                    let StepRun { warnings, validator, .. } = *run;
+                    return self.step_done(step_response(*response, warnings, validator.as_deref()), now);
+                }
+                RequestEvent::Failed(failure) => return self.step_failed(failure.0, now),
             }
-        }
-        match end {
-            Some(Ok(response)) => {
-                let State::Streaming(run) = std::mem::replace(&mut self.state, State::Idle) else { return };
-                let StepRun { warnings, validator, .. } = *run;
-                self.step_done(step_response(response, warnings, validator.as_deref()), now);
-            }
-            Some(Err(error)) => self.step_failed(error, now),
-            None => {}
         }
     }
 

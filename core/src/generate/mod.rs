@@ -259,12 +259,14 @@ impl Generate {
     /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
+        let timers = self.timers();
         match &mut self.state {
+            // The exchange has its own timers (timeout, stall, retry backoff).
             State::Requesting(request) => {
                 request.handle_timeout(now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
                 self.pump(now);
             }
-            State::Tools(round) if round.next_deadline().is_some_and(|at| at <= now) => {
+            State::Tools(round) if timers.expired(Timer::ToolDeadline, now) => {
                 let mut policy = AutoApprove { events: &mut self.events, step: self.step };
                 round.expire(now, &mut policy, &mut self.effects);
                 self.maybe_continue_after_tools(now);
@@ -288,16 +290,19 @@ impl Generate {
     /// Takes what the step's exchange said: stream events and retries go to the
     /// application; its end finishes the step or fails the call.
     fn pump(&mut self, now: Instant) {
-        let State::Requesting(request) = &mut self.state else { return };
-        let said: Vec<RequestEvent> = std::iter::from_fn(|| request.poll_event()).collect();
-        for event in said {
+        // One event at a time (no buffer per input): the exchange's end changes the state,
+        // and nothing follows it.
+        loop {
+            let State::Requesting(request) = &mut self.state else { return };
+            let Some(event) = request.poll_event() else { return };
             match event {
                 RequestEvent::Stream(event) => self.events.push_back(GenerateEvent::Stream { step: self.step, event }),
                 RequestEvent::Retry { attempt, delay, error } => {
-                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error })
+                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error: *error })
                 }
-                RequestEvent::Finished(response) => self.finish_step(response, now),
-                RequestEvent::Failed { error, partial } => {
+                RequestEvent::Finished(response) => self.finish_step(*response, now),
+                RequestEvent::Failed(failure) => {
+                    let (error, partial) = *failure;
                     self.state = State::Done;
                     if let Some(partial) = partial {
                         self.absorb(partial);

@@ -50,17 +50,18 @@ pub(crate) struct Limits {
     pub(crate) max_response_bytes: u64,
 }
 
-/// What an exchange tells its owner.
+/// What an exchange tells its owner. As small as a stream event (the rare ones are
+/// boxed): every delta passes through here.
 #[derive(Debug)]
 pub(crate) enum RequestEvent {
     /// A decoded event (the last one is `Done`, just before `Finished`).
     Stream(StreamEvent),
     /// The request failed and goes out again after `delay`.
-    Retry { attempt: u32, delay: Duration, error: GenerateError },
+    Retry { attempt: u32, delay: Duration, error: Box<GenerateError> },
     /// The response, complete.
-    Finished(Response),
+    Finished(Box<Response>),
     /// The exchange failed for good; `partial` is what was decoded, if anything.
-    Failed { error: GenerateError, partial: Option<Response> },
+    Failed(Box<(GenerateError, Option<Response>)>),
 }
 
 /// Where a request's new ids come from and its effects go: the owner's.
@@ -367,7 +368,9 @@ impl<I: Moment> Request<I> {
     fn finish(&mut self) {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
         match attempt.phase {
-            Phase::Streaming { decoder, .. } => self.events.push_back(RequestEvent::Finished(decoder.into_response())),
+            Phase::Streaming { decoder, .. } => {
+                self.events.push_back(RequestEvent::Finished(Box::new(decoder.into_response())))
+            }
             phase @ (Phase::AwaitingHead | Phase::ErrorBody { .. }) => {
                 self.state = State::Sending(Attempt { phase, ..attempt });
             }
@@ -396,11 +399,11 @@ impl<I: Moment> Request<I> {
             if let Some(delay) = retry.delay(self.retries + 1, retry_after) {
                 self.retries += 1;
                 self.stall_retries += u32::from(stalled);
-                self.events.push_back(RequestEvent::Retry { attempt: self.retries, delay, error });
+                self.events.push_back(RequestEvent::Retry { attempt: self.retries, delay, error: Box::new(error) });
                 self.state = State::Backoff { until: now + delay };
                 return;
             }
         }
-        self.events.push_back(RequestEvent::Failed { error, partial });
+        self.events.push_back(RequestEvent::Failed(Box::new((error, partial))));
     }
 }

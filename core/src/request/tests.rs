@@ -44,8 +44,24 @@ fn start(owner: &mut Owner, timeout: Option<Duration>) -> (Request<Duration>, Re
     (request, id)
 }
 
-fn events(request: &mut Request<Duration>) -> Vec<RequestEvent> {
-    std::iter::from_fn(|| request.poll_event()).collect()
+/// A request event, unboxed for patterns.
+#[derive(Debug)]
+enum Said {
+    Stream(#[allow(dead_code)] StreamEvent),
+    Retry { attempt: u32, delay: Duration, error: GenerateError },
+    Finished(Response),
+    Failed { error: GenerateError, partial: Option<Response> },
+}
+
+fn events(request: &mut Request<Duration>) -> Vec<Said> {
+    std::iter::from_fn(|| request.poll_event())
+        .map(|event| match event {
+            RequestEvent::Stream(event) => Said::Stream(event),
+            RequestEvent::Retry { attempt, delay, error } => Said::Retry { attempt, delay, error: *error },
+            RequestEvent::Finished(response) => Said::Finished(*response),
+            RequestEvent::Failed(failure) => Said::Failed { error: failure.0, partial: failure.1 },
+        })
+        .collect()
 }
 
 fn head(id: RequestId, status: u16) -> Report<'static> {
@@ -66,8 +82,7 @@ fn a_server_error_is_retried_after_its_backoff_under_a_new_id() {
     let now = Duration::ZERO;
     request.handle_report(head(first, 500), now, &mut owner.out());
     request.handle_report(Report::BodyEnd { id: first }, now, &mut owner.out());
-    let [RequestEvent::Retry { attempt: 1, delay, error: GenerateError::Provider(_) }] = events(&mut request)[..]
-    else {
+    let [Said::Retry { attempt: 1, delay, error: GenerateError::Provider(_) }] = events(&mut request)[..] else {
         panic!("a retry")
     };
     assert_eq!(request.timers().next(), Some((delay, Timer::RetryBackoff)));
@@ -83,7 +98,7 @@ fn a_server_error_is_retried_after_its_backoff_under_a_new_id() {
     request.handle_report(Report::Body { id: second, bytes: ANSWER.as_bytes() }, delay, &mut owner.out());
     request.handle_report(Report::BodyEnd { id: second }, delay, &mut owner.out());
     let said = events(&mut request);
-    assert!(matches!(said.last(), Some(RequestEvent::Finished(r)) if r.text() == "Hi"), "{said:?}");
+    assert!(matches!(said.last(), Some(Said::Finished(r)) if r.text() == "Hi"), "{said:?}");
     assert_eq!(request.timers().next(), None);
 }
 
@@ -94,7 +109,7 @@ fn a_stall_is_retried_once_then_fails() {
     assert_eq!(request.timers().next(), Some((STALL, Timer::Stall)));
     request.handle_timeout(STALL, &mut owner.out());
     assert_eq!(owner.take(), [Effect::CancelRequest { id: first }]);
-    let [RequestEvent::Retry { delay, error: GenerateError::Stalled(STALL), .. }] = events(&mut request)[..] else {
+    let [Said::Retry { delay, error: GenerateError::Stalled(STALL), .. }] = events(&mut request)[..] else {
         panic!("a retry")
     };
     request.handle_timeout(STALL + delay, &mut owner.out());
@@ -103,7 +118,7 @@ fn a_stall_is_retried_once_then_fails() {
     assert_eq!(owner.take(), [Effect::CancelRequest { id: second }]);
     let said = events(&mut request);
     assert!(
-        matches!(said[..], [RequestEvent::Failed { error: GenerateError::Stalled(_), partial: None }]),
+        matches!(said[..], [Said::Failed { error: GenerateError::Stalled(_), partial: None }]),
         "one stall retry, not two: {said:?}"
     );
 }
@@ -116,10 +131,7 @@ fn the_total_timeout_comes_first_when_it_is_shorter() {
     assert_eq!(request.timers().next(), Some((limit, Timer::RequestTimeout)));
     request.handle_timeout(limit, &mut owner.out());
     let said = events(&mut request);
-    assert!(
-        matches!(said[..], [RequestEvent::Retry { error: GenerateError::Timeout(l), .. }] if l == limit),
-        "{said:?}"
-    );
+    assert!(matches!(said[..], [Said::Retry { error: GenerateError::Timeout(l), .. }] if l == limit), "{said:?}");
 }
 
 #[test]
@@ -133,8 +145,7 @@ fn a_break_after_content_reached_the_owner_is_not_retried_and_keeps_it() {
     let broken = TransportError { kind: TransportErrorKind::Other, message: "gone".into() };
     request.handle_report(Report::TransportFailed { id, error: broken }, now, &mut owner.out());
     let said = events(&mut request);
-    let Some(RequestEvent::Failed { error: GenerateError::Transport(error), partial: Some(partial) }) = said.last()
-    else {
+    let Some(Said::Failed { error: GenerateError::Transport(error), partial: Some(partial) }) = said.last() else {
         panic!("{said:?}")
     };
     assert_eq!(error.kind, TransportErrorKind::Reset, "after the head: a reset");
@@ -149,7 +160,7 @@ fn a_break_before_the_head_is_a_connect_failure_and_retried() {
     let refused = TransportError { kind: TransportErrorKind::Reset, message: "refused".into() };
     request.handle_report(Report::TransportFailed { id, error: refused }, Duration::ZERO, &mut owner.out());
     let said = events(&mut request);
-    let [RequestEvent::Retry { error: GenerateError::Transport(error), .. }] = &said[..] else { panic!("{said:?}") };
+    let [Said::Retry { error: GenerateError::Transport(error), .. }] = &said[..] else { panic!("{said:?}") };
     assert_eq!(error.kind, TransportErrorKind::Connect);
 }
 
