@@ -36,25 +36,25 @@ pub enum ModelRef {
 
 impl From<&str> for ModelRef {
     fn from(s: &str) -> Self {
-        ModelRef::Name(s.to_string())
+        Self::Name(s.to_string())
     }
 }
 
 impl From<String> for ModelRef {
     fn from(s: String) -> Self {
-        ModelRef::Name(s)
+        Self::Name(s)
     }
 }
 
 impl From<Model> for ModelRef {
     fn from(m: Model) -> Self {
-        ModelRef::Model(Box::new(m))
+        Self::Model(Box::new(m))
     }
 }
 
 impl From<&Model> for ModelRef {
     fn from(m: &Model) -> Self {
-        ModelRef::Model(Box::new(m.clone()))
+        Self::Model(Box::new(m.clone()))
     }
 }
 
@@ -105,16 +105,16 @@ pub enum ClientError {
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ClientError::Lookup(e) => write!(f, "{e}"),
-            ClientError::UnknownProvider(p) => write!(f, "unknown provider {p:?}; register it on the client"),
-            ClientError::MissingApiKey { provider, env: Some(env) } => {
+            Self::Lookup(e) => write!(f, "{e}"),
+            Self::UnknownProvider(p) => write!(f, "unknown provider {p:?}; register it on the client"),
+            Self::MissingApiKey { provider, env: Some(env) } => {
                 write!(f, "no API key for {provider}: pass one to the client or set {env}")
             }
-            ClientError::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
-            ClientError::InvalidOptions(e) => write!(f, "{e}"),
-            ClientError::Catalogue(e) => write!(f, "{e}"),
-            ClientError::InvalidProxy(e) => write!(f, "{e}"),
-            ClientError::DuplicateTool(name) => write!(f, "two tools are named {name:?}"),
+            Self::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
+            Self::InvalidOptions(e) => write!(f, "{e}"),
+            Self::Catalogue(e) => write!(f, "{e}"),
+            Self::InvalidProxy(e) => write!(f, "{e}"),
+            Self::DuplicateTool(name) => write!(f, "two tools are named {name:?}"),
         }
     }
 }
@@ -152,7 +152,7 @@ impl ClientConfig {
 
     /// A configuration over the given catalogue.
     pub fn with_catalogue(catalogue: Catalogue) -> Self {
-        ClientConfig {
+        Self {
             catalogue,
             api_keys: BTreeMap::new(),
             base_urls: BTreeMap::new(),

@@ -83,7 +83,7 @@ where
             executor.execute(effect);
         }
         host.publish();
-        let deadline = host.agent().poll_timeout();
+        let deadline = host.agent().poll_timeout().map(|(at, _)| at);
         let now = runtime.now();
         if deadline.is_some_and(|d| d <= now) {
             host.agent().handle_timeout(now);

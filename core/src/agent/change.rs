@@ -24,7 +24,7 @@ pub struct StateChange<T> {
 
 impl<T> Default for StateChange<T> {
     fn default() -> Self {
-        StateChange { model: None, api_key: None, system: None, messages: None, tools: None, options: None }
+        Self { model: None, api_key: None, system: None, messages: None, tools: None, options: None }
     }
 }
 

@@ -62,6 +62,10 @@ impl Launch<Tool> for Client {
         std::env::var(name).ok()
     }
 
+    fn now(&self) -> std::time::Instant {
+        std::time::Instant::now()
+    }
+
     fn describe(tool: &Tool) -> ToolDecl {
         tool.decl()
     }
