@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use crate::agent::AgentConfig;
 use crate::catalogue::{Catalogue, CatalogueError, LookupError};
-use crate::driver_error::Error;
 use crate::generate::{
     duplicate_tool_name, Generate, GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_STALL_TIMEOUT,
@@ -120,6 +119,41 @@ impl fmt::Display for ClientError {
 }
 
 impl std::error::Error for ClientError {}
+
+/// Why [`ClientConfig::start`] made no machine. Exhaustive on purpose: the shell's
+/// `Error` maps each case, and a new one must be mapped too.
+#[derive(Debug)]
+pub enum StartError {
+    /// The call could not be set up: unknown model, missing key, invalid options, two
+    /// tools of one name.
+    Client(ClientError),
+    /// The machine refused its configuration (an output schema that does not compile,
+    /// say), as the call would have failed: the partial response names the model.
+    Refused {
+        /// What the machine refused.
+        error: crate::generate::GenerateError,
+        /// An empty response naming the model.
+        partial: Box<Response>,
+    },
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Client(e) => write!(f, "{e}"),
+            Self::Refused { error, .. } => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Client(e) => Some(e),
+            Self::Refused { error, .. } => Some(error),
+        }
+    }
+}
 
 /// A client's configuration; every driver's `Client` wraps one.
 #[derive(Debug, Clone)]
@@ -243,11 +277,11 @@ impl ClientConfig {
         env: &dyn Fn(&str) -> Option<String>,
         fresh_seed: u64,
         now: Instant,
-    ) -> Result<Generate, Error> {
-        let config = self.prepare(call, env, fresh_seed)?;
+    ) -> Result<Generate, StartError> {
+        let config = self.prepare(call, env, fresh_seed).map_err(StartError::Client)?;
         let model_id = config.model.id.clone();
         Generate::new(config, now)
-            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty(model_id)) })
+            .map_err(|error| StartError::Refused { error, partial: Box::new(Response::empty(model_id)) })
     }
 
     /// An agent's configuration on this client: the model resolved as for a call, the

@@ -21,7 +21,6 @@ pub mod decoder;
 pub mod delta;
 pub mod depth;
 pub mod dialect;
-pub mod driver_error;
 pub mod error;
 pub mod event;
 pub mod framing;

@@ -1,5 +1,5 @@
 //! The machines' deadlines, named: one table per machine, built from its state, from
-//! which [`poll_timeout`](crate::machine::Machine::poll_timeout) takes the earliest
+//! which `poll_timeout` takes the earliest
 //! deadline with its reason and `handle_timeout` learns which ones passed (quinn-proto's
 //! `connection/timer.rs` pattern; firezone's connlib answers `(Instant, &'static str)`).
 #![warn(clippy::wildcard_enum_match_arm)]

@@ -127,7 +127,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
 
     /// Time one tool call may take unless the tool says otherwise: the agent's
     /// `tool_timeout` option, set here over [`options`](Self::options) and the client's
-    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](crate::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
+    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_core::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
     /// as in a call).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);

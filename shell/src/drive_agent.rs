@@ -47,7 +47,7 @@ where
     Ok(Agent::new(config, commands, capacity))
 }
 
-/// Runs the hosted agent as [`spawn_agent`] does, for a driver whose handles are its own
+/// Runs the hosted agent as the shell's own client does, for a driver whose handles are its own
 /// (omni-blocking's blocking ones): returns the sender they command the agent through.
 /// Dropping every clone of it stops the agent.
 pub fn spawn_agent_loop<C, R, T>(

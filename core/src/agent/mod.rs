@@ -54,7 +54,7 @@
 //!   `output_retries` and `max_steps` allow; not when the reply was cut by the token
 //!   limit. `handle_turn`'s response and the `turn` event carry the value or the error.
 //!
-//! Driving contract (every machine's, see [`crate::machine::Machine`]): after `new` and
+//! Driving contract (every machine's; the shell's `Machine` trait is its driver-side view): after `new` and
 //! every `handle_*`, drain [`Agent::poll_effect`] (a debug build asserts it) and
 //! [`Agent::poll_event`], then wait for the next input or until [`Agent::poll_timeout`]
 //! (the deadline and its [`Timer`]) and call [`Agent::handle_timeout`]. Time is always

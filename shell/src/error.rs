@@ -3,10 +3,10 @@
 
 use std::fmt;
 
-use crate::agent::AgentError;
-use crate::client::ClientError;
-use crate::generate::GenerateError;
-use crate::Response;
+use omni_core::agent::AgentError;
+use omni_core::client::{ClientError, StartError};
+use omni_core::generate::GenerateError;
+use omni_core::Response;
 
 /// Why a call failed. No variant ever carries an API key.
 #[derive(Debug)]
@@ -63,6 +63,15 @@ impl std::error::Error for Error {
 impl From<ClientError> for Error {
     fn from(e: ClientError) -> Self {
         Self::Client(e)
+    }
+}
+
+impl From<StartError> for Error {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Client(e) => Self::Client(e),
+            StartError::Refused { error, partial } => Self::Generate { error, partial },
+        }
     }
 }
 
