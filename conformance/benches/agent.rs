@@ -44,15 +44,17 @@ fn generate(bencher: Bencher) {
         let now = Instant::now();
         let mut machine = Generate::new(config.clone(), now).expect("valid");
         let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-        machine.handle_input(Input::Report(head(id)), now);
+        machine.handle_input(Input::Report(head(id)), now).expect("a report is never refused");
         let mut events = 0usize;
         for chunk in body.chunks(CHUNK) {
-            machine.handle_input(Input::Report(Report::Body { id, bytes: chunk }), now);
+            machine
+                .handle_input(Input::Report(Report::Body { id, bytes: chunk }), now)
+                .expect("a report is never refused");
             while let Some(event) = machine.poll_event() {
                 events += usize::from(matches!(black_box(&event), GenerateEvent::Stream { .. }));
             }
         }
-        machine.handle_input(Input::Report(Report::BodyEnd { id }), now);
+        machine.handle_input(Input::Report(Report::BodyEnd { id }), now).expect("a report is never refused");
         while let Some(event) = machine.poll_event() {
             events += usize::from(matches!(black_box(&event), GenerateEvent::Stream { .. }));
         }
@@ -78,7 +80,7 @@ fn agent(bencher: Bencher) {
     config.system = None;
     bencher.counter(divan::counter::ItemsCount::new(DELTAS)).bench(|| {
         let now = Instant::now();
-        let mut host = Host::new(Agent::new(config.clone(), NoCallbacks).expect("valid"));
+        let mut host = Host::new(Agent::new(config.clone(), NoCallbacks, std::time::Instant::now()).expect("valid"));
         host.apply(Command::Subscribe(Box::new(Keep(Vec::with_capacity(2 * DELTAS))), Box::new(|_| {})), now);
         host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
         let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };

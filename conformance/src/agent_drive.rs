@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use omni_core::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
-use omni_core::driver_error::Error;
+use omni_shell::Error;
 use omni_shell::{AgentBuilder, Launch};
 
 use crate::agent_scenarios::NamedAgentScenario;
@@ -70,14 +70,21 @@ pub fn configure<L: Launch<T>, T>(
     tools: impl IntoIterator<Item = T>,
 ) -> AgentBuilder<L, T, ScriptedCallbacks> {
     let config = &named.config;
+    // A scenario's tool time limit goes through the builder's own setter, so that every
+    // driver's run shows the setter at work (the tool_timeout transcript says its limit).
+    let mut options = config.options.clone();
+    let tool_timeout = options.tool_timeout.take();
     let builder = builder
         .messages(config.messages.clone())
         .tools(tools)
-        .options(config.options.clone())
-        .tool_timeout(config.tool_timeout)
+        .options(options)
         .error_backoff(config.error_backoff)
         .output_retries(config.output_retries)
         .callbacks(named.callbacks.clone());
+    let builder = match tool_timeout {
+        Some(limit) => builder.tool_timeout(limit),
+        None => builder,
+    };
     match &config.system {
         Some(system) => builder.system(system.clone()),
         None => builder,

@@ -262,10 +262,12 @@ pub fn all() -> Vec<NamedAgentScenario> {
             ..named("cancel_backoff", vec![server_error()], vec![start("Hi"), on("retry step", 1, Action::Cancel)])
         },
         {
-            // get_weather hangs until the agent's default 5 s tool timeout.
+            // get_weather hangs until the agent's 5 s tool timeout (the drivers set it with
+            // the builder's `tool_timeout`, see `agent_drive::configure`).
             let mut s =
                 named("tool_timeout", vec![calls(&[("toolu_1", "get_weather")]), text(&["Sorry."])], vec![start(ASK)]);
             s.scenario.tools.insert("get_weather".into(), ToolScript::Hang);
+            s.config.options.tool_timeout = Some(std::time::Duration::from_secs(5));
             s
         },
         NamedAgentScenario {

@@ -163,7 +163,7 @@ pub fn simulate_agent<C: AgentCallbacks>(mut agent: Agent<C>, scenario: &AgentSc
     for _ in 0..1_000_000 {
         sim.run_effects(&mut agent);
         let next_input = sim.queue.keys().next().map(|(at, _)| *at);
-        let deadline = agent.poll_timeout().map(|d| d.saturating_duration_since(sim.start));
+        let deadline = agent.poll_timeout().map(|(d, _)| d.saturating_duration_since(sim.start));
         let input_first = match (next_input, deadline) {
             (Some(at), Some(d)) => at <= d,
             (Some(_), None) => true,
@@ -259,7 +259,7 @@ impl Sim<'_> {
             if let Some(trigger) = position.checked_sub(1).and_then(|i| self.lines.get(i)) {
                 let pending =
                     self.queue.iter().find(|(_, s)| !matches!(s, Scheduled::Head { .. } | Scheduled::End { .. }));
-                let deadline = agent.poll_timeout().map(|d| d.saturating_duration_since(self.start));
+                let deadline = agent.poll_timeout().map(|(d, _)| d.saturating_duration_since(self.start));
                 if let Some(next) = pending.map(|((at, _), _)| *at).into_iter().chain(deadline).min() {
                     self.result
                         .margins

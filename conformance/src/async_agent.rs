@@ -11,10 +11,10 @@ use std::task::Poll;
 use std::time::Duration;
 
 use omni_core::agent::{AgentError, AgentEvent, NoCallbacks, Status, TurnEnd};
-use omni_core::driver_error::Error;
 use omni_core::tool::ToolError;
 use omni_core::Message;
 use omni_shell::AsyncTool;
+use omni_shell::Error;
 use omni_shell::StateChange;
 use omni_shell::{AgentBuilder, Launch};
 use serde_json::json;

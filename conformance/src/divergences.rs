@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use omni_core::agent::AgentEvent;
 use omni_core::client::ClientError;
-use omni_core::driver_error::Error;
 use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_core::message::ToolResultContent;
 use omni_core::options::OutputSchema;
 use omni_core::Options;
+use omni_shell::Error;
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver, TestTool};
 use crate::replay::ReplayServer;

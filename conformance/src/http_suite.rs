@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use omni_core::agent::AgentEvent;
-use omni_core::driver_error::Error;
 use omni_core::generate::{GenerateEvent, RetryPolicy};
 use omni_core::{Options, Provider};
+use omni_shell::Error;
 use omni_shell::{ClientBuilder, Connect};
 
 /// What a suite needs of a client.

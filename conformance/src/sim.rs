@@ -288,7 +288,7 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
             return result;
         }
         let next_input = queue.keys().next().map(|(at, _)| *at);
-        let deadline = machine.poll_timeout().map(|d| d.saturating_duration_since(start));
+        let deadline = machine.poll_timeout().map(|(d, _)| d.saturating_duration_since(start));
         let input_first = match (next_input, deadline) {
             (Some(at), Some(d)) => at <= d,
             (Some(_), None) => true,
@@ -314,7 +314,10 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
                 }
                 Scheduled::Cancel => Input::Cancel,
             };
-            machine.handle_input(input, start + now);
+            // A refused input (a cancel after the end) is part of the story.
+            if let Err(refused) = machine.handle_input(input, start + now) {
+                result.transcript.push(format!("refused: {refused}"));
+            }
         } else {
             let d = deadline.unwrap_or(now);
             now = now.max(d);

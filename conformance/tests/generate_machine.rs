@@ -44,12 +44,18 @@ mod size_limit {
     /// events that followed.
     fn feed(machine: &mut Generate, body: &[u8], piece: usize, now: Instant) -> (Vec<Effect>, Vec<GenerateEvent>) {
         let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-        machine.handle_input(Input::Report(Report::ResponseHead { id, status: 200, headers: Vec::new() }), now);
+        // As a driver does: every effect is taken before the next input.
+        let mut effects = Vec::new();
+        let mut input = |machine: &mut Generate, report: Report<'_>| {
+            machine.handle_input(Input::Report(report), now).expect("a report is never refused");
+            effects.extend(std::iter::from_fn(|| machine.poll_effect()));
+        };
+        input(machine, Report::ResponseHead { id, status: 200, headers: Vec::new() });
         for bytes in body.chunks(piece) {
-            machine.handle_input(Input::Report(Report::Body { id, bytes }), now);
+            input(machine, Report::Body { id, bytes });
         }
-        machine.handle_input(Input::Report(Report::BodyEnd { id }), now);
-        (std::iter::from_fn(|| machine.poll_effect()).collect(), std::iter::from_fn(|| machine.poll_event()).collect())
+        input(machine, Report::BodyEnd { id });
+        (effects, std::iter::from_fn(|| machine.poll_event()).collect())
     }
 
     #[test]
@@ -84,11 +90,13 @@ mod size_limit {
         let now = Instant::now();
         let mut machine = call(1024, now);
         let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-        machine.handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), now);
+        machine
+            .handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), now)
+            .expect("a report is never refused");
         let page = vec![b'x'; 600];
-        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now).expect("a report is never refused");
         assert!(machine.poll_event().is_none(), "600 bytes fit");
-        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now).expect("a report is never refused");
         let events: Vec<_> = std::iter::from_fn(|| machine.poll_event()).collect();
         assert!(matches!(events[..], [GenerateEvent::Failed { error: GenerateError::ResponseTooLarge(1024), .. }]));
     }
@@ -98,18 +106,22 @@ mod size_limit {
         let start = Instant::now();
         let mut machine = call_with(DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy::none(), start);
         let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-        machine.handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), start);
+        machine
+            .handle_input(Input::Report(Report::ResponseHead { id, status: 500, headers: Vec::new() }), start)
+            .expect("a report is never refused");
         let page = vec![b'x'; 4096];
         let stall = DEFAULT_STALL_TIMEOUT;
         let mut now = start;
         for _ in 0..(ERROR_BODY_KEPT / page.len() - 1) {
             // A slow page: each piece comes just within the stall limit, which it resets.
             now += stall - std::time::Duration::from_millis(1);
-            machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+            machine
+                .handle_input(Input::Report(Report::Body { id, bytes: &page }), now)
+                .expect("a report is never refused");
             assert!(machine.poll_event().is_none(), "still reading the page");
-            assert!(machine.poll_timeout().is_some_and(|t| t > now), "bytes of the page are progress");
+            assert!(machine.poll_timeout().is_some_and(|(t, _)| t > now), "bytes of the page are progress");
         }
-        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now);
+        machine.handle_input(Input::Report(Report::Body { id, bytes: &page }), now).expect("a report is never refused");
         let effects: Vec<_> = std::iter::from_fn(|| machine.poll_effect()).collect();
         assert!(matches!(effects[..], [Effect::CancelRequest { .. }]), "the rest of the page is not read: {effects:?}");
         let events: Vec<_> = std::iter::from_fn(|| machine.poll_event()).collect();
@@ -167,7 +179,7 @@ mod redirects {
         let now = Instant::now();
         let mut m = machine(now);
         let [Effect::SendRequest { id: first, request }] = &effects(&mut m)[..] else { panic!() };
-        m.handle_input(head(*first, 308, "/v2/messages"), now);
+        m.handle_input(head(*first, 308, "/v2/messages"), now).expect("a report is never refused");
         let sent = effects(&mut m);
         let [Effect::CancelRequest { id: cancelled }, Effect::SendRequest { id: second, request: again }] = &sent[..]
         else {
@@ -178,7 +190,7 @@ mod redirects {
         assert_eq!(again.url, "http://127.0.0.1:9/v2/messages");
         assert_eq!((&again.headers, &again.body), (&request.headers, &request.body));
         // The old id's late reports are ignored; the new one streams as usual.
-        m.handle_input(Input::Report(Report::BodyEnd { id: *first }), now);
+        m.handle_input(Input::Report(Report::BodyEnd { id: *first }), now).expect("a report is never refused");
         assert!(!m.is_done());
     }
 
@@ -187,7 +199,8 @@ mod redirects {
         let now = Instant::now();
         let mut m = machine(now);
         let [Effect::SendRequest { id, .. }] = &effects(&mut m)[..] else { panic!() };
-        m.handle_input(head(*id, 302, "http://evil.example/?echo=sk-machine-0123456789"), now);
+        m.handle_input(head(*id, 302, "http://evil.example/?echo=sk-machine-0123456789"), now)
+            .expect("a report is never refused");
         assert_eq!(effects(&mut m), [Effect::CancelRequest { id: *id }]);
         let events: Vec<_> = std::iter::from_fn(|| m.poll_event()).collect();
         let [GenerateEvent::Failed {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use crate::agent::AgentConfig;
 use crate::catalogue::{Catalogue, CatalogueError, LookupError};
-use crate::driver_error::Error;
 use crate::generate::{
     duplicate_tool_name, Generate, GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_STALL_TIMEOUT,
@@ -36,25 +35,25 @@ pub enum ModelRef {
 
 impl From<&str> for ModelRef {
     fn from(s: &str) -> Self {
-        ModelRef::Name(s.to_string())
+        Self::Name(s.to_string())
     }
 }
 
 impl From<String> for ModelRef {
     fn from(s: String) -> Self {
-        ModelRef::Name(s)
+        Self::Name(s)
     }
 }
 
 impl From<Model> for ModelRef {
     fn from(m: Model) -> Self {
-        ModelRef::Model(Box::new(m))
+        Self::Model(Box::new(m))
     }
 }
 
 impl From<&Model> for ModelRef {
     fn from(m: &Model) -> Self {
-        ModelRef::Model(Box::new(m.clone()))
+        Self::Model(Box::new(m.clone()))
     }
 }
 
@@ -105,21 +104,56 @@ pub enum ClientError {
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ClientError::Lookup(e) => write!(f, "{e}"),
-            ClientError::UnknownProvider(p) => write!(f, "unknown provider {p:?}; register it on the client"),
-            ClientError::MissingApiKey { provider, env: Some(env) } => {
+            Self::Lookup(e) => write!(f, "{e}"),
+            Self::UnknownProvider(p) => write!(f, "unknown provider {p:?}; register it on the client"),
+            Self::MissingApiKey { provider, env: Some(env) } => {
                 write!(f, "no API key for {provider}: pass one to the client or set {env}")
             }
-            ClientError::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
-            ClientError::InvalidOptions(e) => write!(f, "{e}"),
-            ClientError::Catalogue(e) => write!(f, "{e}"),
-            ClientError::InvalidProxy(e) => write!(f, "{e}"),
-            ClientError::DuplicateTool(name) => write!(f, "two tools are named {name:?}"),
+            Self::MissingApiKey { provider, env: None } => write!(f, "no API key for {provider}"),
+            Self::InvalidOptions(e) => write!(f, "{e}"),
+            Self::Catalogue(e) => write!(f, "{e}"),
+            Self::InvalidProxy(e) => write!(f, "{e}"),
+            Self::DuplicateTool(name) => write!(f, "two tools are named {name:?}"),
         }
     }
 }
 
 impl std::error::Error for ClientError {}
+
+/// Why [`ClientConfig::start`] made no machine. Exhaustive on purpose: the shell's
+/// `Error` maps each case, and a new one must be mapped too.
+#[derive(Debug)]
+pub enum StartError {
+    /// The call could not be set up: unknown model, missing key, invalid options, two
+    /// tools of one name.
+    Client(ClientError),
+    /// The machine refused its configuration (an output schema that does not compile,
+    /// say), as the call would have failed: the partial response names the model.
+    Refused {
+        /// What the machine refused.
+        error: crate::generate::GenerateError,
+        /// An empty response naming the model.
+        partial: Box<Response>,
+    },
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Client(e) => write!(f, "{e}"),
+            Self::Refused { error, .. } => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Client(e) => Some(e),
+            Self::Refused { error, .. } => Some(error),
+        }
+    }
+}
 
 /// A client's configuration; every driver's `Client` wraps one.
 #[derive(Debug, Clone)]
@@ -152,7 +186,7 @@ impl ClientConfig {
 
     /// A configuration over the given catalogue.
     pub fn with_catalogue(catalogue: Catalogue) -> Self {
-        ClientConfig {
+        Self {
             catalogue,
             api_keys: BTreeMap::new(),
             base_urls: BTreeMap::new(),
@@ -243,11 +277,11 @@ impl ClientConfig {
         env: &dyn Fn(&str) -> Option<String>,
         fresh_seed: u64,
         now: Instant,
-    ) -> Result<Generate, Error> {
-        let config = self.prepare(call, env, fresh_seed)?;
+    ) -> Result<Generate, StartError> {
+        let config = self.prepare(call, env, fresh_seed).map_err(StartError::Client)?;
         let model_id = config.model.id.clone();
         Generate::new(config, now)
-            .map_err(|error| Error::Generate { error, partial: Box::new(Response::empty(model_id)) })
+            .map_err(|error| StartError::Refused { error, partial: Box::new(Response::empty(model_id)) })
     }
 
     /// An agent's configuration on this client: the model resolved as for a call, the

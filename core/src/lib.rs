@@ -14,21 +14,16 @@
 #![forbid(unsafe_code)]
 
 pub mod accumulator;
-#[allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 pub mod agent;
 pub mod catalogue;
-#[allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 pub mod client;
 pub mod decoder;
 pub mod delta;
 pub mod depth;
 pub mod dialect;
-#[allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
-pub mod driver_error;
 pub mod error;
 pub mod event;
 pub mod framing;
-#[allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 pub mod generate;
 pub mod http;
 pub mod message;
@@ -37,11 +32,13 @@ pub mod options;
 pub mod provider;
 pub mod proxy;
 pub mod redirect;
+mod request;
 pub mod response;
 pub mod schema;
 pub mod secret;
-#[allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
+pub mod timer;
 pub mod tool;
+mod tool_round;
 pub mod usage;
 
 /// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).

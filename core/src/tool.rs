@@ -16,40 +16,40 @@ pub struct ToolOutput(pub Vec<ToolResultContent>);
 impl ToolOutput {
     /// Text for the model.
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput(vec![ToolResultContent::Text { text: text.into() }])
+        Self(vec![ToolResultContent::Text { text: text.into() }])
     }
 
     /// A JSON value, serialised for the model.
     pub fn json(value: &Value) -> Self {
-        ToolOutput::text(value.to_string())
+        Self::text(value.to_string())
     }
 
     /// Any content, e.g. text and images.
     pub fn content(content: Vec<ToolResultContent>) -> Self {
-        ToolOutput(content)
+        Self(content)
     }
 
     /// An image or file.
     pub fn attachment(attachment: Attachment) -> Self {
-        ToolOutput(vec![ToolResultContent::Attachment(attachment)])
+        Self(vec![ToolResultContent::Attachment(attachment)])
     }
 }
 
 impl From<String> for ToolOutput {
     fn from(s: String) -> Self {
-        ToolOutput::text(s)
+        Self::text(s)
     }
 }
 
 impl From<&str> for ToolOutput {
     fn from(s: &str) -> Self {
-        ToolOutput::text(s)
+        Self::text(s)
     }
 }
 
 impl From<Value> for ToolOutput {
     fn from(v: Value) -> Self {
-        ToolOutput::json(&v)
+        Self::json(&v)
     }
 }
 
@@ -60,7 +60,7 @@ pub struct ToolError(pub String);
 impl ToolError {
     /// From any error.
     pub fn new(error: impl fmt::Display) -> Self {
-        ToolError(error.to_string())
+        Self(error.to_string())
     }
 }
 
@@ -74,13 +74,13 @@ impl std::error::Error for ToolError {}
 
 impl From<String> for ToolError {
     fn from(s: String) -> Self {
-        ToolError(s)
+        Self(s)
     }
 }
 
 impl From<&str> for ToolError {
     fn from(s: &str) -> Self {
-        ToolError(s.to_string())
+        Self(s.to_string())
     }
 }
 

@@ -122,6 +122,10 @@ impl Launch<Tool> for Client {
         self.0.env(name)
     }
 
+    fn now(&self) -> std::time::Instant {
+        self.0.now()
+    }
+
     fn describe(tool: &Tool) -> ToolDecl {
         tool.as_async().decl()
     }

@@ -76,9 +76,9 @@ pub use omni_core::agent::{
     ToolDecision, TurnDecision, TurnEnd,
 };
 pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
-pub use omni_core::driver_error::Error;
 pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_shell::Error;
 pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;
 pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};

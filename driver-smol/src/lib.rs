@@ -23,7 +23,6 @@
 //! `Call::generate_object` (structured output decoded into the type, with corrections
 //! asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-#![allow(clippy::use_self, unreachable_pub)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 mod http;
 mod runtime;

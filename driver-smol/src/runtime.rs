@@ -32,8 +32,8 @@ impl Runtime for Smol {
 
     fn spawn<F: Future<Output = ()> + Send + 'static>(&self, future: F) -> Result<SmolTask, Error> {
         Ok(SmolTask(match self {
-            Smol::Global => smol::spawn(future),
-            Smol::Executor(executor) => executor.spawn(future),
+            Self::Global => smol::spawn(future),
+            Self::Executor(executor) => executor.spawn(future),
         }))
     }
 
@@ -46,7 +46,7 @@ impl Runtime for Smol {
 }
 
 impl Driver for Smol {
-    type Runtime = Smol;
+    type Runtime = Self;
     type Transport = Http1;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http1, Error> {
@@ -57,7 +57,7 @@ impl Driver for Smol {
 /// `client.on_executor(executor)`: the client's tasks on an executor the application drives.
 impl From<Arc<Executor<'static>>> for Smol {
     fn from(executor: Arc<Executor<'static>>) -> Self {
-        Smol::Executor(executor)
+        Self::Executor(executor)
     }
 }
 
@@ -70,8 +70,8 @@ impl Task for SmolTask {
 impl fmt::Debug for Smol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Smol::Global => f.write_str("global smol executor"),
-            Smol::Executor(_) => f.write_str("application executor"),
+            Self::Global => f.write_str("global smol executor"),
+            Self::Executor(_) => f.write_str("application executor"),
         }
     }
 }

@@ -33,7 +33,7 @@ impl Runtime for Tokio {
 }
 
 impl Driver for Tokio {
-    type Runtime = Tokio;
+    type Runtime = Self;
     type Transport = Reqwest;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Reqwest, Error> {

@@ -16,7 +16,7 @@ use omni_core::client::ClientConfig;
 use omni_core::Message;
 
 use crate::subscription::Subscription;
-use omni_core::driver_error::Error;
+use crate::Error;
 
 /// What `set_state` changes; see [`omni_core::agent::StateChange`].
 pub type StateChange = omni_core::agent::StateChange<AsyncTool>;

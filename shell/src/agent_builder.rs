@@ -6,7 +6,7 @@
 //! type alias.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::client_builder::Connect;
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
@@ -33,6 +33,8 @@ pub trait Launch<T>: Connect {
     fn client_config(&self) -> &ClientConfig;
     /// Reads an environment variable (the core reads nothing itself).
     fn env(&self, name: &str) -> Option<String>;
+    /// The runtime's clock, for the agent's start (the core reads none itself).
+    fn now(&self) -> Instant;
     /// What the machine is told about a tool.
     fn describe(tool: &T) -> ToolDecl;
     /// Runs the hosted agent in the driver's runtime, with the tools' handlers.
@@ -124,7 +126,10 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         self
     }
 
-    /// Time one tool call may take (default 5 s) unless the tool says otherwise.
+    /// Time one tool call may take unless the tool says otherwise: the agent's
+    /// `tool_timeout` option, set here over [`options`](Self::options) and the client's
+    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_core::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
+    /// as in a call).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
         self
@@ -196,7 +201,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         config.tools = self.tools.iter().map(L::describe).collect();
         config.options = self.options.merged_over(&config.options);
         if let Some(limit) = self.tool_timeout {
-            config.tool_timeout = limit;
+            config.options.tool_timeout = Some(limit);
         }
         if let Some(policy) = self.error_backoff {
             config.error_backoff = policy;
@@ -204,7 +209,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         if let Some(corrections) = self.output_retries {
             config.output_retries = corrections;
         }
-        let agent = Agent::new(config, self.callbacks)?;
+        let agent = Agent::new(config, self.callbacks, launcher.now())?;
         launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
     }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use omni_core::agent::AgentCallbacks;
 use omni_core::client::{ClientConfig, ClientError, ModelRef};
@@ -155,6 +156,10 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
 
     fn env(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
+    }
+
+    fn now(&self) -> Instant {
+        self.inner.runtime.now()
     }
 
     fn describe(tool: &AsyncTool) -> ToolDecl {

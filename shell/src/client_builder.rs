@@ -7,9 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::Error;
 use omni_core::catalogue::Catalogue;
 use omni_core::client::{ClientConfig, ClientError};
-use omni_core::driver_error::Error;
 use omni_core::generate::RetryPolicy;
 use omni_core::model::Model;
 use omni_core::options::Options;

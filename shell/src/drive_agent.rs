@@ -47,7 +47,7 @@ where
     Ok(Agent::new(config, commands, capacity))
 }
 
-/// Runs the hosted agent as [`spawn_agent`] does, for a driver whose handles are its own
+/// Runs the hosted agent as the shell's own client does, for a driver whose handles are its own
 /// (omni-blocking's blocking ones): returns the sender they command the agent through.
 /// Dropping every clone of it stops the agent.
 pub fn spawn_agent_loop<C, R, T>(
@@ -83,7 +83,7 @@ where
             executor.execute(effect);
         }
         host.publish();
-        let deadline = host.agent().poll_timeout();
+        let deadline = host.agent().poll_timeout().map(|(at, _)| at);
         let now = runtime.now();
         if deadline.is_some_and(|d| d <= now) {
             host.agent().handle_timeout(now);

@@ -74,11 +74,12 @@ async fn drive_call<R: Runtime, T: Transport>(
             Delivery::Done => false,
             Delivery::Full => true,
             Delivery::Gone => {
-                machine.handle_input(Input::Cancel, runtime.now());
+                // Refused only when the call has ended already: then there is nothing to cancel.
+                let _ = machine.handle_input(Input::Cancel, runtime.now());
                 continue;
             }
         };
-        let deadline = machine.poll_timeout();
+        let deadline = machine.poll_timeout().map(|(at, _)| at);
         let now = runtime.now();
         if deadline.is_some_and(|d| d <= now) {
             machine.handle_timeout(now);
@@ -112,7 +113,9 @@ async fn drive_call<R: Runtime, T: Transport>(
             }
         };
         match future::or(cancel, future::or(other, timer)).await {
-            Wake::Cancel => machine.handle_input(Input::Cancel, runtime.now()),
+            Wake::Cancel => {
+                let _ = machine.handle_input(Input::Cancel, runtime.now());
+            }
             Wake::Deadline => machine.handle_timeout(runtime.now()),
             Wake::Read => {}
             Wake::Input(report) => {

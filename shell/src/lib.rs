@@ -30,6 +30,7 @@ pub mod delivery;
 mod drive_agent;
 #[allow(unreachable_pub)]
 mod drive_call;
+mod error;
 #[allow(unreachable_pub)]
 mod executor;
 pub mod exports;
@@ -46,8 +47,8 @@ pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
 pub use call::{Call, CancelHandle, TextStream};
 pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
+pub use error::Error;
 pub use host::{Command, EventSink, Host, Reply};
-pub use omni_core::driver_error::Error;
 pub use runtime::{ResponseSink, Runtime, Task, Transport};
 pub use subscription::{Subscriber, Subscription};
 pub use tool::{handlers_by_name, AsyncHandler, AsyncTool, ToolFuture};

@@ -12,9 +12,10 @@
 
 use std::time::Instant;
 
-use omni_core::agent::{Agent, AgentCallbacks, AgentInput};
+use omni_core::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
 pub use omni_core::generate::Report;
-use omni_core::generate::{Effect, Generate, Input};
+use omni_core::generate::{Effect, Generate, GenerateEvent, Input};
+use omni_core::timer::Timer;
 
 /// Room for a call's events between its loop and the application. Deltas are small (a
 /// few words each): 256 of them are tens of KiB, and enough that a reading application
@@ -31,38 +32,58 @@ pub const COMMAND_CAPACITY: usize = 64;
 /// before every input; this keeps a flood from holding a runtime thread).
 pub const INPUT_BUDGET: usize = 64;
 
-/// A machine a driver loop can run: effects out, reports and deadlines in.
+/// A machine a driver loop can run, and the one contract of every machine: built with
+/// `new(.., now)`; `handle_input(input, now)` answers `Ok` or refuses with a typed error
+/// (nothing changes); effects out ([`poll_effect`](Self::poll_effect), every one executed
+/// before the next input: debug builds assert it), events out
+/// ([`poll_event`](Self::poll_event)), and the next deadline with its reason
+/// ([`poll_timeout`](Self::poll_timeout), from the machine's one timer table) for
+/// [`handle_timeout`](Self::handle_timeout).
 pub trait Machine {
+    /// What the application observes.
+    type Event;
     /// The next effect to execute.
     fn poll_effect(&mut self) -> Option<Effect>;
-    /// The next deadline, if any.
-    fn poll_timeout(&self) -> Option<Instant>;
+    /// The next event for the application.
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    /// The next deadline and why, if any.
+    fn poll_timeout(&self) -> Option<(Instant, Timer)>;
     /// Acts on deadlines that have passed.
     fn handle_timeout(&mut self, now: Instant);
-    /// Feeds what a request or tool run reported. Reports for unknown ids are ignored.
+    /// Feeds what a request or tool run reported. Reports for unknown ids are ignored
+    /// (never refused).
     fn handle_report(&mut self, report: Report<'_>, now: Instant);
 }
 
 impl Machine for Generate {
+    type Event = GenerateEvent;
     fn poll_effect(&mut self) -> Option<Effect> {
         Generate::poll_effect(self)
     }
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_event(&mut self) -> Option<GenerateEvent> {
+        Generate::poll_event(self)
+    }
+    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
         Generate::poll_timeout(self)
     }
     fn handle_timeout(&mut self, now: Instant) {
         Generate::handle_timeout(self, now)
     }
     fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        self.handle_input(Input::Report(report), now)
+        // Reports are never refused (unknown ids are ignored).
+        let _ = self.handle_input(Input::Report(report), now);
     }
 }
 
 impl<C: AgentCallbacks> Machine for Agent<C> {
+    type Event = AgentEvent;
     fn poll_effect(&mut self) -> Option<Effect> {
         Agent::poll_effect(self)
     }
-    fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_event(&mut self) -> Option<AgentEvent> {
+        Agent::poll_event(self)
+    }
+    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
         Agent::poll_timeout(self)
     }
     fn handle_timeout(&mut self, now: Instant) {

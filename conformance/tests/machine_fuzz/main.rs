@@ -149,7 +149,8 @@ fn agent_machine_against_its_reference() {
             config.retry = retry(&knobs);
             config.stall_timeout = Duration::from_millis(knobs.stall_ms);
             config.max_response_bytes = knobs.max_response_bytes;
-            let machine = Agent::new(config, FuzzCallbacks { choices, at: 0 }).expect("a valid configuration");
+            let machine = Agent::new(config, FuzzCallbacks { choices, at: 0 }, std::time::Instant::now())
+                .expect("a valid configuration");
             let subject = AgentSubject {
                 machine,
                 committed: Vec::new(),

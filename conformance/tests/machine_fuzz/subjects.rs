@@ -8,7 +8,7 @@ use omni_core::agent::{
     Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, ErrorDecision, StatePatch, Status, ToolDecision,
     TurnDecision, TurnEnd,
 };
-use omni_core::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, Report};
+use omni_core::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
 use omni_core::tool::ToolOutput;
 use omni_core::{Message, Response, ToolResult, ToolResultContent, ToolUse};
 
@@ -43,13 +43,15 @@ pub(crate) struct GenerateSubject {
 
 impl Subject for GenerateSubject {
     fn report(&mut self, report: Report<'_>, now: Instant) {
-        self.machine.handle_input(Input::Report(report), now)
+        // Driver reports are never refused.
+        let refused = self.machine.handle_input(Input::Report(report), now);
+        assert!(refused.is_ok(), "a driver report was refused: {refused:?}");
     }
     fn poll_effect(&mut self) -> Option<Effect> {
         self.machine.poll_effect()
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.machine.poll_timeout()
+        self.machine.poll_timeout().map(|(at, _)| at)
     }
     fn handle_timeout(&mut self, now: Instant) {
         self.machine.handle_timeout(now)
@@ -57,8 +59,14 @@ impl Subject for GenerateSubject {
     fn application(&mut self, step: &Step, now: Instant) -> bool {
         match step {
             Step::Cancel => {
-                self.machine.handle_input(Input::Cancel, now);
-                true
+                // Refused exactly when the call has ended (then nothing may change).
+                let outcome = self.machine.handle_input(Input::Cancel, now);
+                if self.terminal {
+                    assert_eq!(outcome, Err(InputError::Finished), "a cancel after the end");
+                } else {
+                    assert_eq!(outcome, Ok(()), "a cancel in flight");
+                }
+                outcome.is_ok()
             }
             _ => false,
         }
@@ -169,7 +177,7 @@ impl Subject for AgentSubject {
         self.machine.poll_effect()
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.machine.poll_timeout()
+        self.machine.poll_timeout().map(|(at, _)| at)
     }
     fn handle_timeout(&mut self, now: Instant) {
         self.machine.handle_timeout(now)

@@ -10,7 +10,6 @@
 use crate::generate::GenerateError;
 use crate::message::{ToolResult, ToolUse};
 use crate::response::Response;
-use crate::tool::{ToolError, ToolOutput};
 
 use super::io::AgentConfig;
 
@@ -23,20 +22,7 @@ pub enum TurnDecision {
     Continue(String),
 }
 
-/// What happens with one tool call (also the answer to a pause, see
-/// [`AgentInput::Resume`](super::AgentInput::Resume)).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolDecision {
-    /// Run the tool's handler (after input validation). A tool without a handler ends the
-    /// turn with stop reason `tool_use`, leaving the call to the application.
-    Execute,
-    /// Do not run it; the model sees this reason as an error result.
-    Reject(String),
-    /// Do not run it; the model sees this output (or error) instead.
-    Result(Result<ToolOutput, ToolError>),
-    /// Stop the agent until the application resumes with a decision for this call.
-    Pause(String),
-}
+pub use crate::tool_round::ToolDecision;
 
 /// What happens after a step failed for good (the generate machine's own HTTP retries
 /// are exhausted or the error is not retryable).

@@ -24,7 +24,7 @@ pub struct StateChange<T> {
 
 impl<T> Default for StateChange<T> {
     fn default() -> Self {
-        StateChange { model: None, api_key: None, system: None, messages: None, tools: None, options: None }
+        Self { model: None, api_key: None, system: None, messages: None, tools: None, options: None }
     }
 }
 
@@ -81,7 +81,7 @@ impl<T> StateChange<T> {
     /// The same change with each new tool passed through `f` (a driver whose tools wrap
     /// another driver's hands these on).
     pub fn map_tools<U>(self, f: impl FnMut(T) -> U) -> StateChange<U> {
-        let StateChange { model, api_key, system, messages, tools, options } = self;
+        let Self { model, api_key, system, messages, tools, options } = self;
         StateChange { model, api_key, system, messages, tools: tools.map(|t| t.into_iter().map(f).collect()), options }
     }
 

@@ -1,39 +1,50 @@
-//! The tool phase as the agent runs it: decisions one call at a time through the
-//! callbacks (a pause waits for `resume`), then the approved calls in parallel, then the
-//! results, in call order, as the next step's user message.
+//! The tool round as the agent runs it: the callbacks decide each call (a pause waits
+//! for `resume`) and see each result; the round itself (validation, parallel runs with
+//! deadlines, results in call order) is the one the generate machine runs too
+//! ([`crate::tool_round`]). Its results become the next step's user message.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::{Agent, AgentCallbacks, AgentError, AgentEvent, Flow, State, Status, ToolDecision};
-use crate::generate::{check_input, ToolOutcome, ToolRunId};
-use crate::message::{ToolResult, ToolUse};
+use super::{Agent, AgentCallbacks, AgentError, AgentEvent, State, Status, ToolDecision};
+use crate::generate::{ToolOutcome, ToolRunId};
+use crate::message::{Message, Role, ToolResult, ToolUse};
 use crate::response::StopReason;
-use crate::tool::{ToolError, ToolOutput};
+use crate::tool_round::{Decided, Runner, ToolPolicy, ToolRound};
 
-use super::tools::ToolRound;
+/// The agent's policy: its callbacks decide, and see every result before the
+/// application (an event) and the model do.
+struct Callbacks<'a, C> {
+    callbacks: &'a mut C,
+    events: &'a mut VecDeque<AgentEvent>,
+}
+
+impl<C: AgentCallbacks> ToolPolicy for Callbacks<'_, C> {
+    fn decide(&mut self, call: &ToolUse) -> ToolDecision {
+        self.callbacks.handle_tool_use(call)
+    }
+
+    fn seen(&mut self, result: ToolResult) -> ToolResult {
+        let result = self.callbacks.handle_tool_result(result);
+        self.events.push_back(AgentEvent::ToolResult(result.clone()));
+        result
+    }
+}
+
+/// The policy and the runner of a round, borrowed from the agent's separate fields.
+fn round_parts<C: AgentCallbacks>(agent: &mut Agent<C>, now: Instant) -> (Callbacks<'_, C>, Runner<'_>) {
+    let Agent { config, callbacks, events, effects, next_id, .. } = agent;
+    let runner = Runner { tools: &config.tools, options: &config.options, next_id, effects, now };
+    (Callbacks { callbacks, events }, runner)
+}
 
 impl<C: AgentCallbacks> Agent<C> {
     /// Takes decisions in order until one pauses or every call is decided, then runs
     /// the approved calls.
     pub(super) fn decide(&mut self, mut round: ToolRound, now: Instant) {
-        while let Some((index, call)) = round.next_undecided() {
-            let call = call.clone();
-            let decision = self.callbacks.handle_tool_use(&call);
-            match self.apply(&mut round, index, call, decision) {
-                Flow::Next => {}
-                Flow::Pause(call, reason) => return self.pause(round, call, reason),
-                Flow::EndTurn => return self.end_turn(StopReason::ToolUse, now),
-            }
-        }
-        let runs = round.start_runs(&mut self.next_id, now);
-        self.effects.extend(runs);
-        self.after_result(round, now);
-    }
-
-    pub(super) fn pause(&mut self, round: ToolRound, call: ToolUse, reason: String) {
-        self.state = State::Paused(round);
-        self.set_status(Status::Paused);
-        self.events.push_back(AgentEvent::Pause { tool_use: call, reason });
+        let (mut policy, mut runner) = round_parts(self, now);
+        let decided = round.decide(&mut policy, &mut runner);
+        self.after_decided(round, decided, now);
     }
 
     pub(super) fn resume(&mut self, decision: ToolDecision, now: Instant) -> Result<(), AgentError> {
@@ -41,62 +52,62 @@ impl<C: AgentCallbacks> Agent<C> {
         let State::Paused(mut round) = std::mem::replace(&mut self.state, State::Idle) else {
             return Err(AgentError::NotPaused);
         };
-        let Some((index, call)) = round.next_undecided() else {
-            self.after_result(round, now);
-            return Ok(());
-        };
-        let call = call.clone();
         if !matches!(decision, ToolDecision::Pause(_)) {
             self.set_status(Status::Busy);
         }
-        match self.apply(&mut round, index, call, decision) {
-            Flow::Next => self.decide(round, now),
-            Flow::Pause(call, reason) => self.pause(round, call, reason),
-            Flow::EndTurn => self.end_turn(StopReason::ToolUse, now),
-        }
+        let (mut policy, mut runner) = round_parts(self, now);
+        let decided = round.resume(decision, &mut policy, &mut runner);
+        self.after_decided(round, decided, now);
         Ok(())
     }
 
-    /// Applies one decision to call `index`.
-    pub(super) fn apply(&mut self, round: &mut ToolRound, index: usize, call: ToolUse, decision: ToolDecision) -> Flow {
-        let result = match decision {
-            ToolDecision::Pause(reason) => return Flow::Pause(call, reason),
-            ToolDecision::Reject(reason) => ToolResult::error(&call.id, &call.name, reason),
-            ToolDecision::Result(Ok(ToolOutput(content))) => {
-                ToolResult { tool_use_id: call.id.clone(), name: call.name.clone(), content, is_error: false }
+    fn after_decided(&mut self, round: ToolRound, decided: Decided, now: Instant) {
+        match decided {
+            Decided::All => self.after_result(round, now),
+            Decided::Pause(call, reason) => {
+                self.state = State::Paused(round);
+                self.set_status(Status::Paused);
+                self.events.push_back(AgentEvent::Pause { tool_use: call, reason });
             }
-            ToolDecision::Result(Err(ToolError(message))) => ToolResult::error(&call.id, &call.name, message),
-            ToolDecision::Execute => match self.config.tools.iter().find(|t| t.spec.name == call.name) {
-                None => ToolResult::error(&call.id, &call.name, format!("unknown tool {:?}", call.name)),
-                Some(decl) if !decl.executable => return Flow::EndTurn,
-                Some(decl) => match check_input(decl, &call) {
-                    Err(message) => ToolResult::error(&call.id, &call.name, message),
-                    Ok(input) => {
-                        let limit =
-                            decl.timeout.or(self.config.options.tool_timeout).unwrap_or(self.config.tool_timeout);
-                        round.approve(index, ToolUse { input, ..call }, limit);
-                        return Flow::Next;
-                    }
-                },
-            },
-        };
-        self.record(round, index, result);
-        Flow::Next
-    }
-
-    /// A result is known: the callbacks see it, then the application, then it is kept.
-    pub(super) fn record(&mut self, round: &mut ToolRound, index: usize, result: ToolResult) {
-        let result = self.callbacks.handle_tool_result(result);
-        self.events.push_back(AgentEvent::ToolResult(result.clone()));
-        round.set_result(index, result);
+            // A tool without handler was to be executed: the calls are the application's.
+            Decided::Unhandled => self.end_turn(StopReason::ToolUse, now),
+        }
     }
 
     pub(super) fn tool_finished(&mut self, id: ToolRunId, outcome: ToolOutcome, now: Instant) {
-        let State::Tools(round) = &self.state else { return };
-        let Some((index, result)) = round.finish(id, outcome) else { return };
-        let State::Tools(mut round) = std::mem::replace(&mut self.state, State::Idle) else { return };
-        self.record(&mut round, index, result);
-        self.after_result(round, now);
+        let Some(mut round) = self.take_round() else { return };
+        let (mut policy, _) = round_parts(self, now);
+        if round.finish(id, outcome, &mut policy) {
+            self.after_result(round, now);
+        } else {
+            self.state = State::Tools(round);
+        }
+    }
+
+    pub(super) fn tools_timeout(&mut self, now: Instant) {
+        let Some(mut round) = self.take_round() else { return };
+        let (mut policy, runner) = round_parts(self, now);
+        if round.expire(now, &mut policy, runner.effects) {
+            self.after_result(round, now);
+        } else {
+            self.state = State::Tools(round);
+        }
+    }
+
+    /// The round whose tools run, taken out of the state (which is left as it was when no
+    /// tools run: a late answer must not disturb a step).
+    fn take_round(&mut self) -> Option<ToolRound> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Tools(round) => Some(round),
+            other @ (State::Idle
+            | State::Streaming(_)
+            | State::Backoff { .. }
+            | State::Paused(_)
+            | State::Terminated) => {
+                self.state = other;
+                None
+            }
+        }
     }
 
     /// Waits for the remaining runs, or sends the results to the model.
@@ -105,7 +116,7 @@ impl<C: AgentCallbacks> Agent<C> {
             self.state = State::Tools(round);
             return;
         }
-        let message = round.into_message();
+        let message = Message::new(Role::User, round.into_results());
         let Some(turn) = &mut self.turn else { return };
         turn.messages.push(message.clone());
         turn.step_user = message.clone();

@@ -14,9 +14,6 @@ use crate::usage::Usage;
 
 use super::callbacks::ToolDecision;
 
-/// Default time one tool call may take in an agent.
-pub const DEFAULT_AGENT_TOOL_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// Everything an agent starts with.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -33,10 +30,10 @@ pub struct AgentConfig {
     pub messages: Vec<Message>,
     /// Tools; `executable` says whether the driver has a handler.
     pub tools: Vec<ToolDecl>,
-    /// Options of every step. `max_steps` caps the requests of one turn.
+    /// Options of every step. `max_steps` caps the requests of one turn; `tool_timeout`
+    /// limits one tool call unless the tool says otherwise (the rule is
+    /// [`effective_tool_timeout`](crate::generate::effective_tool_timeout), as in a call).
     pub options: Options,
-    /// Time limit of one tool call unless its declaration or `options.tool_timeout` says otherwise.
-    pub tool_timeout: Duration,
     /// HTTP retries inside one step (the generate machine's policy).
     pub retry: RetryPolicy,
     /// Waits between step retries decided by [`AgentCallbacks::handle_error`](super::AgentCallbacks::handle_error)
@@ -55,7 +52,7 @@ pub struct AgentConfig {
 impl AgentConfig {
     /// A configuration with no history, no tools and default limits.
     pub fn new(model: Model, provider: Provider) -> Self {
-        AgentConfig {
+        Self {
             model,
             provider,
             api_key: None,
@@ -63,7 +60,6 @@ impl AgentConfig {
             messages: Vec::new(),
             tools: Vec::new(),
             options: Options::default(),
-            tool_timeout: DEFAULT_AGENT_TOOL_TIMEOUT,
             retry: RetryPolicy::default(),
             error_backoff: RetryPolicy::default(),
             stall_timeout: DEFAULT_STALL_TIMEOUT,
@@ -137,15 +133,15 @@ pub enum AgentError {
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AgentError::Idle => f.write_str("the agent is idle: nothing to cancel"),
-            AgentError::Busy => f.write_str("the agent is busy: its state can change only while idle"),
-            AgentError::NotPaused => f.write_str("the agent is not paused: nothing to resume"),
-            AgentError::InvalidMessages(why) => write!(f, "invalid messages: {why}"),
-            AgentError::InvalidOptions(e) => write!(f, "{e}"),
-            AgentError::InvalidTool(why) => write!(f, "invalid tool: {why}"),
-            AgentError::Init(why) => write!(f, "the agent refused to start: {why}"),
-            AgentError::Terminated => f.write_str("the agent was terminated"),
-            AgentError::CalledFromAgent => {
+            Self::Idle => f.write_str("the agent is idle: nothing to cancel"),
+            Self::Busy => f.write_str("the agent is busy: its state can change only while idle"),
+            Self::NotPaused => f.write_str("the agent is not paused: nothing to resume"),
+            Self::InvalidMessages(why) => write!(f, "invalid messages: {why}"),
+            Self::InvalidOptions(e) => write!(f, "{e}"),
+            Self::InvalidTool(why) => write!(f, "invalid tool: {why}"),
+            Self::Init(why) => write!(f, "the agent refused to start: {why}"),
+            Self::Terminated => f.write_str("the agent was terminated"),
+            Self::CalledFromAgent => {
                 f.write_str("an agent handle was called from the agent's own callbacks, which would wait for itself")
             }
         }
@@ -292,7 +288,7 @@ pub(super) fn validate_setup(options: &Options, tools: &mut [ToolDecl]) -> Resul
             AgentError::InvalidOptions(OptionsError::Invalid { option: "output", reason: format!("schema: {e}") })
         })?;
     }
-    crate::generate::prepare_tools(tools).map_err(AgentError::InvalidTool)
+    crate::tool_round::prepare_tools(tools).map_err(AgentError::InvalidTool)
 }
 
 /// The agent's state as [`Agent::state`](super::Agent::state) reports it.

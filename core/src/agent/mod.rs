@@ -4,8 +4,8 @@
 //! ```text
 //!          prompt                    failure ─► handle_error ─ retry ─► Backoff ─┐
 //!   Idle ──────────► Streaming ──────┘                  │ stop                  │
-//!    ▲  (a prompt     (inner Generate, ◄────────────────┼───────────────────────┘
-//!    │   while busy    max_steps = 1)                   ▼
+//!    ▲  (a prompt     (one request:  ◄─────────────────┼───────────────────────┘
+//!    │   while busy    its retries)                     ▼
 //!    │   or paused     │ answer       │ tool calls     Idle (error; turn discarded)
 //!    │   is staged)    │ without      ▼
 //!    │                 │ calls      Deciding (handle_tool_use, one call at a time)
@@ -21,12 +21,15 @@
 //! ```
 //!
 //! A *step* is one model request and its answer; a *turn* starts with a prompt and ends
-//! with a stop. Each step runs an inner [`Generate`] machine configured with
-//! `max_steps = 1` and no executable tools, so it stops at tool calls and hands them back:
-//! the HTTP retries, timeouts and stall detection are the generate machine's, and the agent
-//! runs the tool phase itself (decisions through [`AgentCallbacks`], approved tools in
-//! parallel, results in call order). The turn's messages join the committed history only
-//! when the turn ends; a cancel or a final error leaves the history as it was.
+//! with a stop. The agent is the generate machine's loop with callbacks, pauses and a
+//! history: each step is one exchange of the request sub-machine the generate machine
+//! uses for its steps too (`core/src/request/`: HTTP retries, backoff, stall, timeout,
+//! redirects, under the agent's own request ids), and each step's calls go to the tool
+//! round it runs too (`core/src/tool_round/`: input validation, approved tools in
+//! parallel with deadlines, results in call order), with the agent's policy:
+//! [`AgentCallbacks`] decide each call, and may pause for `resume`. The turn's messages
+//! join the committed history only when the turn ends; a cancel or a final error leaves
+//! the history as it was.
 //!
 //! Rules at the edges, so that every driver agrees:
 //! - `handle_turn` runs at every turn end but a cancel or a final error; its response's
@@ -51,11 +54,14 @@
 //!   `output_retries` and `max_steps` allow; not when the reply was cut by the token
 //!   limit. `handle_turn`'s response and the `turn` event carry the value or the error.
 //!
-//! Driving contract (the generate machine's): after every `handle_*`, drain
-//! [`Agent::poll_effect`] and [`Agent::poll_event`], then wait for the next input or until
-//! [`Agent::poll_timeout`] and call [`Agent::handle_timeout`]. Time is always passed in;
-//! answers for unknown or cancelled ids are ignored. Request and tool-run ids are the
-//! agent's own (unique across steps), not the inner machine's.
+//! Driving contract (every machine's; the shell's `Machine` trait is its driver-side view): after `new` and
+//! every `handle_*`, drain [`Agent::poll_effect`] (a debug build asserts it) and
+//! [`Agent::poll_event`], then wait for the next input or until [`Agent::poll_timeout`]
+//! (the deadline and its [`Timer`]) and call [`Agent::handle_timeout`]. Time is always
+//! passed in; answers for unknown or cancelled ids are ignored; an input the agent cannot
+//! take now is refused ([`AgentError`]) and changes nothing. Request and tool-run ids are
+//! unique across steps.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod callbacks;
 mod change;
@@ -63,32 +69,43 @@ mod decide;
 mod io;
 mod partial;
 mod step;
-mod tools;
 
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
 pub use change::StateChange;
 pub use io::{
     AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
-    DEFAULT_AGENT_TOOL_TIMEOUT,
 };
 pub use partial::PartialMessage;
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
-use crate::generate::{Effect, Generate, Input, Report, RequestId};
-use crate::message::{Message, ToolUse};
-use crate::response::Response;
+use crate::generate::{Effect, Report};
+use crate::message::Message;
+use crate::request::{Out, Request};
+use crate::response::{Response, Warning};
+use crate::schema::Validator;
+use crate::timer::{Timer, TimerTable};
+use crate::tool_round::ToolRound;
 use crate::usage::Usage;
-use tools::ToolRound;
 
-/// One step's inner generate machine and the mapping of its request ids to ours.
-#[derive(Debug)]
+/// One step's exchange, and what its response needs besides: the request's warnings
+/// and the structured-output check.
 struct StepRun {
-    generate: Generate,
-    /// (ours, inner) for every request of this step.
-    ids: Vec<(RequestId, RequestId)>,
+    request: Request,
+    warnings: Vec<Warning>,
+    validator: Option<Arc<dyn Validator>>,
+}
+
+impl fmt::Debug for StepRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepRun")
+            .field("request", &self.request)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -116,14 +133,6 @@ struct Turn {
     last: Option<Response>,
     /// Corrections asked for invalid structured output in this turn.
     output_retries: u32,
-}
-
-/// What a tool decision leads to.
-enum Flow {
-    Next,
-    Pause(ToolUse, String),
-    /// A tool without handler was to be executed: the call is the application's.
-    EndTurn,
 }
 
 /// The agent machine. See the module documentation. `C` holds the callbacks and the
@@ -155,11 +164,13 @@ impl<C: AgentCallbacks> fmt::Debug for Agent<C> {
 
 impl<C: AgentCallbacks> Agent<C> {
     /// Creates an idle agent: runs `init`, then checks the history, options and tools.
-    pub fn new(mut config: AgentConfig, mut callbacks: C) -> Result<Self, AgentError> {
+    /// `now` is when it starts, as for every machine (an idle agent has no deadline yet).
+    pub fn new(mut config: AgentConfig, mut callbacks: C, now: Instant) -> Result<Self, AgentError> {
+        let _ = now;
         callbacks.init(&mut config).map_err(AgentError::Init)?;
         io::validate_history(&config.messages)?;
         io::validate_setup(&config.options, &mut config.tools)?;
-        Ok(Agent {
+        Ok(Self {
             config,
             callbacks,
             state: State::Idle,
@@ -183,14 +194,21 @@ impl<C: AgentCallbacks> Agent<C> {
         self.events.pop_front()
     }
 
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    /// The next deadline and why, if any.
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.timers().next()
+    }
+
+    /// The agent's deadlines, from its state (a step's are its request's).
+    fn timers(&self) -> TimerTable<Instant> {
+        let mut timers = TimerTable::default();
         match &self.state {
-            State::Streaming(run) => run.generate.poll_timeout(),
-            State::Backoff { until } => Some(*until),
-            State::Tools(round) => round.next_deadline(),
-            State::Idle | State::Paused(_) | State::Terminated => None,
+            State::Streaming(run) => timers = run.request.timers(),
+            State::Backoff { until } => timers.set(Timer::StepBackoff, Some(*until)),
+            State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
+            State::Idle | State::Paused(_) | State::Terminated => {}
         }
+        timers
     }
 
     /// Current status.
@@ -243,6 +261,7 @@ impl<C: AgentCallbacks> Agent<C> {
     /// Feeds one input. Application inputs may be refused (typed error, nothing changes);
     /// driver inputs for unknown ids are ignored.
     pub fn handle_input(&mut self, input: AgentInput<'_>, now: Instant) -> Result<(), AgentError> {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         let terminated = matches!(self.state, State::Terminated);
         let from_application = matches!(
             input,
@@ -261,7 +280,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 Ok(())
             }
             AgentInput::Resume(decision) => self.resume(decision, now),
-            AgentInput::Cancel => self.cancel(now),
+            AgentInput::Cancel => self.cancel(),
             AgentInput::SetState(patch) => self.set_state(*patch),
             AgentInput::Report(Report::ToolFinished { id, outcome }) => {
                 self.tool_finished(id, outcome, now);
@@ -274,37 +293,29 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    /// Acts on deadlines that have passed.
+    /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
-        match &mut self.state {
-            State::Streaming(run) => {
-                run.generate.handle_timeout(now);
-                self.drain_step(now);
-            }
-            State::Backoff { until } if now >= *until => self.send_step(now),
-            State::Tools(round) => {
-                let expired = round.expired(now);
-                if expired.is_empty() {
-                    return;
-                }
-                let State::Tools(mut round) = std::mem::replace(&mut self.state, State::Idle) else { return };
-                for (id, index, result) in expired {
-                    self.effects.push_back(Effect::CancelTool { id });
-                    self.record(&mut round, index, result);
-                }
-                self.after_result(round, now);
-            }
-            _ => {}
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
+        let timers = self.timers();
+        if timers.expired(Timer::StepBackoff, now) {
+            self.send_step(now);
+        } else if timers.expired(Timer::ToolDeadline, now) {
+            self.tools_timeout(now);
+        } else {
+            // The step's request has its own timers (timeout, stall, retry backoff).
+            self.step_timeout(now);
         }
     }
 
     /// Stops the agent for good: cancels work in flight (effects only, no events) and
     /// calls `terminate`. Drivers call this when the last handle goes away.
     pub fn terminate(&mut self, now: Instant) {
+        // Nothing to time: the work in flight is cancelled, none is started.
+        let _ = now;
         if matches!(self.state, State::Terminated) {
             return;
         }
-        self.abort(now);
+        self.abort();
         self.turn = None;
         self.staged = None;
         self.state = State::Terminated;
@@ -318,11 +329,11 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
-    fn cancel(&mut self, now: Instant) -> Result<(), AgentError> {
+    fn cancel(&mut self) -> Result<(), AgentError> {
         if matches!(self.state, State::Idle) {
             return Err(AgentError::Idle);
         }
-        self.abort(now);
+        self.abort();
         self.turn = None;
         self.staged = None;
         self.state = State::Idle;
@@ -332,21 +343,15 @@ impl<C: AgentCallbacks> Agent<C> {
     }
 
     /// Cancels the request or tool runs in flight (effects only).
-    fn abort(&mut self, now: Instant) {
+    fn abort(&mut self) {
         self.partial.clear();
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Streaming(mut run) => {
-                run.generate.handle_input(Input::Cancel, now);
-                while let Some(effect) = run.generate.poll_effect() {
-                    if let Effect::CancelRequest { id: inner } = effect {
-                        if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
-                            self.effects.push_back(Effect::CancelRequest { id: ours });
-                        }
-                    }
-                }
+                // The partial answer goes with the turn.
+                let _ = run.request.cancel(&mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
             }
-            State::Tools(round) => self.effects.extend(round.running().into_iter().map(|id| Effect::CancelTool { id })),
-            other => self.state = other,
+            State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
+            other @ (State::Idle | State::Backoff { .. } | State::Paused(_) | State::Terminated) => self.state = other,
         }
     }
 

@@ -1,21 +1,25 @@
-//! A turn's steps: each runs a fresh inner generate machine whose effects and events
-//! are forwarded (with the agent's own request ids); its end either starts the tool phase
-//! or ends the turn, and its failure goes to `handle_error`.
+//! A turn's steps: each is one exchange (the request sub-machine, with its retries,
+//! stall and timeout, under the agent's own request ids); its end either starts the tool
+//! round or ends the turn, and its failure goes to `handle_error`.
 
 use std::time::Instant;
+
+use std::sync::Arc;
 
 use super::{
     Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
 };
+use crate::dialect::RequestSpec;
+use crate::error::RequestError;
 use crate::generate::structured;
-use crate::generate::{
-    Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, DEFAULT_MAX_STEPS,
-};
+use crate::generate::{GenerateError, Report, DEFAULT_MAX_STEPS};
 use crate::message::{Block, Context, Message, Role, ToolResult, ToolUse};
-use crate::response::{Response, StopReason};
+use crate::request::{Limits, Out, Request, RequestEvent};
+use crate::response::{Response, StopReason, Warning};
+use crate::schema::{JsonSchemaValidator, Validator};
 use crate::usage::Usage;
 
-use super::tools::ToolRound;
+use crate::tool_round::ToolRound;
 
 impl<C: AgentCallbacks> Agent<C> {
     pub(super) fn start_turn(&mut self, text: String, now: Instant) {
@@ -62,8 +66,8 @@ impl<C: AgentCallbacks> Agent<C> {
         self.send_step(now);
     }
 
-    /// Sends the current step (again, after a failure): a fresh inner machine on the
-    /// committed history plus the turn so far.
+    /// Sends the current step (again, after a failure): one exchange (the request
+    /// sub-machine, as a call's step) on the committed history plus the turn so far.
     pub(super) fn send_step(&mut self, now: Instant) {
         self.partial.clear();
         let Some(turn) = &self.turn else { return };
@@ -78,76 +82,78 @@ impl<C: AgentCallbacks> Agent<C> {
         // A forced tool choice holds until the model called a tool in this turn.
         let called = turn.messages.iter().any(|m| m.tool_uses().next().is_some());
         let released = if called { self.config.options.after_tool_calls() } else { None };
-        let mut options = released.unwrap_or_else(|| self.config.options.clone());
-        options.max_steps = Some(1);
-        let mut config = GenerateConfig::new(self.config.model.clone(), self.config.provider.clone(), context, options);
-        config.api_key = self.config.api_key.clone();
-        config.retry = self.config.retry;
-        config.stall_timeout = self.config.stall_timeout;
-        config.max_response_bytes = self.config.max_response_bytes;
-        // The step's machine checks structured output but never corrects it itself: its
-        // correction would not join the turn. The agent corrects (see `step_done`).
-        config.output_retries = 0;
-        match Generate::new(config, now) {
-            Ok(generate) => {
-                self.state = State::Streaming(Box::new(StepRun { generate, ids: Vec::new() }));
-                self.drain_step(now);
+        let options = released.as_ref().unwrap_or(&self.config.options);
+        // Checked when the options were set; compiled for each step, as a call does.
+        let validator = match options.output.as_ref().map(|o| JsonSchemaValidator::new(o.schema.clone())) {
+            None => None,
+            Some(Ok(compiled)) => Some(Arc::new(compiled) as Arc<dyn Validator>),
+            Some(Err(e)) => {
+                let message = format!("output schema: {e}");
+                return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
             }
-            Err(error) => self.step_failed(error, now),
-        }
-    }
-
-    /// Routes a request's report to the inner machine when the request is one of this
-    /// step's (under the inner machine's id).
-    pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
-        let State::Streaming(run) = &mut self.state else { return };
-        let Some(id) = report.request() else { return };
-        let Some(&(_, inner)) = run.ids.iter().find(|(ours, _)| *ours == id) else { return };
-        run.generate.handle_input(Input::Report(report.for_request(inner)), now);
+        };
+        let spec = RequestSpec {
+            model: &self.config.model,
+            provider: &self.config.provider,
+            context: &context,
+            options,
+            api_key: self.config.api_key.as_ref(),
+        };
+        let built = match self.config.model.dialect.build_request(&spec) {
+            Ok(built) => built,
+            Err(error) => return self.step_failed(GenerateError::Request(error), now),
+        };
+        let limits = Limits {
+            retry: self.config.retry,
+            stall_timeout: self.config.stall_timeout,
+            timeout: options.timeout,
+            max_response_bytes: self.config.max_response_bytes,
+        };
+        let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+        let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out);
+        self.state = State::Streaming(Box::new(StepRun { request, warnings: built.warnings, validator }));
         self.drain_step(now);
     }
 
-    /// Forwards the inner machine's effects (with our ids) and events; acts on its end.
-    pub(super) fn drain_step(&mut self, now: Instant) {
+    /// Feeds a report to the step's exchange (it ignores those of other requests).
+    pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
         let State::Streaming(run) = &mut self.state else { return };
-        while let Some(effect) = run.generate.poll_effect() {
-            match effect {
-                Effect::SendRequest { id: inner, request } => {
-                    let ours = RequestId(self.next_id);
-                    self.next_id += 1;
-                    run.ids.push((ours, inner));
-                    self.effects.push_back(Effect::SendRequest { id: ours, request });
-                }
-                Effect::CancelRequest { id: inner } => {
-                    if let Some(&(ours, _)) = run.ids.iter().find(|(_, i)| *i == inner) {
-                        self.effects.push_back(Effect::CancelRequest { id: ours });
-                    }
-                }
-                // No tool is executable in the inner machine.
-                Effect::RunTool { .. } | Effect::CancelTool { .. } => {}
-            }
-        }
-        let mut end = None;
-        while let Some(event) = run.generate.poll_event() {
+        run.request.handle_report(report, now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+        self.drain_step(now);
+    }
+
+    /// The step's exchange's deadlines that passed.
+    pub(super) fn step_timeout(&mut self, now: Instant) {
+        let State::Streaming(run) = &mut self.state else { return };
+        run.request.handle_timeout(now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+        self.drain_step(now);
+    }
+
+    /// Forwards what the step's exchange said; acts on its end.
+    pub(super) fn drain_step(&mut self, now: Instant) {
+        // One event at a time (no buffer per input): the exchange's end changes the state,
+        // and nothing follows it.
+        loop {
+            let State::Streaming(run) = &mut self.state else { return };
+            let Some(event) = run.request.poll_event() else { return };
             match event {
-                GenerateEvent::Stream { event: crate::StreamEvent::Done { .. }, .. } => {}
-                GenerateEvent::Stream { event, .. } => {
+                RequestEvent::Stream(crate::StreamEvent::Done { .. }) => {}
+                RequestEvent::Stream(event) => {
                     self.partial.apply(&event);
                     self.events.push_back(AgentEvent::Stream(event));
                 }
-                GenerateEvent::Retry { attempt, delay, error, .. } => {
+                RequestEvent::Retry { attempt, delay, error } => {
                     self.partial.clear();
+                    let error = *error;
                     self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
                 }
-                GenerateEvent::Finished(response) => end = Some(Ok(response)),
-                GenerateEvent::Failed { error, .. } => end = Some(Err(error)),
-                _ => {}
+                RequestEvent::Finished(response) => {
+                    let State::Streaming(run) = std::mem::replace(&mut self.state, State::Idle) else { return };
+                    let StepRun { warnings, validator, .. } = *run;
+                    return self.step_done(step_response(*response, warnings, validator.as_deref()), now);
+                }
+                RequestEvent::Failed(failure) => return self.step_failed(failure.0, now),
             }
-        }
-        match end {
-            Some(Ok(response)) => self.step_done(*response, now),
-            Some(Err(error)) => self.step_failed(error, now),
-            None => {}
         }
     }
 
@@ -257,4 +263,23 @@ impl<C: AgentCallbacks> Agent<C> {
         self.set_status(Status::Idle);
         self.events.push_back(AgentEvent::Error(error));
     }
+}
+
+/// A step's response as the turn keeps it, as a one-step call would give it: the
+/// request's warnings first, the answer as its one message, and with structured output
+/// the value or why there is none (the agent, not the step, asks for corrections).
+fn step_response(mut response: Response, warnings: Vec<Warning>, validator: Option<&dyn Validator>) -> Response {
+    let stop = response.stop_reason.unwrap_or(StopReason::Stop);
+    let mut all = warnings;
+    all.extend(response.warnings.iter().cloned());
+    response.warnings = all;
+    response.messages = if response.message.content.is_empty() { Vec::new() } else { vec![response.message.clone()] };
+    response.stop_reason = Some(stop);
+    if let Some(validator) = validator {
+        match structured::judge(validator, &response, stop) {
+            Ok(value) => response.output = Some(value),
+            Err(invalid) => response.output_error = Some(invalid.into_message()),
+        }
+    }
+    response
 }

@@ -144,18 +144,6 @@ impl Report<'_> {
             Report::ToolFinished { .. } => None,
         }
     }
-
-    /// The same report about request `id` (a machine running another forwards reports
-    /// under the inner machine's ids).
-    pub fn for_request(self, request: RequestId) -> Self {
-        match self {
-            Report::ResponseHead { status, headers, .. } => Report::ResponseHead { id: request, status, headers },
-            Report::Body { bytes, .. } => Report::Body { id: request, bytes },
-            Report::BodyEnd { .. } => Report::BodyEnd { id: request },
-            Report::TransportFailed { error, .. } => Report::TransportFailed { id: request, error },
-            tool @ Report::ToolFinished { .. } => tool,
-        }
-    }
 }
 
 /// Something the driver tells the generate machine.
@@ -166,6 +154,26 @@ pub enum Input<'a> {
     /// The caller cancels the whole call.
     Cancel,
 }
+
+/// Why the generate machine refused an input; nothing changed. (The agent's refusals
+/// are its [`AgentError`](crate::agent::AgentError)s: every machine refuses with a typed
+/// error from `handle_input`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputError {
+    /// `Cancel` after the call ended: nothing to cancel.
+    Finished,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Finished => f.write_str("the call has ended: nothing to cancel"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,15 +204,15 @@ impl GenerateError {
     /// True when the same request may succeed if sent again.
     pub fn is_retryable(&self) -> bool {
         match self {
-            GenerateError::Request(_) => false,
-            GenerateError::Provider(e) => e.is_retryable(),
-            GenerateError::Stream(StreamError::Provider(e)) => e.is_retryable(),
-            GenerateError::Stream(StreamError::Incomplete) => true,
-            GenerateError::Stream(_) => false,
-            GenerateError::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
-            GenerateError::Timeout(_) | GenerateError::Stalled(_) => true,
-            GenerateError::Redirect(_) => false,
-            GenerateError::ResponseTooLarge(_) => false,
+            Self::Request(_) => false,
+            Self::Provider(e) => e.is_retryable(),
+            Self::Stream(StreamError::Provider(e)) => e.is_retryable(),
+            Self::Stream(StreamError::Incomplete) => true,
+            Self::Stream(_) => false,
+            Self::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
+            Self::Timeout(_) | Self::Stalled(_) => true,
+            Self::Redirect(_) => false,
+            Self::ResponseTooLarge(_) => false,
         }
     }
 }
@@ -212,14 +220,14 @@ impl GenerateError {
 impl fmt::Display for GenerateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GenerateError::Request(e) => write!(f, "{e}"),
-            GenerateError::Provider(e) => write!(f, "{e}"),
-            GenerateError::Stream(e) => write!(f, "{e}"),
-            GenerateError::Transport(e) => write!(f, "{e}"),
-            GenerateError::Timeout(d) => write!(f, "the request took longer than {d:?}"),
-            GenerateError::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
-            GenerateError::Redirect(e) => write!(f, "{e}"),
-            GenerateError::ResponseTooLarge(limit) => write!(f, "the response was larger than {limit} bytes"),
+            Self::Request(e) => write!(f, "{e}"),
+            Self::Provider(e) => write!(f, "{e}"),
+            Self::Stream(e) => write!(f, "{e}"),
+            Self::Transport(e) => write!(f, "{e}"),
+            Self::Timeout(d) => write!(f, "the request took longer than {d:?}"),
+            Self::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
+            Self::Redirect(e) => write!(f, "{e}"),
+            Self::ResponseTooLarge(limit) => write!(f, "the response was larger than {limit} bytes"),
         }
     }
 }

@@ -1,59 +1,59 @@
 //! The generate machine: one call of `stream_text` / `generate_text`, as a sans-IO
-//! state machine with the tool loop, retries, timeouts and cancellation.
+//! state machine: a loop of requests and tool rounds with auto-approval.
 //!
 //! ```text
-//!            ┌──────────── retry (backoff, nothing delivered yet) ◄───┐
-//!            ▼                                                        │
-//!   new ─► Sending ── head 2xx ─► Streaming ── done ─► step finished ─┤── failure
-//!            │  └─ head 4xx/5xx ─► ErrorBody ── end or 64 KiB ─► failure ┘
-//!            │                         tool calls + handlers + steps left
-//!            │                                       ▼
-//!            └───────────────◄──── next step ◄── Tools (parallel, deadlines)
+//!   new ─► Requesting (one exchange: retries, backoff, stall, timeout, redirects;
+//!            │          see crate::request) ── failure ─► Failed
+//!            │ response
+//!            ▼ tool calls + handlers + steps left
+//!          Tools (the tool round, every call approved: parallel, deadlines)
+//!            │ results in call order
+//!            └──────► next step (Requesting)
+//!   otherwise: Finished (an invalid structured reply first asks for a correction)
 //!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
 //! ```
 //!
-//! Driving contract: after `new` and every `handle_*`, drain [`Generate::poll_effect`]
-//! and [`Generate::poll_event`], then wait for the next input or until
-//! [`Generate::poll_timeout`] and call [`Generate::handle_timeout`]. Time is always
-//! passed in; answers for unknown or cancelled ids are ignored.
+//! Driving contract (every machine's; the shell's `Machine` trait is its driver-side view): after `new` and
+//! every `handle_*`, drain [`Generate::poll_effect`] (a debug build asserts it) and
+//! [`Generate::poll_event`], then wait for the next input or until
+//! [`Generate::poll_timeout`] (the deadline and its [`Timer`]) and call
+//! [`Generate::handle_timeout`]. Time is always passed in; answers for unknown or
+//! cancelled ids are ignored; an input the machine cannot take now is refused
+//! ([`InputError`]) and changes nothing.
+#![warn(clippy::wildcard_enum_match_arm)]
 
 mod io;
 mod retry;
 pub(crate) mod structured;
 mod tools;
 
+pub use crate::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
 pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
+    Effect, GenerateError, GenerateEvent, Input, InputError, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };
 pub use retry::RetryPolicy;
-/// Input checking shared with the agent's tool phase.
-pub(crate) use tools::{check_input, prepare_tools};
-pub use tools::{duplicate_tool_name, ToolDecl};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::decoder::StreamDecoder;
-use crate::dialect::{Dialect, RequestSpec};
-use crate::event::StreamEvent;
+use crate::dialect::RequestSpec;
 use crate::http::HttpRequest;
 use crate::message::{Context, Message, Role};
 use crate::model::Model;
 use crate::options::Options;
 use crate::provider::{ApiKey, Provider};
-use crate::redirect::{RedirectError, Redirects};
+use crate::request::{Limits, Out, Request, RequestEvent};
 use crate::response::{Response, StopReason, Warning};
 use crate::schema::{JsonSchemaValidator, Validator};
-use crate::secret::Secrets;
+use crate::timer::{Timer, TimerTable};
+use crate::tool_round::{Decided, Runner, ToolRound};
 use crate::usage::Usage;
-use tools::ToolPhase;
+use tools::AutoApprove;
 
 /// Default cap on model requests in one call's tool loop.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
-/// Default time a tool call may take.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time without progress (keep-alives do not count) before a stream is stalled.
 ///
 /// Why 120 s, retried once ([`RetryPolicy::max_stall_retries`]): the official SDKs wait far
@@ -80,9 +80,6 @@ pub const DEFAULT_OUTPUT_RETRIES: u32 = 3;
 /// while a server that never stops (content, or keep-alives with no total timeout set)
 /// is cut after a bounded amount of work instead of growing the response without end.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
-/// Error bodies are kept up to this size.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
 /// Everything one call needs.
 #[derive(Debug, Clone)]
 pub struct GenerateConfig {
@@ -115,7 +112,7 @@ pub struct GenerateConfig {
 impl GenerateConfig {
     /// A configuration with default retry policy and timeouts.
     pub fn new(model: Model, provider: Provider, context: Context, options: Options) -> Self {
-        GenerateConfig {
+        Self {
             model,
             provider,
             context,
@@ -132,29 +129,9 @@ impl GenerateConfig {
 }
 
 #[derive(Debug)]
-enum Phase {
-    AwaitingHead,
-    Streaming { decoder: Box<StreamDecoder>, delivered: bool },
-    ErrorBody { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
-}
-
-#[derive(Debug)]
-struct Attempt {
-    id: RequestId,
-    deadline: Option<Instant>,
-    stall_at: Instant,
-    /// Body bytes received so far (against [`GenerateConfig::max_response_bytes`]).
-    received: u64,
-    phase: Phase,
-    /// Same-origin redirects followed in this attempt (see [`crate::redirect`]).
-    redirects: Redirects,
-}
-
-#[derive(Debug)]
 enum State {
-    Sending(Attempt),
-    Backoff { until: Instant },
-    Tools(ToolPhase),
+    Requesting(Box<Request>),
+    Tools(ToolRound),
     Done,
 }
 
@@ -166,9 +143,6 @@ pub struct Generate {
     /// Messages this call added (assistant replies and tool results), in order.
     added: Vec<Message>,
     step: u32,
-    retries: u32,
-    /// Of those, retries after a stall (bounded by [`RetryPolicy::max_stall_retries`]).
-    stall_retries: u32,
     usage: Usage,
     warnings: Vec<Warning>,
     last: Option<Response>,
@@ -179,19 +153,13 @@ pub struct Generate {
     next_id: u64,
     effects: VecDeque<Effect>,
     events: VecDeque<GenerateEvent>,
-    scratch: Vec<StreamEvent>,
-}
-
-/// The provider's error from an HTTP error response (the kept part of its body).
-fn error_response(dialect: Dialect, status: u16, headers: &[(String, String)], body: &[u8]) -> GenerateError {
-    GenerateError::Provider(dialect.parse_error(status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body))
 }
 
 impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
         config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
-        tools::prepare_tools(&mut config.tools)
+        crate::tool_round::prepare_tools(&mut config.tools)
             .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
@@ -210,13 +178,11 @@ impl Generate {
             }
         }
         let request = build(&config, &[])?;
-        let mut machine = Generate {
+        let mut machine = Self {
             config,
             state: State::Done,
             added: Vec::new(),
             step: 0,
-            retries: 0,
-            stall_retries: 0,
             usage: Usage::default(),
             warnings: Vec::new(),
             last: None,
@@ -226,7 +192,6 @@ impl Generate {
             next_id: 0,
             effects: VecDeque::new(),
             events: VecDeque::new(),
-            scratch: Vec::new(),
         };
         machine.warnings.extend(request.1);
         machine.send(now);
@@ -243,14 +208,20 @@ impl Generate {
         self.events.pop_front()
     }
 
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    /// The next deadline and why, if any.
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.timers().next()
+    }
+
+    /// The machine's deadlines, from its state.
+    pub(crate) fn timers(&self) -> TimerTable<Instant> {
+        let mut timers = TimerTable::default();
         match &self.state {
-            State::Sending(a) => Some(a.deadline.map_or(a.stall_at, |d| d.min(a.stall_at))),
-            State::Backoff { until } => Some(*until),
-            State::Tools(phase) => phase.next_deadline(),
-            State::Done => None,
+            State::Requesting(request) => timers = request.timers(),
+            State::Tools(round) => timers.set(Timer::ToolDeadline, round.next_deadline()),
+            State::Done => {}
         }
+        timers
     }
 
     /// True once `Finished` or `Failed` was emitted.
@@ -258,238 +229,89 @@ impl Generate {
         matches!(self.state, State::Done)
     }
 
-    /// Feeds one input.
-    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) {
+    /// Feeds one input. A `Cancel` after the call ended is refused (nothing changes);
+    /// reports for unknown or finished requests and runs are ignored.
+    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) -> Result<(), InputError> {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         match input {
+            Input::Cancel if self.is_done() => return Err(InputError::Finished),
             Input::Cancel => self.cancel(),
-            Input::Report(Report::ResponseHead { id, status, headers }) => self.on_head(id, status, headers, now),
-            Input::Report(Report::Body { id, bytes }) => self.on_body(id, bytes, now),
-            Input::Report(Report::BodyEnd { id }) => self.on_body_end(id, now),
-            Input::Report(Report::TransportFailed { id, mut error }) => {
-                let State::Sending(attempt) = &self.state else { return };
-                if attempt.id != id {
-                    return;
-                }
-                // One rule for every driver: what breaks before the response head is a
-                // connect failure, what breaks after it a reset (TLS stays TLS, and a proxy
-                // asking for credentials stays that).
-                let before_head = matches!(attempt.phase, Phase::AwaitingHead);
-                error.kind = match (error.kind, before_head) {
-                    (kind @ (TransportErrorKind::Tls | TransportErrorKind::ProxyAuth), _) => kind,
-                    (_, true) => TransportErrorKind::Connect,
-                    (_, false) => TransportErrorKind::Reset,
-                };
-                self.fail_attempt(GenerateError::Transport(error), false, now);
-            }
             Input::Report(Report::ToolFinished { id, outcome }) => {
-                if let State::Tools(phase) = &mut self.state {
-                    if let Some(result) = phase.finish(id, outcome) {
-                        self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
-                    }
+                if let State::Tools(round) = &mut self.state {
+                    round.finish(id, outcome, &mut AutoApprove { events: &mut self.events, step: self.step });
                 }
                 self.maybe_continue_after_tools(now);
+            }
+            Input::Report(report) => {
+                if let State::Requesting(request) = &mut self.state {
+                    request.handle_report(
+                        report,
+                        now,
+                        &mut Out { next_id: &mut self.next_id, effects: &mut self.effects },
+                    );
+                    self.pump(now);
+                }
             }
         }
+        Ok(())
     }
 
-    /// Acts on deadlines that have passed.
+    /// Acts on deadlines that have passed (the timer table says which).
     pub fn handle_timeout(&mut self, now: Instant) {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
+        let timers = self.timers();
         match &mut self.state {
-            State::Backoff { until } if now >= *until => self.send(now),
-            State::Sending(a) => {
-                if a.deadline.is_some_and(|d| now >= d) {
-                    let limit = self.config.options.timeout.unwrap_or_default();
-                    self.fail_attempt(GenerateError::Timeout(limit), true, now);
-                } else if now >= a.stall_at {
-                    self.fail_attempt(GenerateError::Stalled(self.config.stall_timeout), true, now);
-                }
+            // The exchange has its own timers (timeout, stall, retry backoff).
+            State::Requesting(request) => {
+                request.handle_timeout(now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+                self.pump(now);
             }
-            State::Tools(phase) => {
-                for (id, result) in phase.expire(now) {
-                    self.effects.push_back(Effect::CancelTool { id });
-                    self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
-                }
+            State::Tools(round) if timers.expired(Timer::ToolDeadline, now) => {
+                let mut policy = AutoApprove { events: &mut self.events, step: self.step };
+                round.expire(now, &mut policy, &mut self.effects);
                 self.maybe_continue_after_tools(now);
             }
-            _ => {}
+            State::Tools(_) | State::Done => {}
         }
     }
 
     fn send(&mut self, now: Instant) {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        self.effects.push_back(Effect::SendRequest { id, request: self.request.clone() });
-        self.state = State::Sending(Attempt {
-            id,
-            deadline: self.config.options.timeout.map(|t| now + t),
-            stall_at: now + self.config.stall_timeout,
-            received: 0,
-            phase: Phase::AwaitingHead,
-            redirects: Redirects::default(),
-        });
-    }
-
-    fn on_head(&mut self, id: RequestId, status: u16, headers: Vec<(String, String)>, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id || !matches!(a.phase, Phase::AwaitingHead) {
-            return;
-        }
-        if let Some(next) = a.redirects.on_head(&self.request, status, &headers) {
-            self.on_redirect(next, now);
-            return;
-        }
-        a.stall_at = now + self.config.stall_timeout;
-        a.phase = if (200..300).contains(&status) {
-            Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.config.model)), delivered: false }
-        } else {
-            Phase::ErrorBody { status, headers, body: Vec::new() }
+        let limits = Limits {
+            retry: self.config.retry,
+            stall_timeout: self.config.stall_timeout,
+            timeout: self.config.options.timeout,
+            max_response_bytes: self.config.max_response_bytes,
         };
+        let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+        let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out);
+        self.state = State::Requesting(Box::new(request));
     }
 
-    /// A redirect head: a same-origin one goes out again under a new id (the 3xx's
-    /// connection is dropped, its body unread); any other fails the attempt.
-    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        match next {
-            Ok(request) => {
-                self.effects.push_back(Effect::CancelRequest { id: a.id });
-                a.id = RequestId(self.next_id);
-                self.next_id += 1;
-                a.stall_at = now + self.config.stall_timeout;
-                self.effects.push_back(Effect::SendRequest { id: a.id, request });
-            }
-            Err(error) => self.fail_attempt(GenerateError::Redirect(error), true, now),
-        }
-    }
-
-    fn on_body(&mut self, id: RequestId, bytes: &[u8], now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id {
-            return;
-        }
-        // The size limit: what fits is taken as usual (and kept), then the call fails.
-        let limit = self.config.max_response_bytes;
-        let room = usize::try_from(limit.saturating_sub(a.received)).unwrap_or(usize::MAX);
-        let over_limit = bytes.len() > room;
-        let bytes = bytes.get(..room).unwrap_or(bytes);
-        a.received += bytes.len() as u64;
-        match &mut a.phase {
-            Phase::Streaming { decoder, .. } => {
-                let progress = decoder.feed(bytes, &mut self.scratch);
-                if progress.progressed {
-                    a.stall_at = now + self.config.stall_timeout;
-                }
-                self.drain_stream_events(now);
-            }
-            Phase::ErrorBody { status, headers, body } => {
-                let room = MAX_ERROR_BODY.saturating_sub(body.len());
-                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                // Bytes of an error page are the server's progress, like content.
-                a.stall_at = now + self.config.stall_timeout;
-                if body.len() >= MAX_ERROR_BODY {
-                    // All of the error that is kept has come: reading the rest of a huge
-                    // page would only cost time, so the request is closed and the error
-                    // is read from the part kept.
-                    let error = error_response(self.config.model.dialect, *status, headers, body);
-                    self.fail_attempt(error, true, now);
-                    return;
-                }
-            }
-            Phase::AwaitingHead => {}
-        }
-        // Unless what fitted already ended the attempt (a finished step, a stream error).
-        let still_open = matches!(&self.state, State::Sending(a) if a.id == id);
-        if over_limit && still_open {
-            self.fail_attempt(GenerateError::ResponseTooLarge(limit), true, now);
-        }
-    }
-
-    fn on_body_end(&mut self, id: RequestId, now: Instant) {
-        let State::Sending(a) = &mut self.state else { return };
-        if a.id != id {
-            return;
-        }
-        match &mut a.phase {
-            Phase::Streaming { decoder, .. } => {
-                decoder.finish(&mut self.scratch);
-                self.drain_stream_events(now);
-            }
-            Phase::ErrorBody { status, headers, body } => {
-                let error = error_response(self.config.model.dialect, *status, headers, body);
-                self.fail_attempt(error, false, now);
-            }
-            Phase::AwaitingHead => {
-                let error = TransportError {
-                    kind: TransportErrorKind::Other,
-                    message: "the body ended before the response head".into(),
-                };
-                self.fail_attempt(GenerateError::Transport(error), false, now);
-            }
-        }
-    }
-
-    /// Forwards decoded events; a terminal `done` finishes the step, an `error` fails
-    /// the attempt.
-    fn drain_stream_events(&mut self, now: Instant) {
-        let mut events = std::mem::take(&mut self.scratch);
-        for event in events.drain(..) {
+    /// Takes what the step's exchange said: stream events and retries go to the
+    /// application; its end finishes the step or fails the call.
+    fn pump(&mut self, now: Instant) {
+        // One event at a time (no buffer per input): the exchange's end changes the state,
+        // and nothing follows it.
+        loop {
+            let State::Requesting(request) = &mut self.state else { return };
+            let Some(event) = request.poll_event() else { return };
             match event {
-                StreamEvent::Error { error } => {
-                    let error = match error {
-                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
-                        other => GenerateError::Stream(other),
-                    };
-                    self.fail_attempt(error, true, now);
+                RequestEvent::Stream(event) => self.events.push_back(GenerateEvent::Stream { step: self.step, event }),
+                RequestEvent::Retry { attempt, delay, error } => {
+                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error: *error })
                 }
-                StreamEvent::Done { .. } => {
-                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
-                    self.finish_step(now);
-                }
-                event => {
-                    if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
-                        *delivered = true;
+                RequestEvent::Finished(response) => self.finish_step(*response, now),
+                RequestEvent::Failed(failure) => {
+                    let (error, partial) = *failure;
+                    self.state = State::Done;
+                    if let Some(partial) = partial {
+                        self.absorb(partial);
                     }
-                    self.events.push_back(GenerateEvent::Stream { step: self.step, event });
+                    let partial = self.response(StopReason::Error);
+                    self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
                 }
             }
         }
-        self.scratch = events;
-    }
-
-    /// A request failed: retry when nothing reached the caller yet and the failure is
-    /// retryable, else fail the call with what was received. `in_flight` says the
-    /// request may still be open and must be cancelled.
-    fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: Instant) {
-        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
-        // A key the server echoed back never reaches the caller's error (or its logs).
-        Secrets::of_request(&self.request).scrub_error(&mut error);
-        if in_flight {
-            self.effects.push_back(Effect::CancelRequest { id: attempt.id });
-        }
-        let (partial, delivered) = match attempt.phase {
-            Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
-            _ => (None, false),
-        };
-        let stalled = matches!(error, GenerateError::Stalled(_));
-        let stalls_left = !stalled || self.stall_retries < self.config.retry.max_stall_retries;
-        if !delivered && error.is_retryable() && stalls_left && self.retries < self.config.retry.max_retries {
-            let retry_after = match &error {
-                GenerateError::Provider(e) => e.retry_after,
-                _ => None,
-            };
-            if let Some(delay) = self.config.retry.delay(self.retries + 1, retry_after) {
-                self.retries += 1;
-                self.stall_retries += u32::from(stalled);
-                self.events.push_back(GenerateEvent::Retry { step: self.step, attempt: self.retries, delay, error });
-                self.state = State::Backoff { until: now + delay };
-                return;
-            }
-        }
-        if let Some(partial) = partial {
-            self.absorb(partial);
-        }
-        let partial = self.response(StopReason::Error);
-        self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
     }
 
     /// Adds a step's response to the call's totals.
@@ -502,10 +324,8 @@ impl Generate {
         self.last = Some(response);
     }
 
-    fn finish_step(&mut self, now: Instant) {
-        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Done) else { return };
-        let Phase::Streaming { decoder, .. } = attempt.phase else { return };
-        let response = decoder.into_response();
+    fn finish_step(&mut self, response: Response, now: Instant) {
+        self.state = State::Done;
         let stop = response.stop_reason.unwrap_or(StopReason::Stop);
         let calls: Vec<_> = response.message.tool_uses().cloned().collect();
         self.absorb(response);
@@ -518,31 +338,38 @@ impl Generate {
             self.finish_or_correct(stop, now);
             return;
         }
-        let (phase, effects, immediate) =
-            ToolPhase::start(calls, &self.config.tools, self.config.options.tool_timeout, &mut self.next_id, now);
-        self.effects.extend(effects);
-        for result in immediate {
-            self.events.push_back(GenerateEvent::ToolResult { step: self.step, result });
+        let mut round = ToolRound::new(calls);
+        let mut policy = AutoApprove { events: &mut self.events, step: self.step };
+        let mut runner = Runner {
+            tools: &self.config.tools,
+            options: &self.config.options,
+            next_id: &mut self.next_id,
+            effects: &mut self.effects,
+            now,
+        };
+        match round.decide(&mut policy, &mut runner) {
+            Decided::All => {}
+            // Neither happens: auto-approval never pauses, and `all_runnable` found a
+            // handler for every known tool. Were it to, the calls are the caller's.
+            Decided::Pause(..) | Decided::Unhandled => return self.finish_or_correct(stop, now),
         }
-        self.state = State::Tools(phase);
+        self.state = State::Tools(round);
         self.maybe_continue_after_tools(now);
     }
 
     fn maybe_continue_after_tools(&mut self, now: Instant) {
-        let State::Tools(phase) = &self.state else { return };
-        if !phase.is_complete() {
+        let State::Tools(round) = &self.state else { return };
+        if !round.is_complete() {
             return;
         }
-        let State::Tools(phase) = std::mem::replace(&mut self.state, State::Done) else { return };
-        self.added.push(Message::new(Role::User, phase.into_result_blocks()));
+        let State::Tools(round) = std::mem::replace(&mut self.state, State::Done) else { return };
+        self.added.push(Message::new(Role::User, round.into_results()));
         self.next_step(now);
     }
 
     /// Sends the next request: the original context plus everything added so far.
     fn next_step(&mut self, now: Instant) {
         self.step += 1;
-        self.retries = 0;
-        self.stall_retries = 0;
         match build(&self.config, &self.added) {
             Ok((request, warnings)) => {
                 self.request = request;
@@ -570,17 +397,15 @@ impl Generate {
             self.finish(stop);
             return;
         };
-        let text = self.last.as_ref().map(Response::text).unwrap_or_default();
-        match structured::check(validator.as_ref(), &text) {
+        let Some(last) = &self.last else {
+            self.finish(stop);
+            return;
+        };
+        match structured::judge(validator.as_ref(), last, stop) {
             Ok(value) => self.output = Some(Ok(value)),
-            Err(error) if stop == StopReason::Length => {
-                self.output = Some(Err(format!("{error} (the reply was cut by the output token limit)")))
-            }
-            Err(error) if self.last.as_ref().is_some_and(|r| r.message.tool_uses().next().is_some()) => {
-                self.output = Some(Err(format!("{error} (the reply ended with tool calls left to the caller)")))
-            }
-            Err(error) if self.output_retries < self.config.output_retries => {
+            Err(invalid) if invalid.correctable() && self.output_retries < self.config.output_retries => {
                 self.output_retries += 1;
+                let error = invalid.error;
                 self.events.push_back(GenerateEvent::OutputRetry {
                     step: self.step,
                     attempt: self.output_retries,
@@ -590,7 +415,7 @@ impl Generate {
                 self.next_step(now);
                 return;
             }
-            Err(error) => self.output = Some(Err(error)),
+            Err(invalid) => self.output = Some(Err(invalid.into_message())),
         }
         self.finish(stop);
     }
@@ -604,14 +429,13 @@ impl Generate {
     fn cancel(&mut self) {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Done => return,
-            State::Sending(attempt) => {
-                self.effects.push_back(Effect::CancelRequest { id: attempt.id });
-                if let Phase::Streaming { decoder, .. } = attempt.phase {
-                    self.absorb(decoder.into_response());
+            State::Requesting(mut request) => {
+                let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+                if let Some(partial) = request.cancel(&mut out) {
+                    self.absorb(partial);
                 }
             }
-            State::Tools(phase) => self.effects.extend(phase.cancel_running().map(|id| Effect::CancelTool { id })),
-            State::Backoff { .. } => {}
+            State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
         }
         self.finish(StopReason::Cancelled);
     }
@@ -655,9 +479,4 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
     };
     let built = config.model.dialect.build_request(&spec).map_err(GenerateError::Request)?;
     Ok((built.request, built.warnings))
-}
-
-/// Options of a call, for drivers that need them before building the machine.
-pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
-    decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }

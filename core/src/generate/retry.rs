@@ -29,7 +29,7 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        Self {
             max_retries: 2,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
@@ -43,7 +43,7 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// No retries at all.
     pub fn none() -> Self {
-        RetryPolicy { max_retries: 0, ..RetryPolicy::default() }
+        Self { max_retries: 0, ..Self::default() }
     }
 
     /// The wait before retry number `retry` (1-based): the provider's `retry-after`

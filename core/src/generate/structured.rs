@@ -2,11 +2,52 @@
 
 use serde_json::Value;
 
+use crate::response::{Response, StopReason};
 use crate::schema::adapt::validate_adapted;
 use crate::schema::Validator;
 
+/// A final reply that is not valid structured output.
+#[derive(Debug)]
+pub(crate) struct Invalid {
+    /// What is wrong with it (what a correction tells the model).
+    pub(crate) error: String,
+    /// Why no correction may be asked, if so.
+    final_because: Option<&'static str>,
+}
+
+impl Invalid {
+    /// True when a correction may be asked: not for a reply cut by the output token
+    /// limit, nor for one that ends with tool calls left to the caller (a correction
+    /// after calls without results is a history no provider accepts).
+    pub(crate) fn correctable(&self) -> bool {
+        self.final_because.is_none()
+    }
+
+    /// The error as the response reports it when no correction follows.
+    pub(crate) fn into_message(self) -> String {
+        match self.final_because {
+            Some(why) => format!("{} ({why})", self.error),
+            None => self.error,
+        }
+    }
+}
+
+/// The one verdict on a final reply, for a call and an agent's turn alike.
+pub(crate) fn judge(validator: &dyn Validator, reply: &Response, stop: StopReason) -> Result<Value, Invalid> {
+    check(validator, &reply.text()).map_err(|error| {
+        let final_because = if stop == StopReason::Length {
+            Some("the reply was cut by the output token limit")
+        } else if reply.message.tool_uses().next().is_some() {
+            Some("the reply ended with tool calls left to the caller")
+        } else {
+            None
+        };
+        Invalid { error, final_because }
+    })
+}
+
 /// The reply's JSON value if it parses and passes the validator, else a short reason.
-pub(super) fn check(validator: &dyn Validator, text: &str) -> Result<Value, String> {
+fn check(validator: &dyn Validator, text: &str) -> Result<Value, String> {
     let json = strip_code_fence(text.trim());
     if json.is_empty() {
         return Err("the reply is empty, expected a JSON value".into());

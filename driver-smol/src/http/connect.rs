@@ -27,7 +27,7 @@ pub(crate) struct Target {
 
 impl Target {
     /// The target of an absolute `http` or `https` URL.
-    pub(crate) fn of(uri: &Uri) -> Result<Target, TransportError> {
+    pub(crate) fn of(uri: &Uri) -> Result<Self, TransportError> {
         let tls = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("https") => true,
             Some(s) if s.eq_ignore_ascii_case("http") => false,
@@ -40,7 +40,7 @@ impl Target {
         // Host names are case-insensitive: one server, one pool entry.
         let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        Ok(Target { host, port, tls })
+        Ok(Self { host, port, tls })
     }
 }
 

@@ -45,8 +45,8 @@ pub(crate) struct Connections {
 impl Connections {
     /// Trusts Mozilla's roots plus `extra_roots` (PEM) and reaches servers as `proxies`
     /// say; no connection is opened yet.
-    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Arc<Connections>, String> {
-        Ok(Arc::new(Connections { tls: tls_config(extra_roots)?, proxies, pool: pool::Pool::default() }))
+    pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Arc<Self>, String> {
+        Ok(Arc::new(Self { tls: tls_config(extra_roots)?, proxies, pool: pool::Pool::default() }))
     }
 }
 

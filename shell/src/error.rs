@@ -3,10 +3,10 @@
 
 use std::fmt;
 
-use crate::agent::AgentError;
-use crate::client::ClientError;
-use crate::generate::GenerateError;
-use crate::Response;
+use omni_core::agent::AgentError;
+use omni_core::client::{ClientError, StartError};
+use omni_core::generate::GenerateError;
+use omni_core::Response;
 
 /// Why a call failed. No variant ever carries an API key.
 #[derive(Debug)]
@@ -40,11 +40,11 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Client(e) => write!(f, "{e}"),
-            Error::Generate { error, .. } => write!(f, "{error}"),
-            Error::Setup(m) => write!(f, "{m}"),
-            Error::Agent(e) => write!(f, "{e}"),
-            Error::Output { error, .. } => write!(f, "no structured output: {error}"),
+            Self::Client(e) => write!(f, "{e}"),
+            Self::Generate { error, .. } => write!(f, "{error}"),
+            Self::Setup(m) => write!(f, "{m}"),
+            Self::Agent(e) => write!(f, "{e}"),
+            Self::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
 }
@@ -52,22 +52,31 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Client(e) => Some(e),
-            Error::Generate { error, .. } => Some(error),
-            Error::Agent(e) => Some(e),
-            Error::Setup(_) | Error::Output { .. } => None,
+            Self::Client(e) => Some(e),
+            Self::Generate { error, .. } => Some(error),
+            Self::Agent(e) => Some(e),
+            Self::Setup(_) | Self::Output { .. } => None,
         }
     }
 }
 
 impl From<ClientError> for Error {
     fn from(e: ClientError) -> Self {
-        Error::Client(e)
+        Self::Client(e)
+    }
+}
+
+impl From<StartError> for Error {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Client(e) => Self::Client(e),
+            StartError::Refused { error, partial } => Self::Generate { error, partial },
+        }
     }
 }
 
 impl From<AgentError> for Error {
     fn from(e: AgentError) -> Self {
-        Error::Agent(e)
+        Self::Agent(e)
     }
 }
