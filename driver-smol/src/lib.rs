@@ -24,12 +24,12 @@
 //! asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod http;
 mod runtime;
+mod transport;
 
-pub use http::Http1;
 pub use omni_core as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Smol, SmolTask};
+pub use transport::Http1;
 
 omni_shell::driver_types!(Smol);

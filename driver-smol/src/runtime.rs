@@ -11,7 +11,7 @@ use omni_core::proxy::ProxyRules;
 use omni_shell::{Driver, Error, Runtime, Task};
 use smol::{Executor, Timer};
 
-use crate::http::{Connections, Http1};
+use crate::transport::{Connections, Http1};
 
 /// Where the driver's tasks run (the call and agent loops, HTTP exchanges, tool runs).
 #[derive(Clone, Default)]

@@ -21,12 +21,12 @@
 //! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod http;
 mod runtime;
+mod transport;
 
-pub use http::Reqwest;
 pub use omni_core as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Tokio, TokioTask};
+pub use transport::Reqwest;
 
 omni_shell::driver_types!(Tokio);

@@ -8,7 +8,7 @@ use omni_core::proxy::ProxyRules;
 use omni_shell::{Driver, Error, Runtime, Task};
 use tokio::task::JoinHandle;
 
-use crate::http::{self, Reqwest};
+use crate::transport::{self, Reqwest};
 
 /// Runs the shell's tasks on the tokio runtime the application runs in.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,7 +37,7 @@ impl Driver for Tokio {
     type Transport = Reqwest;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Reqwest, Error> {
-        http::client(root_certificates, proxies).map(Reqwest).map_err(Error::Setup)
+        transport::client(root_certificates, proxies).map(Reqwest).map_err(Error::Setup)
     }
 }
 
