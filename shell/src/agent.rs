@@ -138,7 +138,7 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Changes model, system prompt, history, tools or options, all or nothing; only
     /// while idle.
     pub async fn set_state(&self, change: StateChange) -> Result<(), Error> {
-        let env = |name: &str| std::env::var(name).ok();
+        let env = crate::client::environment;
         let (patch, tools) = change.into_patch(&self.shared.client, &env, AsyncTool::decl)?;
         let (reply, answer) = async_channel::bounded(1);
         let message = LoopMessage::SetState { patch: Box::new(patch), tools, reply };

@@ -96,7 +96,7 @@ impl<D: Driver> Call<D> {
     /// The generate machine's configuration this call resolves to (model, provider, key,
     /// merged options, tools, a retry seed of its own), as [`Call::stream`] would start it.
     pub fn config(&self) -> Result<GenerateConfig, Error> {
-        let env = |name: &str| std::env::var(name).ok();
+        let env = crate::client::environment;
         let (_, spec) = self.clone().into_spec();
         let seed = <D::Runtime as Runtime>::random_seed();
         Ok(self.client.inner.config.prepare(spec, &env, seed)?)
@@ -121,7 +121,7 @@ impl<D: Driver> Call<D> {
     pub fn stream(self) -> Result<TextStream, Error> {
         let handlers = handlers_by_name(&self.tools);
         let (client, spec) = self.into_spec();
-        let env = |name: &str| std::env::var(name).ok();
+        let env = crate::client::environment;
         let inner = &client.inner;
         // Each call draws its own retry jitter seed, so calls that fail together do not
         // retry together.

@@ -137,9 +137,8 @@ impl<D: Driver> Connect for Client<D> {
     }
 
     fn connect(built: Built) -> Result<Self, Error> {
-        let env = |name: &str| std::env::var(name).ok();
         let proxies =
-            ProxyRules::resolve(&built.proxy, &env).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
+            ProxyRules::resolve(&built.proxy, &environment).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
         let transport = D::transport(&built.root_certificates, proxies)?;
         let runtime = D::Runtime::default();
         Ok(Client { inner: Arc::new(Inner { config: built.config, runtime, transport }) })
@@ -155,7 +154,7 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
     }
 
     fn env(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
+        environment(name)
     }
 
     fn now(&self) -> Instant {
@@ -175,4 +174,11 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
         let inner = &self.inner;
         spawn_agent(&inner.runtime, inner.transport.clone(), host, &tools, inner.config.clone(), capacity)
     }
+}
+
+/// Reads an environment variable: the one place the shell does (keys, base URLs and
+/// proxies fall back to the environment; the core reads none, it is handed this).
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }

@@ -40,13 +40,16 @@ pub trait Runtime: Clone + fmt::Debug + Send + Sync + 'static {
     /// Resolves at `deadline` (at once when it passed).
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static;
 
-    /// The time the machines are given.
+    /// The time the machines are given (the system's monotonic clock unless a runtime
+    /// has its own).
+    #[allow(clippy::disallowed_methods)] // the shell's one clock, overridable per runtime
     fn now(&self) -> Instant {
         Instant::now()
     }
 
     /// A fresh random number for retry jitter (the core has no randomness), drawn per
     /// client, per call and per agent so that they do not retry in lockstep.
+    #[allow(clippy::disallowed_methods)] // the clock as one more source of entropy
     fn random_seed() -> u64 {
         RandomState::new().hash_one(Instant::now())
     }
