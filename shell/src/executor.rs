@@ -84,7 +84,7 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
         let (requests, runs, ready) = (BTreeMap::new(), BTreeMap::new(), VecDeque::new());
-        Executor { runtime, transport, handlers, reports, received, ready, requests, runs }
+        Self { runtime, transport, handlers, reports, received, ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {

@@ -23,6 +23,7 @@ mod call;
 mod client;
 mod client_builder;
 pub mod delivery;
+mod drive;
 mod drive_agent;
 mod drive_call;
 mod error;
