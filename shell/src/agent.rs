@@ -40,8 +40,8 @@ pub(crate) enum LoopMessage<C> {
 impl<C> fmt::Debug for LoopMessage<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoopMessage::Command(command) => command.fmt(f),
-            LoopMessage::SetState { .. } => f.write_str("SetState"),
+            Self::Command(command) => command.fmt(f),
+            Self::SetState { .. } => f.write_str("SetState"),
         }
     }
 }
@@ -68,13 +68,13 @@ impl<C> Agent<C> {
     /// The first handle on an agent whose task reads `commands`' other end.
     /// `client` resolves `set_state`'s models; `capacity` bounds each subscriber's queue.
     pub(crate) fn new(client: ClientConfig, commands: Sender<LoopMessage<C>>, capacity: usize) -> Self {
-        Agent { shared: Arc::new(Shared { client, commands, capacity }) }
+        Self { shared: Arc::new(Shared { client, commands, capacity }) }
     }
 }
 
 impl<C> Clone for Agent<C> {
     fn clone(&self) -> Self {
-        Agent { shared: self.shared.clone() }
+        Self { shared: self.shared.clone() }
     }
 }
 
@@ -101,7 +101,7 @@ impl<C> WeakAgent<C> {
 
 impl<C> Clone for WeakAgent<C> {
     fn clone(&self) -> Self {
-        WeakAgent { shared: self.shared.clone() }
+        Self { shared: self.shared.clone() }
     }
 }
 

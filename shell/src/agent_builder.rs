@@ -77,7 +77,7 @@ impl<L, T: fmt::Debug, C> fmt::Debug for AgentBuilder<L, T, C> {
 impl<L: Launch<T>, T> AgentBuilder<L, T> {
     /// A builder on `launcher` (the driver's client) for `model`.
     pub fn new(launcher: L, model: ModelRef) -> Self {
-        AgentBuilder {
+        Self {
             launcher,
             model,
             api_key: None,

@@ -31,7 +31,7 @@ pub struct Call<D: Driver> {
 
 impl<D: Driver> Clone for Call<D> {
     fn clone(&self) -> Self {
-        Call {
+        Self {
             client: self.client.clone(),
             model: self.model.clone(),
             context: self.context.clone(),
@@ -46,7 +46,7 @@ impl<D: Driver> Clone for Call<D> {
 impl<D: Driver> Call<D> {
     /// A call on `client` (drivers: what `client.call(model, context)` returns).
     pub fn new(client: Client<D>, model: ModelRef, context: Context) -> Self {
-        Call {
+        Self {
             client,
             model,
             context,

@@ -42,7 +42,7 @@ pub(crate) struct Inner<D: Driver> {
 
 impl<D: Driver> Clone for Client<D> {
     fn clone(&self) -> Self {
-        Client { inner: self.inner.clone() }
+        Self { inner: self.inner.clone() }
     }
 }
 
@@ -125,7 +125,7 @@ impl<D: Driver> Client<D> {
     {
         let inner = &self.inner;
         let (config, transport) = (inner.config.clone(), inner.transport.clone());
-        Client { inner: Arc::new(Inner { config, runtime: executor.into(), transport }) }
+        Self { inner: Arc::new(Inner { config, runtime: executor.into(), transport }) }
     }
 }
 
@@ -141,7 +141,7 @@ impl<D: Driver> Connect for Client<D> {
             ProxyRules::resolve(&built.proxy, &environment).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
         let transport = D::transport(&built.root_certificates, proxies)?;
         let runtime = D::Runtime::default();
-        Ok(Client { inner: Arc::new(Inner { config: built.config, runtime, transport }) })
+        Ok(Self { inner: Arc::new(Inner { config: built.config, runtime, transport }) })
     }
 }
 

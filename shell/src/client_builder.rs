@@ -59,7 +59,7 @@ pub struct ClientBuilder<D> {
 
 impl<D> Default for ClientBuilder<D> {
     fn default() -> Self {
-        ClientBuilder {
+        Self {
             catalogue: None,
             providers: Vec::new(),
             models: Vec::new(),

@@ -58,7 +58,7 @@ impl<T> fmt::Debug for Outbox<T> {
 impl<T: Send + 'static> Outbox<T> {
     /// An outbox over `tx` (a bounded channel, e.g. of [`EVENT_CAPACITY`]).
     pub fn new(tx: Sender<T>) -> Self {
-        Outbox { tx, pending: VecDeque::new(), sending: None }
+        Self { tx, pending: VecDeque::new(), sending: None }
     }
 
     /// Queues an event (delivered by [`Outbox::flush`], [`Outbox::room`] or [`Outbox::close`]).
@@ -87,6 +87,11 @@ impl<T: Send + 'static> Outbox<T> {
         Delivery::Done
     }
 
+    /// Whether events wait beside the channel (the last [`Outbox::flush`] found it full).
+    pub fn is_waiting(&self) -> bool {
+        self.sending.is_some() || !self.pending.is_empty()
+    }
+
     /// Waits until the oldest waiting event is in the channel (the application read one);
     /// false once the application dropped the stream. Cancel-safe: a loop that wakes for
     /// something else and calls it again later continues the same send.
@@ -108,7 +113,7 @@ impl<T: Send + 'static> Outbox<T> {
     /// until it drops the stream). For the end of a call: its work is stopped already, so
     /// nothing else is due, and the terminal event reaches the application whenever it reads.
     pub async fn close(mut self) {
-        while (self.sending.is_some() || !self.pending.is_empty()) && self.room().await {}
+        while self.is_waiting() && self.room().await {}
     }
 }
 

@@ -1,31 +1,20 @@
-//! The agent loop, written once for every runtime: commands in, effects executed, events
-//! published, deadlines kept. No decision is taken here.
-//!
-//! Commands are looked at first (a handle waits for its answer). Deadlines are looked at
-//! before every input, so a flood cannot hold off a stall or a timeout, and after
-//! [`INPUT_BUDGET`] inputs the loop yields to the runtime. Subscribers' queues are
-//! bounded (a subscriber that falls behind is dropped), so publishing never waits.
+//! An agent's side of the drive loop ([`crate::drive`]): the handles' commands are looked
+//! at first (a handle waits for its answer), events are published to the subscribers
+//! (whose queues are bounded: one that falls behind is dropped, so publishing never
+//! waits), and the agent is terminated once the last handle is gone.
+
+use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use futures_lite::future;
-use omni_core::agent::{AgentCallbacks, AgentInput};
+use omni_core::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
 
 use crate::agent::LoopMessage;
-use crate::drive_call::sleep_until;
-use crate::executor::{Executor, Report};
+use crate::delivery::Delivery;
+use crate::drive::{drive, Notice, Side};
+use crate::executor::Executor;
 use crate::host::Host;
-use crate::machine::INPUT_BUDGET;
 use crate::runtime::{Runtime, Task, Transport};
 use crate::{handlers_by_name, Agent, AsyncTool, Error};
-
-/// What woke the loop.
-enum Wake<C> {
-    Message(LoopMessage<C>),
-    /// Every handle is gone.
-    Orphaned,
-    Input(Report),
-    Deadline,
-}
 
 /// Runs the hosted agent as a task of `runtime`, its tools run with `tools`' handlers and
 /// its requests sent over `transport`, and returns the first handle on it. `config`
@@ -50,7 +39,7 @@ where
 /// Runs the hosted agent as the shell's own client does, for a driver whose handles are its own
 /// (omni-blocking's blocking ones): returns the sender they command the agent through.
 /// Dropping every clone of it stops the agent.
-pub fn spawn_agent_loop<C, R, T>(
+pub(crate) fn spawn_agent_loop<C, R, T>(
     runtime: &R,
     transport: T,
     host: Host<C>,
@@ -64,68 +53,68 @@ where
     let (commands, received) = Agent::channel();
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
     // Detached: the loop ends on its own once every handle is gone.
-    runtime.spawn(drive_agent(host, executor, received))?.detach();
+    let handles = Handles { host, commands: received, orphaned: false };
+    runtime.spawn(drive(handles, executor))?.detach();
     Ok(commands)
 }
 
-/// Runs the agent until its last handle is gone. Leaving the loop drops the executor,
-/// which stops whatever still runs.
-async fn drive_agent<C, R, T>(mut host: Host<C>, mut executor: Executor<R, T>, commands: Receiver<LoopMessage<C>>)
-where
-    C: AgentCallbacks + Send + 'static,
-    R: Runtime,
-    T: Transport,
-{
-    let runtime = executor.runtime().clone();
-    let mut budget = INPUT_BUDGET;
-    loop {
-        while let Some(effect) = host.poll_effect() {
-            executor.execute(effect);
+/// The application's end of an agent: its handles and subscribers.
+struct Handles<C: AgentCallbacks> {
+    host: Host<C>,
+    /// Closes when the last handle is dropped.
+    commands: Receiver<LoopMessage<C>>,
+    /// The last handle is gone and the agent terminated.
+    orphaned: bool,
+}
+
+impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
+    type Machine = AgentMachine<C>;
+    type Command = LoopMessage<C>;
+
+    fn machine(&mut self) -> &mut AgentMachine<C> {
+        self.host.agent()
+    }
+
+    fn deliver(&mut self) -> Delivery {
+        self.host.publish();
+        Delivery::Done
+    }
+
+    async fn wait(&mut self) -> Notice<LoopMessage<C>> {
+        match self.commands.recv().await {
+            Ok(message) => Notice::Command(message),
+            Err(_) => Notice::Gone,
         }
-        host.publish();
-        let deadline = host.agent().poll_timeout().map(|(at, _)| at);
-        let now = runtime.now();
-        if deadline.is_some_and(|d| d <= now) {
-            host.agent().handle_timeout(now);
-            continue;
-        }
-        if budget == 0 {
-            budget = INPUT_BUDGET;
-            future::yield_now().await;
-        }
-        budget -= 1;
-        let command = async {
-            match commands.recv().await {
-                Ok(message) => Wake::Message(message),
-                Err(_) => Wake::Orphaned,
-            }
-        };
-        let input = async { Wake::Input(executor.next_report().await) };
-        let timer = async {
-            sleep_until(&runtime, deadline).await;
-            Wake::Deadline
-        };
-        // Commands first, then an input, then the deadline.
-        match future::or(command, future::or(input, timer)).await {
-            Wake::Message(LoopMessage::Command(command)) => host.apply(command, runtime.now()),
-            Wake::Message(LoopMessage::SetState { patch, tools, reply }) => {
+    }
+
+    fn apply<R: Runtime, T: Transport>(
+        &mut self,
+        message: LoopMessage<C>,
+        executor: &mut Executor<R, T>,
+        now: Instant,
+    ) {
+        match message {
+            LoopMessage::Command(command) => self.host.apply(command, now),
+            LoopMessage::SetState { patch, tools, reply } => {
                 // The new tools' handlers are swapped in only if the machine takes the patch.
-                let accepted = host.agent().handle_input(AgentInput::SetState(patch), runtime.now());
+                let accepted = self.host.agent().handle_input(AgentInput::SetState(patch), now);
                 if let (Ok(()), Some(tools)) = (&accepted, tools) {
                     executor.set_tools(&tools);
                 }
                 let _ = reply.try_send(accepted);
             }
-            Wake::Orphaned => {
-                // Cancels through effects, calls `terminate`, lets the subscribers go.
-                host.terminate(runtime.now());
-                while let Some(effect) = host.poll_effect() {
-                    executor.execute(effect);
-                }
-                return; // dropping the executor stops whatever still runs
-            }
-            Wake::Input(report) => executor.feed(host.agent(), report),
-            Wake::Deadline => host.agent().handle_timeout(runtime.now()),
         }
     }
+
+    fn gone(&mut self, now: Instant) {
+        // Cancels through effects, calls `terminate`, lets the subscribers go.
+        self.host.terminate(now);
+        self.orphaned = true;
+    }
+
+    fn finished(&mut self) -> bool {
+        self.orphaned
+    }
+
+    async fn close(self) {}
 }

@@ -23,7 +23,7 @@ use crate::runtime::{ResponseSink, Runtime, Task, Transport};
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
 /// Tool handlers by name.
-pub type Handlers = BTreeMap<String, AsyncHandler>;
+pub(crate) type Handlers = BTreeMap<String, AsyncHandler>;
 
 /// What the work in flight reports to its loop: the owned form of the machines'
 /// [`Report`](omni_core::generate::Report), so that it can cross a channel.
@@ -84,7 +84,7 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
         let (requests, runs, ready) = (BTreeMap::new(), BTreeMap::new(), VecDeque::new());
-        Executor { runtime, transport, handlers, reports, received, ready, requests, runs }
+        Self { runtime, transport, handlers, reports, received, ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {

@@ -56,14 +56,14 @@ pub enum Command<C> {
 impl<C> fmt::Debug for Command<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Command::Prompt(..) => "Prompt",
-            Command::Resume(..) => "Resume",
-            Command::Cancel(..) => "Cancel",
-            Command::SetState(..) => "SetState",
-            Command::State(..) => "State",
-            Command::Snapshot(..) => "Snapshot",
-            Command::Subscribe(..) => "Subscribe",
-            Command::Inspect(..) => "Inspect",
+            Self::Prompt(..) => "Prompt",
+            Self::Resume(..) => "Resume",
+            Self::Cancel(..) => "Cancel",
+            Self::SetState(..) => "SetState",
+            Self::State(..) => "State",
+            Self::Snapshot(..) => "Snapshot",
+            Self::Subscribe(..) => "Subscribe",
+            Self::Inspect(..) => "Inspect",
         })
     }
 }
@@ -89,7 +89,7 @@ impl<C: AgentCallbacks> Host<C> {
     /// Hosts an agent whose first subscribers are there from the start (the builder's
     /// `subscriber`): they see every event the agent ever publishes.
     pub fn with_subscribers(agent: Agent<C>, subscribers: Vec<Box<dyn EventSink>>) -> Self {
-        Host { agent, subscribers }
+        Self { agent, subscribers }
     }
 
     /// The agent, for the driver's effects, reports and deadlines.

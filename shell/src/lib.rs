@@ -11,12 +11,11 @@
 //! for their futures on the caller's thread. Applications use the drivers.
 //!
 //! ```text
-//!  Client ─► Call::stream ─► drive_call ─┐  one loop per machine, on the driver's Runtime:
-//!  Client ─► AgentBuilder::start ─► drive_agent ─┤  effects ─► Executor ─► Transport::send / tool runs
-//!                                        └─ reports (bounded) ◄─ ResponseSink, tool outcomes
+//!  Client ─► Call::stream ─► drive_call (the call's side) ─────────┐  one loop, drive.rs, per
+//!  Client ─► AgentBuilder::start ─► drive_agent (the agent's side) ─┤  machine, on the Runtime:
+//!     effects ─► Executor ─► Transport::send / tool runs            │
+//!     reports (bounded) ◄─ ResponseSink, tool outcomes ◄────────────┘
 //! ```
-
-#![allow(clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 mod agent;
 mod agent_builder;
@@ -24,14 +23,10 @@ mod call;
 mod client;
 mod client_builder;
 pub mod delivery;
-// `pub` items of these three are crate-private since omni-blocking runs on the generic
-// handles; they become `pub(crate)` when the loop rewrite under way in them lands.
-#[allow(unreachable_pub)]
+mod drive;
 mod drive_agent;
-#[allow(unreachable_pub)]
 mod drive_call;
 mod error;
-#[allow(unreachable_pub)]
 mod executor;
 pub mod exports;
 mod host;

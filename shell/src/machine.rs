@@ -28,8 +28,9 @@ pub const INPUT_CAPACITY: usize = 16;
 /// Commands from the application's handles queued for an agent's loop before a handle
 /// waits.
 pub const COMMAND_CAPACITY: usize = 64;
-/// Inputs a loop takes in a row before it yields to its runtime (deadlines are looked at
-/// before every input; this keeps a flood from holding a runtime thread).
+/// Wake-ups (an input, a command, room for events) a loop takes in a row before it yields
+/// to its runtime (deadlines are looked at before every input; this keeps a flood from
+/// holding a runtime thread).
 pub const INPUT_BUDGET: usize = 64;
 
 /// A machine a driver loop can run, and the one contract of every machine: built with
@@ -58,16 +59,16 @@ pub trait Machine {
 impl Machine for Generate {
     type Event = GenerateEvent;
     fn poll_effect(&mut self) -> Option<Effect> {
-        Generate::poll_effect(self)
+        Self::poll_effect(self)
     }
     fn poll_event(&mut self) -> Option<GenerateEvent> {
-        Generate::poll_event(self)
+        Self::poll_event(self)
     }
     fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Generate::poll_timeout(self)
+        Self::poll_timeout(self)
     }
     fn handle_timeout(&mut self, now: Instant) {
-        Generate::handle_timeout(self, now)
+        Self::handle_timeout(self, now)
     }
     fn handle_report(&mut self, report: Report<'_>, now: Instant) {
         // Reports are never refused (unknown ids are ignored).
@@ -78,16 +79,16 @@ impl Machine for Generate {
 impl<C: AgentCallbacks> Machine for Agent<C> {
     type Event = AgentEvent;
     fn poll_effect(&mut self) -> Option<Effect> {
-        Agent::poll_effect(self)
+        Self::poll_effect(self)
     }
     fn poll_event(&mut self) -> Option<AgentEvent> {
-        Agent::poll_event(self)
+        Self::poll_event(self)
     }
     fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Agent::poll_timeout(self)
+        Self::poll_timeout(self)
     }
     fn handle_timeout(&mut self, now: Instant) {
-        Agent::handle_timeout(self, now)
+        Self::handle_timeout(self, now)
     }
     fn handle_report(&mut self, report: Report<'_>, now: Instant) {
         // Reports are never refused (unknown ids are ignored).

@@ -80,7 +80,7 @@ pub struct ResponseSink {
 
 impl ResponseSink {
     pub(crate) fn new(id: RequestId, reports: Sender<Report>) -> Self {
-        ResponseSink { id, reports }
+        Self { id, reports }
     }
 
     /// The status and headers arrived. False once nobody listens (the call ended): the

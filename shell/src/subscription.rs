@@ -24,11 +24,11 @@ impl Subscription {
     /// A subscription whose queue holds up to `capacity` unread events, and the agent's
     /// end of it, for the agent builder's `subscriber`:
     /// `let (subscriber, events) = Subscription::channel(1_000);`
-    pub fn channel(capacity: usize) -> (Subscriber, Subscription) {
+    pub fn channel(capacity: usize) -> (Subscriber, Self) {
         let capacity = capacity.max(1);
         let (tx, rx) = async_channel::bounded(capacity);
         let lagged = Arc::new(AtomicBool::new(false));
-        (Subscriber { events: tx, lagged: lagged.clone() }, Subscription { events: Box::pin(rx), lagged })
+        (Subscriber { events: tx, lagged: lagged.clone() }, Self { events: Box::pin(rx), lagged })
     }
 
     /// The next event, or `None` once the subscription ended.

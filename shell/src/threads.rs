@@ -25,10 +25,10 @@ use crate::runtime::{ResponseSink, Runtime, Task, Transport};
 use crate::{handlers_by_name, AsyncTool, Client, Driver, Error};
 
 #[derive(Debug, Clone, Copy, Default)]
-struct Threads;
+pub(crate) struct Threads;
 
 /// Dropping it tells the thread's future to stop; detaching it does not.
-struct ThreadTask(Option<Sender<()>>);
+pub(crate) struct ThreadTask(Option<Sender<()>>);
 
 impl Runtime for Threads {
     type Task = ThreadTask;
@@ -76,7 +76,7 @@ impl Drop for ThreadTask {
 /// Answers every request with one Anthropic SSE reply, or holds it open forever after
 /// the head (every request when `hold`, or one whose body asks for it).
 #[derive(Debug, Clone, Default)]
-struct Canned {
+pub(crate) struct Canned {
     hold: bool,
     /// Requests whose future was dropped before it finished.
     stopped: Arc<AtomicUsize>,
@@ -132,7 +132,7 @@ impl Transport for Canned {
 }
 
 impl Driver for Threads {
-    type Runtime = Threads;
+    type Runtime = Self;
     type Transport = Canned;
 
     fn transport(_roots: &[Vec<u8>], _proxies: ProxyRules) -> Result<Canned, Error> {
@@ -145,7 +145,7 @@ fn client() -> Client<Threads> {
 }
 
 /// `future`'s output, or a failed test after 5 s rather than a hung one.
-fn within<T: Send>(future: impl Future<Output = T> + Send) -> T {
+pub(crate) fn within<T: Send>(future: impl Future<Output = T> + Send) -> T {
     let timeout = async {
         Threads.sleep_until(Instant::now() + Duration::from_secs(5)).await;
         panic!("no answer within 5 s");

@@ -48,7 +48,7 @@ impl AsyncTool {
         description: impl Into<String>,
         input_schema: Value,
         handler: F,
-    ) -> AsyncTool
+    ) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
@@ -58,12 +58,7 @@ impl AsyncTool {
             let fut = handler(input);
             Box::pin(async move { fut.await.map(Into::into) })
         });
-        AsyncTool {
-            spec: spec(name, description, input_schema),
-            handler: Some(handler),
-            timeout: None,
-            validator: None,
-        }
+        Self { spec: spec(name, description, input_schema), handler: Some(handler), timeout: None, validator: None }
     }
 
     /// A tool whose handler takes a typed argument decoded from the input; a decoding
@@ -73,14 +68,14 @@ impl AsyncTool {
         description: impl Into<String>,
         input_schema: Value,
         handler: F,
-    ) -> AsyncTool
+    ) -> Self
     where
         T: DeserializeOwned + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        AsyncTool {
+        Self {
             spec: spec(name, description, input_schema),
             handler: Some(erase(handler)),
             timeout: None,
@@ -108,14 +103,14 @@ impl AsyncTool {
     /// assert_eq!(tool.name(), "get_weather");
     /// ```
     #[cfg(feature = "schemars")]
-    pub fn from_type<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, handler: F) -> AsyncTool
+    pub fn from_type<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
     where
         T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        AsyncTool::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_core::schema::for_type::<T>(), handler)
     }
 
     /// [`AsyncTool::from_type`] for a handler that needs state (a store, a client): each call
@@ -153,7 +148,7 @@ impl AsyncTool {
         name: impl Into<String>,
         description: impl Into<String>,
         handler: F,
-    ) -> AsyncTool
+    ) -> Self
     where
         S: Clone + Send + Sync + 'static,
         T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
@@ -161,7 +156,7 @@ impl AsyncTool {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        AsyncTool::from_type(name, description, move |input: T| handler(state.clone(), input))
+        Self::from_type(name, description, move |input: T| handler(state.clone(), input))
     }
 
     /// A tool checked by `validator` instead of a schema: its
@@ -174,14 +169,14 @@ impl AsyncTool {
         description: impl Into<String>,
         validator: Arc<dyn Validator>,
         handler: F,
-    ) -> AsyncTool
+    ) -> Self
     where
         T: DeserializeOwned + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        AsyncTool {
+        Self {
             spec: spec(name, description, validator.schema().clone()),
             handler: Some(erase(handler)),
             timeout: None,
@@ -191,12 +186,12 @@ impl AsyncTool {
 
     /// A tool without a handler: when the model calls it, the loop stops and the call
     /// is returned to the caller.
-    pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> AsyncTool {
-        AsyncTool { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
+    pub fn schema_only(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self { spec: spec(name, description, input_schema), handler: None, timeout: None, validator: None }
     }
 
     /// Overrides the time limit of one call of this tool.
-    pub fn timeout(mut self, limit: Duration) -> AsyncTool {
+    pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
         self
     }
