@@ -2,7 +2,6 @@
 //! test CA, trusted through `root_certificate`; untrusted and non-TLS servers fail as
 //! `Tls` transport errors, which are not retried.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-#![allow(clippy::unwrap_used)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -20,14 +19,16 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// A CA certificate (PEM) and a `localhost` certificate it signed, with its key.
 fn certificates() -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let ca_key = KeyPair::generate().expect("a CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(DnType::CommonName, "omni test CA");
-    let ca = ca.self_signed(&ca_key).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf =
-        CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&leaf_key, &ca, &ca_key).unwrap();
+    let ca = ca.self_signed(&ca_key).expect("the CA signs itself");
+    let leaf_key = KeyPair::generate().expect("a leaf key");
+    let leaf = CertificateParams::new(vec!["localhost".to_string()])
+        .expect("leaf parameters")
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .expect("the CA signs the leaf");
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
     (ca.pem(), leaf.der().clone(), key)
 }
@@ -37,15 +38,15 @@ type Seen = (String, Vec<u8>, Option<Vec<u8>>);
 
 /// Serves one https request with an SSE body sent in paced chunks.
 fn serve_once(cert: CertificateDer<'static>, key: PrivateKeyDer<'static>) -> (u16, JoinHandle<Option<Seen>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+    let port = listener.local_addr().expect("its address").port();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .unwrap()
+        .expect("TLS versions")
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .unwrap();
+        .expect("the localhost certificate");
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let handle = thread::spawn(move || {
         let (tcp, _) = listener.accept().ok()?;
@@ -93,7 +94,7 @@ fn client(port: u16, root: Option<&str>) -> Client {
     if let Some(pem) = root {
         builder = builder.root_certificate(pem.as_bytes().to_vec());
     }
-    builder.build().unwrap()
+    builder.build().expect("the client builds")
 }
 
 #[test]
@@ -113,7 +114,7 @@ fn https_with_an_extra_root_certificate_streams_the_reply() {
 }
 
 fn transport_error(client: &Client) -> omni_core::generate::TransportError {
-    let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("the call starts");
     // A TLS failure is not retried: the first event is the failure.
     let first = smol::block_on(stream.next()).expect("an event");
     assert!(transcript_line(&first).starts_with("failed transport Tls"), "{}", transcript_line(&first));
@@ -133,8 +134,8 @@ fn an_untrusted_certificate_is_a_tls_failure() {
 
 #[test]
 fn a_server_that_does_not_speak_tls_is_a_tls_failure() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+    let port = listener.local_addr().expect("its address").port();
     let _server = thread::spawn(move || {
         if let Ok((mut tcp, _)) = listener.accept() {
             let mut hello = [0u8; 64];

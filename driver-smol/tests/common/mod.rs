@@ -1,6 +1,5 @@
 //! omni-smol as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
-#![allow(unreachable_pub, clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
@@ -8,11 +7,11 @@ use omni_smol::{AgentEvent, Client, Error, GenerateEvent, Options, Tool, ToolErr
 use smol::stream::StreamExt;
 
 /// The driver under test.
-pub struct Driver;
+pub(crate) struct Driver;
 
 impl Driver {
-    pub fn new() -> Self {
-        Driver
+    pub(crate) fn new() -> Self {
+        Self
     }
 }
 impl StreamingDriver for Driver {

@@ -1,17 +1,16 @@
 //! omni-tokio as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
-#![allow(unreachable_pub, clippy::use_self)] // issue 11: lint hits here are fixed when this module's rewrite lands
 
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
 use omni_tokio::{AgentEvent, Client, Error, GenerateEvent, Options, TextStream, Tool, ToolError};
 
 /// One runtime for every call: reqwest's pool lives in it between calls.
-pub struct Driver(tokio::runtime::Runtime);
+pub(crate) struct Driver(tokio::runtime::Runtime);
 
 impl Driver {
-    pub fn new() -> Self {
-        Driver(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime"))
+    pub(crate) fn new() -> Self {
+        Self(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime"))
     }
 }
 
