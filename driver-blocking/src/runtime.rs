@@ -208,9 +208,10 @@ mod tests {
 
     #[test]
     fn a_stop_hook_unblocks_blocking_code_at_once() {
-        let (hook_ran, wait) = std::sync::mpsc::channel::<()>();
-        let (entered, blocked) = std::sync::mpsc::channel::<()>();
-        let (left, ended) = std::sync::mpsc::channel();
+        // Each carries one message: room for one, so no sender ever waits.
+        let (hook_ran, wait) = std::sync::mpsc::sync_channel::<()>(1);
+        let (entered, blocked) = std::sync::mpsc::sync_channel::<()>(1);
+        let (left, ended) = std::sync::mpsc::sync_channel(1);
         let task = Threads::default()
             .spawn(async move {
                 on_stop(move || {
