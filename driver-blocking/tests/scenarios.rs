@@ -17,7 +17,7 @@ use omni_blocking::{CancelToken, Client, Tool, ToolError, ToolOutput};
 use omni_conformance::replay::{RecordedRequest, ReplayServer};
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, transcript_line, ToolScript};
-use omni_conformance::wires::{check_every_wire, check_every_wire_of, Wire};
+use omni_conformance::wires::Wire;
 use omni_core::Dialect;
 
 const ANTHROPIC: Wire = Wire(Dialect::AnthropicMessages);
@@ -139,26 +139,6 @@ fn check(name: &str) -> Run {
 }
 
 #[test]
-fn every_scenario_has_a_test_here() {
-    let tested = [
-        "text_stream",
-        "two_step_tool_loop",
-        "tool_timeout",
-        "unknown_tool",
-        "rate_limited_then_ok",
-        "server_error_twice_then_ok",
-        "unauthorized",
-        "reset_after_content",
-        "stall_of_pings_then_ok",
-        "cancel_mid_stream",
-        "cancel_during_tool_call",
-    ];
-    for s in scenarios::all() {
-        assert!(tested.contains(&s.name), "scenario {} has no driver test", s.name);
-    }
-}
-
-#[test]
 fn text_stream() {
     let run = check("text_stream");
     assert_eq!(run.requests[0].path, "/v1/messages");
@@ -183,11 +163,6 @@ fn tool_timeout() {
 }
 
 #[test]
-fn unknown_tool() {
-    check("unknown_tool");
-}
-
-#[test]
 fn rate_limited_then_ok() {
     assert_eq!(check("rate_limited_then_ok").requests.len(), 2);
 }
@@ -200,11 +175,6 @@ fn server_error_twice_then_ok() {
 #[test]
 fn unauthorized() {
     assert_eq!(check("unauthorized").requests.len(), 1);
-}
-
-#[test]
-fn reset_after_content() {
-    check("reset_after_content");
 }
 
 #[test]
@@ -252,12 +222,5 @@ fn transcript_and_server(wire: Wire, scenario: &NamedScenario) -> (Vec<String>, 
     (run.transcript, run.server)
 }
 
-#[test]
-fn every_wire_matches_the_simulation() {
-    check_every_wire(transcript_and_server);
-}
-
-#[test]
-fn every_wire_reads_a_body_cut_inside_an_event_as_a_cut() {
-    check_every_wire_of(Wire::cuts_inside_an_event, transcript_and_server);
-}
+// Every scenario (the tests above add what only this driver can check), and every wire.
+omni_conformance::wire_suite_tests!(transcript_and_server);

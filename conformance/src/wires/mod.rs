@@ -7,6 +7,9 @@
 //! the same transcript and send the same requests.
 
 pub mod bodies;
+mod check;
+
+pub use check::{check_every_scenario, check_every_wire, check_every_wire_of, RunResult};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -357,6 +360,16 @@ impl Wire {
         if actual != expected {
             failures.push(format!("{name}: transcript differs\n--- expected\n{expected}--- actual\n{actual}"));
         }
+        failures.extend(self.check_requests(scenario, requests, server));
+        failures
+    }
+
+    /// Checks that the server `server` received what the simulated provider did for
+    /// `scenario` (count, method, path, key and every header the core set, body).
+    /// Returns the differences.
+    pub fn check_requests(self, scenario: &NamedScenario, requests: &[RecordedRequest], server: &str) -> Vec<String> {
+        let name = format!("{}/{}", self.name(), scenario.name);
+        let mut failures = Vec::new();
         let sim = simulate(self.config(scenario, &self.base_url(server)), &scenario.scenario);
         if requests.len() != sim.requests.len() {
             failures.push(format!("{name}: {} requests, the simulation sent {}", requests.len(), sim.requests.len()));
@@ -394,48 +407,4 @@ impl Wire {
         }
         failures
     }
-}
-
-/// Runs every scenario of every wire through a driver: see [`check_every_wire_of`].
-pub fn check_every_wire<F>(run: F)
-where
-    F: Fn(Wire, &NamedScenario) -> (Vec<String>, crate::replay::ReplayServer) + Sync,
-{
-    check_every_wire_of(Wire::scenarios, run);
-}
-
-/// Runs the `scenarios` of every wire through a driver and checks each run against the
-/// simulation ([`Wire::check_run`]); panics listing every difference. `run` makes one
-/// call of the scenario through the driver's public API against a replay server it
-/// starts with the scenario's replies, and returns the transcript and the server. The
-/// wires run side by side, one thread each (the scenarios wait more than they compute).
-pub fn check_every_wire_of<F>(scenarios: fn(Wire) -> Vec<NamedScenario>, run: F)
-where
-    F: Fn(Wire, &NamedScenario) -> (Vec<String>, crate::replay::ReplayServer) + Sync,
-{
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let threads: Vec<_> = Wire::all()
-            .into_iter()
-            .map(|wire| {
-                let run = &run;
-                scope.spawn(move || {
-                    let mut failures = Vec::new();
-                    for scenario in scenarios(wire) {
-                        let (transcript, server) = run(wire, &scenario);
-                        failures.extend(wire.check_run(&scenario, &transcript, &server.requests(), &server.base_url()));
-                    }
-                    failures
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .zip(Wire::all())
-            .flat_map(|(thread, wire)| match thread.join() {
-                Ok(failures) => failures,
-                Err(_) => vec![format!("{}: the run panicked (see above)", wire.name())],
-            })
-            .collect()
-    });
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
