@@ -11,8 +11,8 @@ use divan::{black_box, AllocProfiler, Bencher};
 use omni_conformance::agent_sim;
 use omni_conformance::scenarios;
 use omni_conformance::synth::text_stream;
-use omni_core::agent::{Agent, AgentEvent, NoCallbacks};
-use omni_core::generate::{Effect, Generate, GenerateConfig, GenerateEvent, Input, Report, RequestId};
+use omni_core::machines::agent::{Agent, AgentEvent, NoCallbacks};
+use omni_core::machines::generate::{Effect, Generate, GenerateConfig, GenerateEvent, Input, Report, RequestId};
 use omni_core::{Context, Dialect, Options};
 use omni_shell::{Command, EventSink, Host};
 
@@ -84,13 +84,13 @@ fn agent(bencher: Bencher) {
         host.apply(Command::Subscribe(Box::new(Keep(Vec::with_capacity(2 * DELTAS))), Box::new(|_| {})), now);
         host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
         let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
-        host.agent().handle_input(omni_core::agent::AgentInput::Report(head(id)), now).expect("report");
+        host.agent().handle_input(omni_core::machines::agent::AgentInput::Report(head(id)), now).expect("report");
         for chunk in body.chunks(CHUNK) {
-            let input = omni_core::agent::AgentInput::Report(Report::Body { id, bytes: chunk });
+            let input = omni_core::machines::agent::AgentInput::Report(Report::Body { id, bytes: chunk });
             host.agent().handle_input(input, now).expect("report");
             host.publish();
         }
-        let end = omni_core::agent::AgentInput::Report(Report::BodyEnd { id });
+        let end = omni_core::machines::agent::AgentInput::Report(Report::BodyEnd { id });
         host.agent().handle_input(end, now).expect("report");
         host.publish();
         black_box(host)

@@ -18,7 +18,7 @@ use futures_lite::StreamExt;
 use omni_conformance::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 use omni_conformance::scenarios;
 use omni_conformance::ttfe::{compare, under_cargo_bench};
-use omni_core::generate::GenerateEvent;
+use omni_core::machines::generate::GenerateEvent;
 use omni_core::Options;
 
 /// What each run prints the medians and ratio of.

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use omni_core::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
+use omni_core::machines::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
 use omni_shell::Error;
 use omni_shell::{AgentBuilder, Launch};
 

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::agent::{AgentConfig, StatePatch, ToolDecision};
-use omni_core::generate::{RetryPolicy, ToolOutcome};
+use omni_core::machines::agent::{AgentConfig, StatePatch, ToolDecision};
+use omni_core::machines::generate::{RetryPolicy, ToolOutcome};
 use omni_core::{Message, ToolResultContent};
 
 use crate::agent_script::When;

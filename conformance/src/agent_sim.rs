@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_core::agent::{
+use omni_core::machines::agent::{
     Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, ErrorDecision, RetryKind, Snapshot, StatePatch, Status,
     ToolDecision, TurnDecision, TurnEnd,
 };
-use omni_core::generate::{
+use omni_core::machines::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use omni_core::agent::{AgentError, AgentEvent, NoCallbacks, Status, TurnEnd};
-use omni_core::tool::ToolError;
+use omni_core::data::tool::ToolError;
+use omni_core::machines::agent::{AgentError, AgentEvent, NoCallbacks, Status, TurnEnd};
 use omni_core::Message;
 use omni_shell::AsyncTool;
 use omni_shell::Error;

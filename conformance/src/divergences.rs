@@ -3,19 +3,19 @@
 //!
 //! - two tools of one name: the call is refused when it starts, with
 //!   [`ClientError::DuplicateTool`], before anything is sent
-//!   ([`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare));
+//!   ([`ClientConfig::prepare`](omni_core::machines::client::ClientConfig::prepare));
 //! - retry jitter: each call and each agent draws its own seed, unless the client's
 //!   policy was set with one (same place);
 //! - a call whose machine refuses its configuration fails naming the model
-//!   ([`ClientConfig::start`](omni_core::client::ClientConfig::start)).
+//!   ([`ClientConfig::start`](omni_core::machines::client::ClientConfig::start)).
 
 use std::time::Duration;
 
-use omni_core::agent::AgentEvent;
-use omni_core::client::ClientError;
-use omni_core::generate::{GenerateEvent, RetryPolicy};
-use omni_core::message::ToolResultContent;
-use omni_core::options::OutputSchema;
+use omni_core::data::message::ToolResultContent;
+use omni_core::data::options::OutputSchema;
+use omni_core::machines::agent::AgentEvent;
+use omni_core::machines::client::ClientError;
+use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
 use omni_core::Options;
 use omni_shell::Error;
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use omni_core::agent::AgentEvent;
-use omni_core::generate::{GenerateEvent, RetryPolicy};
+use omni_core::machines::agent::AgentEvent;
+use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
 use omni_core::{Options, Provider};
 use omni_shell::Error;
 use omni_shell::{ClientBuilder, Connect};

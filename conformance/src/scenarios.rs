@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::generate::{GenerateConfig, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_core::machines::generate::{GenerateConfig, RetryPolicy, ToolDecl, ToolOutcome};
 use omni_core::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
 use serde_json::json;
 

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_core::generate::{
+use omni_core::machines::generate::{
     Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolDecl, ToolOutcome,
     ToolRunId, TransportError, TransportErrorKind,
 };
@@ -90,8 +90,8 @@ pub async fn play_tool<F: std::future::Future<Output = ()>>(
     name: &str,
     script: Option<ToolScript>,
     sleep: impl FnOnce(Duration) -> F,
-) -> Result<omni_core::tool::ToolOutput, omni_core::tool::ToolError> {
-    use omni_core::tool::{ToolError, ToolOutput};
+) -> Result<omni_core::data::tool::ToolOutput, omni_core::data::tool::ToolError> {
+    use omni_core::data::tool::{ToolError, ToolOutput};
     match script {
         Some(ToolScript::Answer { delay, outcome }) => {
             sleep(delay).await;

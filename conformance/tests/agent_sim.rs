@@ -11,8 +11,8 @@ use omni_conformance::agent_scenarios::{self, by_name};
 use omni_conformance::agent_script::{check_late_subscriber, rebuild};
 use omni_conformance::agent_sim::{self, simulate_agent, AgentSimResult, ScriptedCallbacks};
 use omni_conformance::fixtures::check_or_bless;
-use omni_core::agent::{Agent, AgentError, AgentEvent, NoCallbacks, Status, ToolDecision};
-use omni_core::generate::ToolOutcome;
+use omni_core::machines::agent::{Agent, AgentError, AgentEvent, NoCallbacks, Status, ToolDecision};
+use omni_core::machines::generate::ToolOutcome;
 use omni_core::{Message, Role};
 
 /// Runs the named scenario and checks its transcript file.
@@ -540,8 +540,8 @@ fn request_retries_of_the_inner_machine_are_forwarded() {
 
 #[test]
 fn stale_ids_are_ignored_and_terminate_cancels_work() {
-    use omni_core::agent::AgentInput;
-    use omni_core::generate::{Effect, Report, RequestId, ToolRunId};
+    use omni_core::machines::agent::AgentInput;
+    use omni_core::machines::generate::{Effect, Report, RequestId, ToolRunId};
     let now = std::time::Instant::now();
     let mut agent =
         Agent::new(agent_sim::config(), ScriptedCallbacks::default(), std::time::Instant::now()).expect("agent");

@@ -10,7 +10,7 @@
 mod size_limit {
     use std::time::Instant;
 
-    use omni_core::generate::{
+    use omni_core::machines::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RetryPolicy,
         DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT,
     };
@@ -147,10 +147,10 @@ mod size_limit {
 mod redirects {
     use std::time::Instant;
 
-    use omni_core::generate::{
+    use omni_core::machines::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId,
     };
-    use omni_core::redirect::RedirectError;
+    use omni_core::wire::redirect::RedirectError;
     use omni_core::{Auth, Provider};
     use omni_core::{Context, Dialect, Model, Options};
 

@@ -5,8 +5,8 @@
 //! JSON, whose URL has no space or control character, and whose headers cannot inject a
 //! line (no CR or LF in any name or value).
 
-use omni_core::catalogue::Catalogue;
-use omni_core::message::{Attachment, Source, Text, Thinking, ToolResult, ToolResultContent};
+use omni_core::data::catalogue::Catalogue;
+use omni_core::data::message::{Attachment, Source, Text, Thinking, ToolResult, ToolResultContent};
 use omni_core::{
     ApiKey, Block, CacheRetention, Context, Dialect, Effort, Message, Model, Options, OutputSchema, Reasoning,
     RequestSpec, Role, ToolChoice, ToolSpec, ToolUse,

@@ -4,6 +4,15 @@
 //! framing and accumulation. No I/O, no clock, no async runtime: drivers
 //! (`omni-tokio`, `omni-smol`, `omni-blocking`) execute what the core decides.
 //!
+//! Three groups of modules:
+//! - [`data`]: what the application holds and sees (messages, models, options,
+//!   responses, events, errors, tool outputs, schemas);
+//! - [`wire`]: the five wire formats (requests out; framing, dialects, decoding and
+//!   accumulation of the bodies back to data);
+//! - [`machines`]: the generate and agent state machines a driver runs, on one contract.
+//!
+//! The types an application names are re-exported here.
+//!
 //! The pipeline for one streamed response:
 //!
 //! ```text
@@ -13,52 +22,28 @@
 
 #![forbid(unsafe_code)]
 
-pub mod accumulator;
-pub mod agent;
-pub mod catalogue;
-pub mod client;
-pub mod decoder;
-pub mod delta;
-pub mod depth;
-pub mod dialect;
-pub mod error;
-pub mod event;
-pub mod framing;
-pub mod generate;
-pub mod http;
-pub mod message;
-pub mod model;
-pub mod options;
-pub mod provider;
-pub mod proxy;
-pub mod redirect;
-mod request;
-pub mod response;
-pub mod schema;
-pub mod secret;
-pub mod timer;
-pub mod tool;
-mod tool_round;
-pub mod usage;
+pub mod data;
+pub mod machines;
+pub mod wire;
 
 /// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).
 #[cfg(feature = "schemars")]
 pub use schemars;
 
-pub use accumulator::Accumulator;
-pub use catalogue::{Catalogue, CatalogueError, LookupError};
-pub use decoder::{decode_body, Progress, StreamDecoder};
-pub use delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
-pub use dialect::{BuiltRequest, Dialect, RequestSpec};
-pub use error::{ProviderError, ProviderErrorKind, RequestError, StreamError};
-pub use event::StreamEvent;
-pub use http::{Header, HttpRequest, Method};
-pub use message::{
+pub use data::catalogue::{Catalogue, CatalogueError, LookupError};
+pub use data::error::{ProviderError, ProviderErrorKind, RequestError, StreamError};
+pub use data::event::StreamEvent;
+pub use data::message::{
     Attachment, Block, Context, Message, Origin, Role, Source, Text, Thinking, ToolResult, ToolResultContent, ToolSpec,
     ToolUse,
 };
-pub use model::{Modality, Model, Prices};
-pub use options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, Reasoning, ToolChoice};
-pub use provider::{ApiKey, Auth, Provider, Quirks};
-pub use response::{Response, StopReason, Warning};
-pub use usage::{Cost, Usage};
+pub use data::model::{Modality, Model, Prices};
+pub use data::options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, Reasoning, ToolChoice};
+pub use data::provider::{ApiKey, Auth, Provider, Quirks};
+pub use data::response::{Response, StopReason, Warning};
+pub use data::usage::{Cost, Usage};
+pub use wire::accumulator::Accumulator;
+pub use wire::decoder::{decode_body, Progress, StreamDecoder};
+pub use wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
+pub use wire::dialect::{BuiltRequest, Dialect, RequestSpec};
+pub use wire::http::{Header, HttpRequest, Method};

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use omni_blocking::generate::GenerateEvent;
+use omni_blocking::GenerateEvent;
 use omni_blocking::{Client, StreamEvent, Tool, ToolOutput};
 use serde_json::json;
 

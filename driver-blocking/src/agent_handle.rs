@@ -2,7 +2,7 @@
 //! agent's answer on the caller's thread, with events to any number of subscribers as
 //! blocking [`Iterator`]s ([`Subscription`]).
 //!
-//! The core machine ([`omni_core::agent`]) takes every decision; omni-shell's agent loop
+//! The core machine ([`omni_core::machines::agent`]) takes every decision; omni-shell's agent loop
 //! runs it on a thread of its own and executes its effects (as for a call). Dropping the
 //! last handle stops the agent: the request in flight is closed, running tools see their
 //! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
@@ -17,13 +17,13 @@ use std::future::Future;
 use std::thread::{self, ThreadId};
 
 use futures_lite::future::block_on;
-use omni_core::agent::{AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
+use omni_core::machines::agent::{AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
 use omni_core::Message;
 
 use crate::{Client, Error, Subscription, Tool};
 
-/// What [`Agent::set_state`] changes; see [`omni_core::agent::StateChange`].
-pub type StateChange = omni_core::agent::StateChange<Tool>;
+/// What [`Agent::set_state`] changes; see [`omni_core::machines::agent::StateChange`].
+pub type StateChange = omni_core::machines::agent::StateChange<Tool>;
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`] (its
 /// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,

@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use omni_core::agent::AgentCallbacks;
-use omni_core::client::{ClientConfig, ModelRef};
-use omni_core::generate::ToolDecl;
-use omni_core::proxy::ProxyRules;
+use omni_core::machines::agent::AgentCallbacks;
+use omni_core::machines::client::{ClientConfig, ModelRef};
+use omni_core::machines::generate::ToolDecl;
+use omni_core::wire::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
 use omni_shell::{Built, Connect, Driver, Host, Launch};
 

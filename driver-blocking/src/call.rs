@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use futures_lite::future::block_on;
 use futures_lite::StreamExt;
-use omni_core::generate::{GenerateConfig, GenerateEvent};
-use omni_core::schema::Validator;
+use omni_core::data::schema::Validator;
+use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
 use omni_core::{ApiKey, Options, Response};
 pub use omni_shell::CancelHandle;
 

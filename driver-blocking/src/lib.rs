@@ -23,7 +23,7 @@
 //!
 //! ```no_run
 //! use omni_blocking::{Client, Options, Tool, ToolOutput};
-//! use omni_blocking::generate::GenerateEvent;
+//! use omni_blocking::GenerateEvent;
 //! use omni_blocking::StreamEvent;
 //! use serde_json::json;
 //!
@@ -71,13 +71,13 @@ pub use omni_core::*;
 pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
-pub use omni_core::agent::{
+pub use omni_core::data::tool::{ToolError, ToolOutput};
+pub use omni_core::machines::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
     ToolDecision, TurnDecision, TurnEnd,
 };
-pub use omni_core::client::{ClientConfig, ClientError, ModelRef};
-pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
-pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
+pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_shell::Error;
 pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;
 pub use subscription::{Subscriber, Subscription};

@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_lite::future::{self, block_on};
-use omni_core::agent::AgentEvent;
+use omni_core::machines::agent::AgentEvent;
 pub use omni_shell::Subscriber;
 
 /// The agent's events after a subscription, as a blocking [`Iterator`]: `next` waits for
@@ -82,7 +82,7 @@ impl Iterator for Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use omni_core::agent::Status;
+    use omni_core::machines::agent::Status;
     use omni_shell::EventSink;
 
     #[test]

@@ -14,8 +14,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use omni_core::schema::Validator;
-use omni_core::tool::{panic_message, typed_input, ToolError, ToolOutput};
+use omni_core::data::schema::Validator;
+use omni_core::data::tool::{panic_message, typed_input, ToolError, ToolOutput};
 use omni_core::ToolSpec;
 use omni_shell::AsyncTool;
 use serde::de::DeserializeOwned;
@@ -72,7 +72,7 @@ impl Tool {
         Self::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
     }
 
-    /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_core::data::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     ///
@@ -96,7 +96,7 @@ impl Tool {
         description: impl Into<String>,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Self {
-        Self::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_core::data::schema::for_type::<T>(), handler)
     }
 
     /// [`Tool::from_type`] for a handler that needs state (a store, a client): the tool
@@ -322,8 +322,8 @@ mod tests {
     use std::sync::mpsc;
 
     use futures_lite::future::block_on;
-    use omni_core::generate::ToolOutcome;
-    use omni_core::tool::outcome;
+    use omni_core::data::tool::outcome;
+    use omni_core::machines::generate::ToolOutcome;
 
     use super::*;
     use serde_json::json;

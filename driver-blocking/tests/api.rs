@@ -5,7 +5,7 @@
 
 use std::net::TcpListener;
 
-use omni_blocking::generate::{GenerateError, RetryPolicy, TransportErrorKind};
+use omni_blocking::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
 use omni_blocking::{Client, ClientError, Error, Options, Provider};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios;

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use omni_blocking::generate::GenerateEvent;
+use omni_blocking::GenerateEvent;
 use omni_blocking::{CancelToken, Client, StreamEvent, Tool, ToolError, ToolOutput};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use omni_blocking::generate::{Effect, Generate, GenerateConfig, GenerateEvent, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_blocking::machines::generate::{
+    Effect, Generate, GenerateConfig, GenerateEvent, RetryPolicy, ToolDecl, ToolOutcome,
+};
 use omni_blocking::{CancelToken, Client, Tool, ToolError, ToolOutput};
 use omni_conformance::replay::{RecordedRequest, ReplayServer};
 use omni_conformance::scenarios::{self, NamedScenario};
@@ -89,7 +91,7 @@ fn run(wire: Wire, named: &NamedScenario) -> Run {
     let config = call.config().expect("the call resolves");
     assert_eq!(config.retry, expected.retry);
     assert_eq!(config.stall_timeout, expected.stall_timeout);
-    let tool_view = |tools: &[omni_core::generate::ToolDecl]| -> Vec<_> {
+    let tool_view = |tools: &[omni_core::machines::generate::ToolDecl]| -> Vec<_> {
         tools.iter().map(|t| (t.spec.clone(), t.executable, t.timeout)).collect()
     };
     assert_eq!(tool_view(&config.tools), tool_view(&expected.tools));

@@ -8,7 +8,7 @@ mod proc;
 
 use std::time::{Duration, Instant};
 
-use omni_blocking::generate::GenerateEvent;
+use omni_blocking::GenerateEvent;
 use omni_blocking::{Client, Options};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};

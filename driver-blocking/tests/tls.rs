@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use omni_blocking::generate::{GenerateError, RetryPolicy, TransportErrorKind};
+use omni_blocking::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
 use omni_blocking::{Client, Error, Options};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};

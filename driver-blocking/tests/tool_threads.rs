@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use omni_blocking::generate::GenerateEvent;
+use omni_blocking::GenerateEvent;
 use omni_blocking::{live_tool_threads, Client, Options, Tool, ToolOutput, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};

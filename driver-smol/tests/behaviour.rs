@@ -10,7 +10,7 @@ use futures_lite::StreamExt;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{transcript_line, BodyStep, Reply};
-use omni_core::generate::GenerateEvent;
+use omni_core::machines::generate::GenerateEvent;
 use omni_smol::{Client, Error, Options, StopReason, Tool, ToolError, ToolOutput};
 use smol::{Executor, Timer};
 
@@ -218,7 +218,7 @@ fn nothing_listening_is_a_connect_failure() {
     let err = smol::block_on(client.generate_text(scenarios::model(), "hi", Options::default())).unwrap_err();
     match err {
         Error::Generate { error: omni_smol::GenerateError::Transport(t), .. } => {
-            assert_eq!(t.kind, omni_core::generate::TransportErrorKind::Connect, "{t}")
+            assert_eq!(t.kind, omni_core::machines::generate::TransportErrorKind::Connect, "{t}")
         }
         other => panic!("{other}"),
     }

@@ -42,8 +42,8 @@ use omni_conformance::sim::Reply;
 use omni_conformance::ttfe::{
     contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
 };
-use omni_tokio::core::client::CallSpec;
-use omni_tokio::core::generate::Effect;
+use omni_tokio::core::machines::client::CallSpec;
+use omni_tokio::core::machines::generate::Effect;
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 
 const RUNTIMES: [&str; 2] = ["current_thread", "multi_thread"];

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use std::future::Future;
 
-use omni_core::generate::{TransportError, TransportErrorKind};
-use omni_core::proxy::ProxyRules;
+use omni_core::machines::generate::{TransportError, TransportErrorKind};
+use omni_core::wire::proxy::ProxyRules;
 use omni_core::HttpRequest;
 use omni_shell::{ResponseSink, Transport};
 

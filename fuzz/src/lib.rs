@@ -6,8 +6,8 @@
 
 use std::sync::OnceLock;
 
-use omni_core::catalogue::Catalogue;
-use omni_core::framing::{Frame, FrameDecoder, Framing};
+use omni_core::data::catalogue::Catalogue;
+use omni_core::wire::framing::{Frame, FrameDecoder, Framing};
 use omni_core::{ApiKey, Context, Dialect, Model, Options, Provider, RequestSpec, StreamDecoder, StreamEvent};
 use serde_json::Value;
 

@@ -9,17 +9,17 @@ use std::sync::Arc;
 use crate::AsyncTool;
 use crate::{Command, Reply};
 use async_channel::{Receiver, Sender};
-use omni_core::agent::{
+use omni_core::machines::agent::{
     AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, StatePatch, Status, ToolDecision,
 };
-use omni_core::client::ClientConfig;
+use omni_core::machines::client::ClientConfig;
 use omni_core::Message;
 
 use crate::subscription::Subscription;
 use crate::Error;
 
-/// What `set_state` changes; see [`omni_core::agent::StateChange`].
-pub type StateChange = omni_core::agent::StateChange<AsyncTool>;
+/// What `set_state` changes; see [`omni_core::machines::agent::StateChange`].
+pub type StateChange = omni_core::machines::agent::StateChange<AsyncTool>;
 
 /// What a handle sends to the agent's task.
 pub(crate) enum LoopMessage<C> {

@@ -9,14 +9,14 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::client_builder::Connect;
-use omni_core::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::generate::{RetryPolicy, ToolDecl};
-use omni_core::message::Message;
-use omni_core::options::Options;
-use omni_core::provider::ApiKey;
+use omni_core::data::message::Message;
+use omni_core::data::options::Options;
+use omni_core::data::provider::ApiKey;
+use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
+use omni_core::machines::generate::{RetryPolicy, ToolDecl};
 
 use crate::host::{EventSink, Host};
-use omni_core::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
+use omni_core::machines::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
 
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
@@ -128,7 +128,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
 
     /// Time one tool call may take unless the tool says otherwise: the agent's
     /// `tool_timeout` option, set here over [`options`](Self::options) and the client's
-    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_core::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
+    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_core::machines::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
     /// as in a call).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);

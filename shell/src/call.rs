@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use async_channel::{Receiver, Sender};
-use omni_core::client::{CallSpec, ModelRef};
-use omni_core::generate::{GenerateConfig, GenerateEvent};
-use omni_core::schema::Validator;
+use omni_core::data::schema::Validator;
+use omni_core::machines::client::{CallSpec, ModelRef};
+use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
 use omni_core::{ApiKey, Context, Options, Response};
 
 use crate::client::{Client, Driver};
@@ -65,9 +65,9 @@ impl<D: Driver> Call<D> {
 
     /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
     /// with two tools of one name is refused when it starts, with
-    /// [`ClientError::DuplicateTool`](omni_core::client::ClientError::DuplicateTool),
+    /// [`ClientError::DuplicateTool`](omni_core::machines::client::ClientError::DuplicateTool),
     /// before anything is sent. (Every driver decides so, in
-    /// [`ClientConfig::prepare`](omni_core::client::ClientConfig::prepare).)
+    /// [`ClientConfig::prepare`](omni_core::machines::client::ClientConfig::prepare).)
     pub fn tool(mut self, tool: AsyncTool) -> Self {
         self.tools.push(tool);
         self
@@ -151,9 +151,9 @@ impl<D: Driver> Call<D> {
     where
         T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
     {
-        self.options.output = Some(omni_core::schema::output_for::<T>());
+        self.options.output = Some(omni_core::data::schema::output_for::<T>());
         let response = self.generate().await?;
-        omni_core::schema::decode_output(&response)
+        omni_core::data::schema::decode_output(&response)
             .map_err(|error| Error::Output { error, response: Box::new(response) })
     }
 }

@@ -6,10 +6,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::agent::AgentCallbacks;
-use omni_core::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::generate::ToolDecl;
-use omni_core::proxy::ProxyRules;
+use omni_core::machines::agent::AgentCallbacks;
+use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
+use omni_core::machines::generate::ToolDecl;
+use omni_core::wire::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
 
 use crate::drive_agent::spawn_agent;

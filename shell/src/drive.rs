@@ -153,7 +153,7 @@ mod tests {
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use omni_core::agent::{Agent, AgentConfig, AgentError, NoCallbacks};
+    use omni_core::machines::agent::{Agent, AgentConfig, AgentError, NoCallbacks};
     use omni_core::{Dialect, HttpRequest, Model, Provider};
 
     use crate::agent::LoopMessage;

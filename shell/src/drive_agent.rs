@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use omni_core::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
+use omni_core::machines::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
 
 use crate::agent::LoopMessage;
 use crate::delivery::Delivery;
@@ -24,7 +24,7 @@ pub(crate) fn spawn_agent<C, R, T>(
     transport: T,
     host: Host<C>,
     tools: &[AsyncTool],
-    config: omni_core::client::ClientConfig,
+    config: omni_core::machines::client::ClientConfig,
     capacity: usize,
 ) -> Result<Agent<C>, Error>
 where

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_core::generate::{Generate, GenerateEvent, Input};
+use omni_core::machines::generate::{Generate, GenerateEvent, Input};
 
 use crate::delivery::{Delivery, Outbox};
 use crate::drive::{drive, Notice, Side};

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use omni_core::agent::AgentError;
-use omni_core::client::{ClientError, StartError};
-use omni_core::generate::GenerateError;
+use omni_core::machines::agent::AgentError;
+use omni_core::machines::client::{ClientError, StartError};
+use omni_core::machines::generate::GenerateError;
 use omni_core::Response;
 
 /// Why a call failed. No variant ever carries an API key.

@@ -14,8 +14,8 @@ use std::panic::AssertUnwindSafe;
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
 use futures_lite::FutureExt;
-use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
-use omni_core::tool::{no_handler, outcome, panic_message};
+use omni_core::data::tool::{no_handler, outcome, panic_message};
+use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use serde_json::Value;
 
 use crate::machine::{self, Machine, INPUT_CAPACITY};
@@ -26,7 +26,7 @@ use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 pub(crate) type Handlers = BTreeMap<String, AsyncHandler>;
 
 /// What the work in flight reports to its loop: the owned form of the machines'
-/// [`Report`](omni_core::generate::Report), so that it can cross a channel.
+/// [`Report`](omni_core::machines::generate::Report), so that it can cross a channel.
 #[derive(Debug)]
 pub(crate) enum Report {
     /// A response's status and headers.

@@ -2,13 +2,13 @@
 //! omni_shell::exports::*`): the data, errors, events and callbacks of the core, and the
 //! shell's handles, so that code written against one driver moves to another unchanged.
 
-pub use omni_core::agent::{
+pub use omni_core::data::tool::{ToolError, ToolOutput};
+pub use omni_core::machines::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
     ToolDecision, TurnDecision, TurnEnd,
 };
-pub use omni_core::client::{ClientError, ModelRef};
-pub use omni_core::generate::{GenerateError, GenerateEvent, RetryPolicy};
-pub use omni_core::tool::{ToolError, ToolOutput};
+pub use omni_core::machines::client::{ClientError, ModelRef};
+pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::{
     ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
     Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,

@@ -11,9 +11,11 @@
 use std::fmt;
 use std::time::Instant;
 
-use omni_core::agent::ToolDecision;
-use omni_core::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch};
-use omni_core::generate::Effect;
+use omni_core::machines::agent::ToolDecision;
+use omni_core::machines::agent::{
+    Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch,
+};
+use omni_core::machines::generate::Effect;
 
 /// Sends a command's answer back to the caller, over whatever channel the driver uses.
 pub type Reply<T> = Box<dyn FnOnce(T) + Send>;

@@ -12,10 +12,10 @@
 
 use std::time::Instant;
 
-use omni_core::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
-pub use omni_core::generate::Report;
-use omni_core::generate::{Effect, Generate, GenerateEvent, Input};
-use omni_core::timer::Timer;
+use omni_core::machines::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
+pub use omni_core::machines::generate::Report;
+use omni_core::machines::generate::{Effect, Generate, GenerateEvent, Input};
+use omni_core::machines::timer::Timer;
 
 /// Room for a call's events between its loop and the application. Deltas are small (a
 /// few words each): 256 of them are tens of KiB, and enough that a reading application

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use async_channel::Sender;
 use bytes::Bytes;
-use omni_core::generate::{RequestId, TransportError};
+use omni_core::machines::generate::{RequestId, TransportError};
 use omni_core::HttpRequest;
 
 use crate::executor::Report;

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use crate::EventSink;
 use async_channel::{Receiver, Sender, TrySendError};
-use omni_core::agent::AgentEvent;
+use omni_core::machines::agent::AgentEvent;
 
 /// The agent's events after a subscription, as a [`Stream`](futures_core::Stream). It
 /// ends when the agent stops, or when this subscriber fell behind by more than the

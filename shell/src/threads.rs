@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_core::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
-use omni_core::proxy::ProxyRules;
-use omni_core::tool::ToolError;
+use omni_core::data::tool::ToolError;
+use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
+use omni_core::wire::proxy::ProxyRules;
 use omni_core::{HttpRequest, Method, Options, ToolUse};
 use serde_json::json;
 

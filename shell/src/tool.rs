@@ -9,10 +9,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::generate::ToolDecl;
-use omni_core::message::ToolSpec;
-use omni_core::schema::Validator;
-use omni_core::tool::{typed_input, ToolError, ToolOutput};
+use omni_core::data::message::ToolSpec;
+use omni_core::data::schema::Validator;
+use omni_core::data::tool::{typed_input, ToolError, ToolOutput};
+use omni_core::machines::generate::ToolDecl;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -83,13 +83,13 @@ impl AsyncTool {
         }
     }
 
-    /// A tool whose input schema is `T`'s ([`omni_core::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_core::data::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     ///
     /// ```
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_core::tool::ToolError;
+    /// use omni_core::data::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Weather {
@@ -110,7 +110,7 @@ impl AsyncTool {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        Self::typed(name, description, omni_core::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_core::data::schema::for_type::<T>(), handler)
     }
 
     /// [`AsyncTool::from_type`] for a handler that needs state (a store, a client): each call
@@ -122,7 +122,7 @@ impl AsyncTool {
     /// use std::collections::BTreeMap;
     /// use std::sync::Arc;
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_core::tool::ToolError;
+    /// use omni_core::data::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Lookup {

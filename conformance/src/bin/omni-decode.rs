@@ -129,7 +129,7 @@ fn write_events(
 }
 
 fn print_request(args: &Args, input: &[u8]) -> Result<ExitCode, String> {
-    use omni_core::client::{ClientConfig, ModelRef};
+    use omni_core::machines::client::{ClientConfig, ModelRef};
     use omni_core::{ApiKey, Context, Options, RequestSpec};
 
     let name = args.model.as_deref().ok_or("--request needs --model <provider>:<id>")?;

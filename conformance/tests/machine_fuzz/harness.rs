@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use omni_core::generate::{Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_core::machines::generate::{Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use omni_core::ToolResultContent;
 
 use crate::reference::{Ledger, Request};

@@ -4,12 +4,12 @@
 use std::time::Instant;
 
 use omni_conformance::agent_sim;
-use omni_core::agent::{
+use omni_core::data::tool::ToolOutput;
+use omni_core::machines::agent::{
     Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, ErrorDecision, StatePatch, Status, ToolDecision,
     TurnDecision, TurnEnd,
 };
-use omni_core::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
-use omni_core::tool::ToolOutput;
+use omni_core::machines::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
 use omni_core::{Message, Response, ToolResult, ToolResultContent, ToolUse};
 
 use crate::transition::Step;

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omni_core::agent::AgentEvent;
-use omni_core::error::ProviderErrorKind;
-use omni_core::generate::{GenerateError, GenerateEvent};
-use omni_core::tool::ToolError;
+use omni_core::data::error::ProviderErrorKind;
+use omni_core::data::tool::ToolError;
+use omni_core::machines::agent::AgentEvent;
+use omni_core::machines::generate::{GenerateError, GenerateEvent};
 use omni_core::{
     Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent,
     ToolChoice,

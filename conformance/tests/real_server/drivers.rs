@@ -7,9 +7,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures_lite::StreamExt;
-use omni_core::agent::{AgentEvent, NoCallbacks};
-use omni_core::generate::{GenerateError, GenerateEvent};
-use omni_core::tool::ToolError;
+use omni_core::data::tool::ToolError;
+use omni_core::machines::agent::{AgentEvent, NoCallbacks};
+use omni_core::machines::generate::{GenerateError, GenerateEvent};
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use omni_shell::AsyncTool;
 use omni_shell::{AgentBuilder, Launch};

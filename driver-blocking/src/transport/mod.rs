@@ -37,8 +37,8 @@ use std::time::Duration;
 use futures_lite::future::block_on;
 use omni_shell::{ResponseSink, Transport};
 
-use omni_core::generate::{TransportError, TransportErrorKind};
-use omni_core::proxy::{Proxy, ProxyRules};
+use omni_core::machines::generate::{TransportError, TransportErrorKind};
+use omni_core::wire::proxy::{Proxy, ProxyRules};
 use omni_core::{HttpRequest, Method};
 
 mod classify;

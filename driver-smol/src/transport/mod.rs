@@ -16,8 +16,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use omni_core::generate::{TransportError, TransportErrorKind};
-use omni_core::proxy::ProxyRules;
+use omni_core::machines::generate::{TransportError, TransportErrorKind};
+use omni_core::wire::proxy::ProxyRules;
 use omni_core::HttpRequest;
 use omni_shell::{ResponseSink, Transport};
 use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
@@ -112,7 +112,7 @@ async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink)
         Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, sink).await?,
         // No body (e.g. 204): the core decides what the status means.
         Some(RecvResponseResult::Cleanup(cleanup)) => Some(cleanup),
-        // A redirect: the core sees the status and decides (omni_core::redirect); the
+        // A redirect: the core sees the status and decides (omni_core::wire::redirect); the
         // connection is not kept.
         Some(RecvResponseResult::Redirect(_)) => None,
         None => return Err(failure(TransportErrorKind::Other, "incomplete response head")),

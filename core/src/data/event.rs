@@ -1,0 +1,99 @@
+//! Consumer events: what an application observes while a response streams in.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::error::StreamError;
+use crate::data::message::ToolUse;
+use crate::data::response::StopReason;
+use crate::data::usage::Usage;
+
+/// One streaming event. `index` is the block's position in the message content.
+///
+/// Serialised with a snake-case `type` tag, e.g. `{"type":"text_delta","index":0,"delta":"Hi"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// A text block begins.
+    TextStart {
+        /// Block position.
+        index: usize,
+    },
+    /// Text arrived.
+    TextDelta {
+        /// Block position.
+        index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// A text block is complete.
+    TextEnd {
+        /// Block position.
+        index: usize,
+        /// The whole text of the block.
+        text: String,
+    },
+    /// A thinking block begins.
+    ThinkingStart {
+        /// Block position.
+        index: usize,
+    },
+    /// Reasoning text arrived.
+    ThinkingDelta {
+        /// Block position.
+        index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// A thinking block is complete.
+    ThinkingEnd {
+        /// Block position.
+        index: usize,
+        /// The whole reasoning text.
+        text: String,
+        /// Opaque signature, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// True for redacted thinking.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
+    },
+    /// A tool call begins.
+    ToolUseStart {
+        /// Block position.
+        index: usize,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A fragment of the tool call's JSON input.
+    ToolUseDelta {
+        /// Block position.
+        index: usize,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call is complete and its input parsed.
+    ToolUseEnd {
+        /// Block position.
+        index: usize,
+        /// The complete call. When its input is not valid JSON, `input` holds the raw
+        /// text as a JSON string and `input_error` says why.
+        tool_use: ToolUse,
+        /// The JSON parser's message for invalid input.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_error: Option<String>,
+    },
+    /// The message is complete.
+    Done {
+        /// Why it stopped.
+        stop_reason: StopReason,
+        /// Final usage.
+        usage: Usage,
+    },
+    /// The stream failed; the partial response keeps everything received.
+    Error {
+        /// What went wrong.
+        error: StreamError,
+    },
+}

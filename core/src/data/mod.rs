@@ -1,0 +1,18 @@
+//! The data the application holds and sees: the conversation ([`message`]), what a
+//! response is ([`response`], [`usage`], [`event`], [`error`]), what a call is made
+//! with ([`model`], [`provider`], [`catalogue`], [`options`]), tools' outputs and
+//! schemas ([`tool`], [`schema`]), and the bound on how deep JSON may nest ([`depth`]).
+//! Plain values and validation; nothing here knows a wire format or a machine.
+
+pub mod catalogue;
+pub mod depth;
+pub mod error;
+pub mod event;
+pub mod message;
+pub mod model;
+pub mod options;
+pub mod provider;
+pub mod response;
+pub mod schema;
+pub mod tool;
+pub mod usage;

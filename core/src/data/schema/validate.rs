@@ -1,0 +1,150 @@
+//! Validation behind a trait: the `jsonschema` crate by default, anything else a user
+//! plugs in. A schema is compiled once and reused for every value.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::data::depth::{self, MAX_DEPTH};
+
+/// At most this many problems are reported at once: enough to fix, short enough for a model.
+const MAX_REPORTED: usize = 3;
+
+/// Why a value does not match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationError {
+    /// JSON Pointer of the first offending value (`""` for the root).
+    pub path: String,
+    /// What is wrong, short and readable (several problems joined with `; `).
+    pub message: String,
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "at {}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+/// A schema that cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError(pub String);
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid JSON Schema: {}", self.0)
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Something that gives a wire schema and checks values against it. Anywhere omni takes
+/// a schema, it takes one of these too.
+pub trait Validator: Send + Sync + fmt::Debug {
+    /// The JSON Schema sent to the provider.
+    fn schema(&self) -> &Value;
+
+    /// Checks `value`; returns the value to use (a validator may cast or normalise it).
+    fn validate(&self, value: &Value) -> Result<Value, ValidationError>;
+}
+
+/// The default validator: the `jsonschema` crate, compiled once.
+pub struct JsonSchemaValidator {
+    schema: Value,
+    compiled: jsonschema::Validator,
+}
+
+impl fmt::Debug for JsonSchemaValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonSchemaValidator").field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
+impl JsonSchemaValidator {
+    /// Compiles `schema` (the draft is taken from `$schema`, 2020-12 by default). A schema
+    /// nested deeper than [`MAX_DEPTH`] levels is refused: compiling it recurses once per
+    /// level (see [`crate::data::depth`]).
+    pub fn new(schema: Value) -> Result<Self, SchemaError> {
+        if depth::exceeds(&schema, MAX_DEPTH) {
+            return Err(SchemaError(format!("the schema is nested deeper than {MAX_DEPTH} levels")));
+        }
+        let compiled = jsonschema::validator_for(&schema).map_err(|e| SchemaError(e.to_string()))?;
+        Ok(Self { schema, compiled })
+    }
+}
+
+impl Validator for JsonSchemaValidator {
+    fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Checks `value`; a value nested deeper than [`MAX_DEPTH`] levels is refused before
+    /// `jsonschema` walks it (it recurses once per level).
+    fn validate(&self, value: &Value) -> Result<Value, ValidationError> {
+        refuse_too_deep(value)?;
+        let mut errors = self.compiled.iter_errors(value).peekable();
+        let Some(first) = errors.next() else { return Ok(value.clone()) };
+        let path = first.instance_path().to_string();
+        let mut messages = vec![describe(&first)];
+        for e in errors.take(MAX_REPORTED - 1) {
+            messages.push(format!("at {}: {}", e.instance_path(), describe(&e)));
+        }
+        Err(ValidationError { path, message: messages.join("; ") })
+    }
+}
+
+/// Refuses a value nested deeper than [`MAX_DEPTH`] levels, which no validator is asked to
+/// walk (see [`crate::data::depth`]).
+pub(crate) fn refuse_too_deep(value: &Value) -> Result<(), ValidationError> {
+    if depth::exceeds(value, MAX_DEPTH) {
+        let message = format!("the value is nested deeper than {MAX_DEPTH} levels");
+        return Err(ValidationError { path: String::new(), message });
+    }
+    Ok(())
+}
+
+/// The error's message, with long instance values cut so a huge input stays readable.
+fn describe(e: &jsonschema::ValidationError<'_>) -> String {
+    const MAX: usize = 200;
+    let text = e.to_string();
+    if text.len() <= MAX {
+        return text;
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_the_offending_path() {
+        let v = JsonSchemaValidator::new(json!({
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["items"]
+        }))
+        .unwrap();
+        let err = v.validate(&json!({"items": [1, "two"]})).unwrap_err();
+        assert_eq!(err.path, "/items/1");
+        assert!(err.to_string().starts_with("at /items/1: "), "{err}");
+        let err = v.validate(&json!({})).unwrap_err();
+        assert_eq!(err.path, "");
+        assert!(err.message.contains("items"), "{err}");
+    }
+
+    #[test]
+    fn rejects_an_invalid_schema() {
+        assert!(JsonSchemaValidator::new(json!({"type": 12})).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! A turn's steps: each is one exchange (the request sub-machine, with its retries,
+//! stall and timeout, under the agent's own request ids); its end either starts the tool
+//! round or ends the turn, and its failure goes to `handle_error`.
+
+use std::time::Instant;
+
+use std::sync::Arc;
+
+use super::{
+    Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
+};
+use crate::data::error::RequestError;
+use crate::data::message::{Block, Context, Message, Role, ToolResult, ToolUse};
+use crate::data::response::{Response, StopReason, Warning};
+use crate::data::schema::{JsonSchemaValidator, Validator};
+use crate::data::usage::Usage;
+use crate::machines::generate::structured;
+use crate::machines::generate::{GenerateError, Report, DEFAULT_MAX_STEPS};
+use crate::machines::request::{Limits, Out, Request, RequestEvent};
+use crate::wire::dialect::RequestSpec;
+
+use crate::machines::tool_round::ToolRound;
+
+impl<C: AgentCallbacks> Agent<C> {
+    pub(super) fn start_turn(&mut self, text: String, now: Instant) {
+        let user = self.prompt_message(text);
+        self.turn = Some(Turn {
+            messages: vec![user.clone()],
+            usage: Usage::default(),
+            steps: 0,
+            step_user: user.clone(),
+            failures: 0,
+            last: None,
+            output_retries: 0,
+        });
+        self.set_status(Status::Busy);
+        self.events.push_back(AgentEvent::Message(user));
+        self.begin_step(now);
+    }
+
+    /// The user message that opens a turn. When the last turn ended on calls nobody
+    /// answered (a tool without handler, `max_steps`), every provider would refuse a
+    /// history with unanswered calls: each gets an error result, ahead of the text.
+    fn prompt_message(&self, text: String) -> Message {
+        let Some(last) = self.config.messages.last() else { return Message::user(text) };
+        let mut content: Vec<Block> = last
+            .tool_uses()
+            .map(|call| {
+                let reason = "no result: the application did not answer this call";
+                Block::ToolResult(ToolResult::error(call.id.clone(), call.name.clone(), reason))
+            })
+            .collect();
+        if content.is_empty() {
+            return Message::user(text);
+        }
+        content.push(Block::text(text));
+        Message::new(Role::User, content)
+    }
+
+    /// A new step: counts against `max_steps`.
+    pub(super) fn begin_step(&mut self, now: Instant) {
+        if let Some(turn) = &mut self.turn {
+            turn.steps += 1;
+            turn.failures = 0;
+        }
+        self.send_step(now);
+    }
+
+    /// Sends the current step (again, after a failure): one exchange (the request
+    /// sub-machine, as a call's step) on the committed history plus the turn so far.
+    pub(super) fn send_step(&mut self, now: Instant) {
+        self.partial.clear();
+        let Some(turn) = &self.turn else { return };
+        let mut messages = Vec::with_capacity(self.config.messages.len() + turn.messages.len());
+        messages.extend_from_slice(&self.config.messages);
+        messages.extend_from_slice(&turn.messages);
+        let context = Context {
+            system: self.config.system.clone(),
+            messages,
+            tools: self.config.tools.iter().map(|t| t.spec.clone()).collect(),
+        };
+        // A forced tool choice holds until the model called a tool in this turn.
+        let called = turn.messages.iter().any(|m| m.tool_uses().next().is_some());
+        let released = if called { self.config.options.after_tool_calls() } else { None };
+        let options = released.as_ref().unwrap_or(&self.config.options);
+        // Checked when the options were set; compiled for each step, as a call does.
+        let validator = match options.output.as_ref().map(|o| JsonSchemaValidator::new(o.schema.clone())) {
+            None => None,
+            Some(Ok(compiled)) => Some(Arc::new(compiled) as Arc<dyn Validator>),
+            Some(Err(e)) => {
+                let message = format!("output schema: {e}");
+                return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
+            }
+        };
+        let spec = RequestSpec {
+            model: &self.config.model,
+            provider: &self.config.provider,
+            context: &context,
+            options,
+            api_key: self.config.api_key.as_ref(),
+        };
+        let built = match self.config.model.dialect.build_request(&spec) {
+            Ok(built) => built,
+            Err(error) => return self.step_failed(GenerateError::Request(error), now),
+        };
+        let limits = Limits {
+            retry: self.config.retry,
+            stall_timeout: self.config.stall_timeout,
+            timeout: options.timeout,
+            max_response_bytes: self.config.max_response_bytes,
+        };
+        let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+        let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out);
+        self.state = State::Streaming(Box::new(StepRun { request, warnings: built.warnings, validator }));
+        self.drain_step(now);
+    }
+
+    /// Feeds a report to the step's exchange (it ignores those of other requests).
+    pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
+        let State::Streaming(run) = &mut self.state else { return };
+        run.request.handle_report(report, now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+        self.drain_step(now);
+    }
+
+    /// The step's exchange's deadlines that passed.
+    pub(super) fn step_timeout(&mut self, now: Instant) {
+        let State::Streaming(run) = &mut self.state else { return };
+        run.request.handle_timeout(now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+        self.drain_step(now);
+    }
+
+    /// Forwards what the step's exchange said; acts on its end.
+    pub(super) fn drain_step(&mut self, now: Instant) {
+        // One event at a time (no buffer per input): the exchange's end changes the state,
+        // and nothing follows it.
+        loop {
+            let State::Streaming(run) = &mut self.state else { return };
+            let Some(event) = run.request.poll_event() else { return };
+            match event {
+                RequestEvent::Stream(crate::StreamEvent::Done { .. }) => {}
+                RequestEvent::Stream(event) => {
+                    self.partial.apply(&event);
+                    self.events.push_back(AgentEvent::Stream(event));
+                }
+                RequestEvent::Retry { attempt, delay, error } => {
+                    self.partial.clear();
+                    let error = *error;
+                    self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
+                }
+                RequestEvent::Finished(response) => {
+                    let State::Streaming(run) = std::mem::replace(&mut self.state, State::Idle) else { return };
+                    let StepRun { warnings, validator, .. } = *run;
+                    return self.step_done(step_response(*response, warnings, validator.as_deref()), now);
+                }
+                RequestEvent::Failed(failure) => return self.step_failed(failure.0, now),
+            }
+        }
+    }
+
+    pub(super) fn step_done(&mut self, response: Response, now: Instant) {
+        self.state = State::Idle;
+        self.partial.clear();
+        let Some(turn) = &mut self.turn else { return };
+        let stop = response.stop_reason.unwrap_or(StopReason::Stop);
+        let assistant = response.message.clone();
+        turn.usage += response.usage;
+        if !assistant.content.is_empty() {
+            turn.messages.push(assistant.clone());
+            self.events.push_back(AgentEvent::Message(assistant.clone()));
+        }
+        let user = Box::new(turn.step_user.clone());
+        self.events.push_back(AgentEvent::Step {
+            user,
+            assistant: Box::new(assistant.clone()),
+            stop_reason: stop,
+            usage: response.usage,
+        });
+        let calls: Vec<ToolUse> = assistant.tool_uses().cloned().collect();
+        if stop == StopReason::ToolUse && !calls.is_empty() {
+            let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+            let cap_reached = turn.steps >= max_steps;
+            turn.last = Some(response);
+            if cap_reached {
+                self.end_turn(StopReason::ToolUse, now);
+            } else {
+                self.decide(ToolRound::new(calls), now);
+            }
+            return;
+        }
+        // Structured output: an invalid final reply gets a correction, as a call's does,
+        // while corrections and steps remain; the correction joins the turn.
+        let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        let may_correct =
+            stop != StopReason::Length && turn.output_retries < self.config.output_retries && turn.steps < max_steps;
+        if let (Some(error), true) = (response.output_error.clone(), may_correct) {
+            turn.output_retries += 1;
+            let correction = Message::user(structured::correction(&error));
+            turn.messages.push(correction.clone());
+            turn.step_user = correction.clone();
+            turn.last = Some(response);
+            self.events.push_back(AgentEvent::OutputRetry { attempt: turn.output_retries, error });
+            self.events.push_back(AgentEvent::Message(correction));
+            self.begin_step(now);
+            return;
+        }
+        turn.last = Some(response);
+        self.end_turn(stop, now);
+    }
+
+    /// Commits the turn after asking `handle_turn`; a staged prompt overrides its decision.
+    pub(super) fn end_turn(&mut self, stop: StopReason, now: Instant) {
+        self.state = State::Idle;
+        let Some(turn) = self.turn.take() else { return };
+        let mut response = turn.last.clone().unwrap_or_else(|| Response::empty(self.config.model.id.clone()));
+        response.messages = turn.messages.clone();
+        response.usage = turn.usage;
+        response.stop_reason = Some(stop);
+        let decision = self.callbacks.handle_turn(&response);
+        let decision = match self.staged.take() {
+            Some(text) => TurnDecision::Continue(text),
+            None => decision,
+        };
+        self.config.messages.extend(turn.messages.iter().cloned());
+        let end = match decision {
+            TurnDecision::Stop => TurnEnd::Stop,
+            TurnDecision::Continue(_) => TurnEnd::Continue,
+        };
+        if end == TurnEnd::Stop {
+            self.set_status(Status::Idle);
+        }
+        let output = match (response.output, response.output_error) {
+            (Some(value), _) => Some(Ok(value)),
+            (None, Some(error)) => Some(Err(error)),
+            (None, None) => None,
+        };
+        self.events.push_back(AgentEvent::Turn {
+            end,
+            stop_reason: stop,
+            messages: turn.messages,
+            usage: turn.usage,
+            output,
+        });
+        if let TurnDecision::Continue(text) = decision {
+            self.start_turn(text, now);
+        }
+    }
+
+    pub(super) fn step_failed(&mut self, error: GenerateError, now: Instant) {
+        self.state = State::Idle;
+        self.partial.clear();
+        let Some(turn) = &mut self.turn else { return };
+        turn.failures += 1;
+        let attempt = turn.failures;
+        if self.callbacks.handle_error(&error, attempt) == ErrorDecision::Retry {
+            if let Some(delay) = self.config.error_backoff.delay(attempt, None) {
+                self.events.push_back(AgentEvent::Retry { kind: RetryKind::Step, attempt, delay, error });
+                self.state = State::Backoff { until: now + delay };
+                return;
+            }
+        }
+        self.turn = None;
+        self.staged = None;
+        self.set_status(Status::Idle);
+        self.events.push_back(AgentEvent::Error(error));
+    }
+}
+
+/// A step's response as the turn keeps it, as a one-step call would give it: the
+/// request's warnings first, the answer as its one message, and with structured output
+/// the value or why there is none (the agent, not the step, asks for corrections).
+fn step_response(mut response: Response, warnings: Vec<Warning>, validator: Option<&dyn Validator>) -> Response {
+    let stop = response.stop_reason.unwrap_or(StopReason::Stop);
+    let mut all = warnings;
+    all.extend(response.warnings.iter().cloned());
+    response.warnings = all;
+    response.messages = if response.message.content.is_empty() { Vec::new() } else { vec![response.message.clone()] };
+    response.stop_reason = Some(stop);
+    if let Some(validator) = validator {
+        match structured::judge(validator, &response, stop) {
+            Ok(value) => response.output = Some(value),
+            Err(invalid) => response.output_error = Some(invalid.into_message()),
+        }
+    }
+    response
+}

@@ -1,0 +1,19 @@
+//! The state machines a driver runs, all on one contract: `new(.., now)`,
+//! `handle_input(input, now) -> Result`, `handle_timeout(now)`, `poll_effect`,
+//! `poll_event`, and `poll_timeout` giving the next deadline with its reason from one
+//! timer table ([`timer`]).
+//!
+//! [`generate`] is one call (a loop of requests and tool rounds, tools auto-approved);
+//! [`agent`] is a stateful conversation (the same steps, with callbacks or a pause for
+//! approval, and a history). Both are built from two sub-machines, each the one home of
+//! its decisions: a *request* (one HTTP exchange with its retries, backoff, stall,
+//! timeout, redirects and size limit) and a *tool round* (validation, a decision policy,
+//! parallel runs with deadlines, results in call order). [`client`] turns a client's
+//! configuration and a call's arguments into a machine's configuration.
+
+pub mod agent;
+pub mod client;
+pub mod generate;
+mod request;
+pub mod timer;
+mod tool_round;

@@ -1,0 +1,411 @@
+//! The request sub-machine: one HTTP exchange of a step, with its retries, used by the
+//! generate machine for each step and by the agent for each of its steps.
+//!
+//! ```text
+//!            ┌──────────── retry (backoff, nothing delivered yet) ◄───┐
+//!            ▼                                                        │
+//!   new ─► Sending ── head 2xx ─► Streaming ── done ─► Finished       ├── failure
+//!            │  ├─ head 3xx, same origin ─► Sending (a new id)         │
+//!            │  └─ head 4xx/5xx ─► ErrorBody ── end or 64 KiB ────────┘
+//!            └─ total timeout, stall, too large, transport failure ──► failure
+//! ```
+//!
+//! One home for each decision of an exchange: what a transport failure is called (by
+//! phase), when a response is too large or stalled, which redirects are followed, which
+//! failures are retried and after what wait, and that a key echoed by the server never
+//! reaches an error. Request ids come from the owner's counter, so the agent's ids are
+//! its own with nothing to remap.
+#![warn(clippy::wildcard_enum_match_arm)]
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::data::event::StreamEvent;
+use crate::data::model::Model;
+use crate::data::response::Response;
+use crate::machines::generate::{
+    Effect, GenerateError, Report, RequestId, RetryPolicy, TransportError, TransportErrorKind,
+};
+use crate::machines::timer::{Moment, Timer, TimerTable};
+use crate::wire::decoder::StreamDecoder;
+use crate::wire::dialect::Dialect;
+use crate::wire::http::HttpRequest;
+use crate::wire::redirect::{RedirectError, Redirects};
+use crate::wire::secret::Secrets;
+
+/// Error bodies are kept up to this size.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The limits of one exchange.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Retries of a failed request (and their backoff).
+    pub(crate) retry: RetryPolicy,
+    /// Time without progress before the stream is stalled.
+    pub(crate) stall_timeout: Duration,
+    /// Total time of one attempt (the `timeout` option).
+    pub(crate) timeout: Option<Duration>,
+    /// Largest response body, in bytes.
+    pub(crate) max_response_bytes: u64,
+}
+
+/// What an exchange tells its owner. As small as a stream event (the rare ones are
+/// boxed): every delta passes through here.
+#[derive(Debug)]
+pub(crate) enum RequestEvent {
+    /// A decoded event (the last one is `Done`, just before `Finished`).
+    Stream(StreamEvent),
+    /// The request failed and goes out again after `delay`.
+    Retry { attempt: u32, delay: Duration, error: Box<GenerateError> },
+    /// The response, complete.
+    Finished(Box<Response>),
+    /// The exchange failed for good; `partial` is what was decoded, if anything.
+    Failed(Box<(GenerateError, Option<Response>)>),
+}
+
+/// Where a request's new ids come from and its effects go: the owner's.
+pub(crate) struct Out<'a> {
+    pub(crate) next_id: &'a mut u64,
+    pub(crate) effects: &'a mut VecDeque<Effect>,
+}
+
+impl Out<'_> {
+    fn send(&mut self, request: HttpRequest) -> RequestId {
+        let id = RequestId(*self.next_id);
+        *self.next_id += 1;
+        self.effects.push_back(Effect::SendRequest { id, request });
+        id
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    AwaitingHead,
+    Streaming { decoder: Box<StreamDecoder>, delivered: bool },
+    ErrorBody { status: u16, headers: Vec<(String, String)>, body: Vec<u8> },
+}
+
+#[derive(Debug)]
+struct Attempt<I> {
+    id: RequestId,
+    deadline: Option<I>,
+    stall_at: I,
+    /// Body bytes received so far (against [`Limits::max_response_bytes`]).
+    received: u64,
+    phase: Phase,
+    /// Same-origin redirects followed in this attempt (see [`crate::wire::redirect`]).
+    redirects: Redirects,
+}
+
+#[derive(Debug)]
+enum State<I> {
+    Sending(Attempt<I>),
+    Backoff { until: I },
+    Ended,
+}
+
+/// One exchange. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Request<I = Instant> {
+    request: HttpRequest,
+    model: Model,
+    limits: Limits,
+    state: State<I>,
+    retries: u32,
+    /// Of those, retries after a stall (bounded by [`RetryPolicy::max_stall_retries`]).
+    stall_retries: u32,
+    events: VecDeque<RequestEvent>,
+    scratch: Vec<StreamEvent>,
+}
+
+/// The provider's error from an HTTP error response (the kept part of its body).
+fn error_response(dialect: Dialect, status: u16, headers: &[(String, String)], body: &[u8]) -> GenerateError {
+    GenerateError::Provider(dialect.parse_error(status, headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), body))
+}
+
+impl<I: Moment> Request<I> {
+    /// Sends `request` for `model` (whose dialect decodes the answer).
+    pub(crate) fn start(request: HttpRequest, model: Model, limits: Limits, now: I, out: &mut Out<'_>) -> Self {
+        let mut this = Self {
+            request,
+            model,
+            limits,
+            state: State::Ended,
+            retries: 0,
+            stall_retries: 0,
+            events: VecDeque::new(),
+            scratch: Vec::new(),
+        };
+        this.send(now, out);
+        this
+    }
+
+    /// The next event for the owner.
+    pub(crate) fn poll_event(&mut self) -> Option<RequestEvent> {
+        self.events.pop_front()
+    }
+
+    /// The exchange's deadlines.
+    pub(crate) fn timers(&self) -> TimerTable<I> {
+        let mut timers = TimerTable::default();
+        match &self.state {
+            State::Sending(a) => {
+                timers.set(Timer::RequestTimeout, a.deadline);
+                timers.set(Timer::Stall, Some(a.stall_at));
+            }
+            State::Backoff { until } => timers.set(Timer::RetryBackoff, Some(*until)),
+            State::Ended => {}
+        }
+        timers
+    }
+
+    /// True when `report` is about this exchange's request in flight.
+    pub(crate) fn owns(&self, report: &Report<'_>) -> bool {
+        matches!((&self.state, report.request()), (State::Sending(a), Some(id)) if a.id == id)
+    }
+
+    /// Feeds a report about the request in flight (others are ignored).
+    pub(crate) fn handle_report(&mut self, report: Report<'_>, now: I, out: &mut Out<'_>) {
+        if !self.owns(&report) {
+            return;
+        }
+        match report {
+            Report::ResponseHead { status, headers, .. } => self.on_head(status, headers, now, out),
+            Report::Body { bytes, .. } => self.on_body(bytes, now, out),
+            Report::BodyEnd { .. } => self.on_body_end(now, out),
+            Report::TransportFailed { mut error, .. } => {
+                let State::Sending(attempt) = &self.state else { return };
+                // One rule for every driver: what breaks before the response head is a
+                // connect failure, what breaks after it a reset (TLS stays TLS, and a proxy
+                // asking for credentials stays that).
+                let before_head = matches!(attempt.phase, Phase::AwaitingHead);
+                error.kind = match (error.kind, before_head) {
+                    (kind @ (TransportErrorKind::Tls | TransportErrorKind::ProxyAuth), _) => kind,
+                    (TransportErrorKind::Connect | TransportErrorKind::Reset | TransportErrorKind::Other, true) => {
+                        TransportErrorKind::Connect
+                    }
+                    (TransportErrorKind::Connect | TransportErrorKind::Reset | TransportErrorKind::Other, false) => {
+                        TransportErrorKind::Reset
+                    }
+                };
+                self.fail_attempt(GenerateError::Transport(error), false, now, out);
+            }
+            Report::ToolFinished { .. } => {}
+        }
+    }
+
+    /// Acts on the exchange's deadlines that have passed.
+    pub(crate) fn handle_timeout(&mut self, now: I, out: &mut Out<'_>) {
+        let timers = self.timers();
+        if timers.expired(Timer::RetryBackoff, now) {
+            self.send(now, out);
+        } else if timers.expired(Timer::RequestTimeout, now) {
+            let limit = self.limits.timeout.unwrap_or_default();
+            self.fail_attempt(GenerateError::Timeout(limit), true, now, out);
+        } else if timers.expired(Timer::Stall, now) {
+            self.fail_attempt(GenerateError::Stalled(self.limits.stall_timeout), true, now, out);
+        }
+    }
+
+    /// Stops the exchange: the request in flight is cancelled; what was decoded is returned.
+    pub(crate) fn cancel(&mut self, out: &mut Out<'_>) -> Option<Response> {
+        match std::mem::replace(&mut self.state, State::Ended) {
+            State::Sending(attempt) => {
+                out.effects.push_back(Effect::CancelRequest { id: attempt.id });
+                match attempt.phase {
+                    Phase::Streaming { decoder, .. } => Some(decoder.into_response()),
+                    Phase::AwaitingHead | Phase::ErrorBody { .. } => None,
+                }
+            }
+            State::Backoff { .. } | State::Ended => None,
+        }
+    }
+
+    fn send(&mut self, now: I, out: &mut Out<'_>) {
+        let id = out.send(self.request.clone());
+        self.state = State::Sending(Attempt {
+            id,
+            deadline: self.limits.timeout.map(|t| now + t),
+            stall_at: now + self.limits.stall_timeout,
+            received: 0,
+            phase: Phase::AwaitingHead,
+            redirects: Redirects::default(),
+        });
+    }
+
+    fn on_head(&mut self, status: u16, headers: Vec<(String, String)>, now: I, out: &mut Out<'_>) {
+        let State::Sending(a) = &mut self.state else { return };
+        if !matches!(a.phase, Phase::AwaitingHead) {
+            return;
+        }
+        if let Some(next) = a.redirects.on_head(&self.request, status, &headers) {
+            self.on_redirect(next, now, out);
+            return;
+        }
+        a.stall_at = now + self.limits.stall_timeout;
+        a.phase = if (200..300).contains(&status) {
+            Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.model)), delivered: false }
+        } else {
+            Phase::ErrorBody { status, headers, body: Vec::new() }
+        };
+    }
+
+    /// A redirect head: a same-origin one goes out again under a new id (the 3xx's
+    /// connection is dropped, its body unread); any other fails the attempt.
+    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, now: I, out: &mut Out<'_>) {
+        let State::Sending(a) = &mut self.state else { return };
+        match next {
+            Ok(request) => {
+                out.effects.push_back(Effect::CancelRequest { id: a.id });
+                a.id = out.send(request);
+                a.stall_at = now + self.limits.stall_timeout;
+            }
+            Err(error) => self.fail_attempt(GenerateError::Redirect(error), true, now, out),
+        }
+    }
+
+    fn on_body(&mut self, bytes: &[u8], now: I, out: &mut Out<'_>) {
+        let State::Sending(a) = &mut self.state else { return };
+        let id = a.id;
+        // The size limit: what fits is taken as usual (and kept), then the call fails.
+        let limit = self.limits.max_response_bytes;
+        let room = usize::try_from(limit.saturating_sub(a.received)).unwrap_or(usize::MAX);
+        let over_limit = bytes.len() > room;
+        let bytes = bytes.get(..room).unwrap_or(bytes);
+        a.received += bytes.len() as u64;
+        match &mut a.phase {
+            Phase::Streaming { decoder, .. } => {
+                let progress = decoder.feed(bytes, &mut self.scratch);
+                if progress.progressed {
+                    a.stall_at = now + self.limits.stall_timeout;
+                }
+                self.drain_stream_events(now, out);
+            }
+            Phase::ErrorBody { status, headers, body } => {
+                let room = MAX_ERROR_BODY.saturating_sub(body.len());
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                // Bytes of an error page are the server's progress, like content.
+                a.stall_at = now + self.limits.stall_timeout;
+                if body.len() >= MAX_ERROR_BODY {
+                    // All of the error that is kept has come: reading the rest of a huge
+                    // page would only cost time, so the request is closed and the error
+                    // is read from the part kept.
+                    let error = error_response(self.model.dialect, *status, headers, body);
+                    self.fail_attempt(error, true, now, out);
+                    return;
+                }
+            }
+            Phase::AwaitingHead => {}
+        }
+        // Unless what fitted already ended the attempt (a finished step, a stream error).
+        let still_open = matches!(&self.state, State::Sending(a) if a.id == id);
+        if over_limit && still_open {
+            self.fail_attempt(GenerateError::ResponseTooLarge(limit), true, now, out);
+        }
+    }
+
+    fn on_body_end(&mut self, now: I, out: &mut Out<'_>) {
+        let State::Sending(a) = &mut self.state else { return };
+        match &mut a.phase {
+            Phase::Streaming { decoder, .. } => {
+                decoder.finish(&mut self.scratch);
+                self.drain_stream_events(now, out);
+            }
+            Phase::ErrorBody { status, headers, body } => {
+                let error = error_response(self.model.dialect, *status, headers, body);
+                self.fail_attempt(error, false, now, out);
+            }
+            Phase::AwaitingHead => {
+                let error = TransportError {
+                    kind: TransportErrorKind::Other,
+                    message: "the body ended before the response head".into(),
+                };
+                self.fail_attempt(GenerateError::Transport(error), false, now, out);
+            }
+        }
+    }
+
+    /// Forwards decoded events; a terminal `done` finishes the exchange, an `error`
+    /// fails the attempt.
+    fn drain_stream_events(&mut self, now: I, out: &mut Out<'_>) {
+        let mut events = std::mem::take(&mut self.scratch);
+        for event in events.drain(..) {
+            match event {
+                StreamEvent::Error { error } => {
+                    let error = match error {
+                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
+                        other @ (crate::StreamError::Framing { .. }
+                        | crate::StreamError::Decode { .. }
+                        | crate::StreamError::Incomplete
+                        | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
+                    };
+                    self.fail_attempt(error, true, now, out);
+                }
+                StreamEvent::Done { .. } => {
+                    self.events.push_back(RequestEvent::Stream(event));
+                    self.finish();
+                }
+                event @ (StreamEvent::TextStart { .. }
+                | StreamEvent::TextDelta { .. }
+                | StreamEvent::TextEnd { .. }
+                | StreamEvent::ThinkingStart { .. }
+                | StreamEvent::ThinkingDelta { .. }
+                | StreamEvent::ThinkingEnd { .. }
+                | StreamEvent::ToolUseStart { .. }
+                | StreamEvent::ToolUseDelta { .. }
+                | StreamEvent::ToolUseEnd { .. }) => {
+                    if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
+                        *delivered = true;
+                    }
+                    self.events.push_back(RequestEvent::Stream(event));
+                }
+            }
+        }
+        self.scratch = events;
+    }
+
+    fn finish(&mut self) {
+        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
+        match attempt.phase {
+            Phase::Streaming { decoder, .. } => {
+                self.events.push_back(RequestEvent::Finished(Box::new(decoder.into_response())))
+            }
+            phase @ (Phase::AwaitingHead | Phase::ErrorBody { .. }) => {
+                self.state = State::Sending(Attempt { phase, ..attempt });
+            }
+        }
+    }
+
+    /// An attempt failed: retry when nothing reached the owner yet and the failure is
+    /// retryable, else fail with what was received. `in_flight` says the request may
+    /// still be open and must be cancelled.
+    fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: I, out: &mut Out<'_>) {
+        let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
+        // A key the server echoed back never reaches the caller's error (or its logs).
+        Secrets::of_request(&self.request).scrub_error(&mut error);
+        if in_flight {
+            out.effects.push_back(Effect::CancelRequest { id: attempt.id });
+        }
+        let (partial, delivered) = match attempt.phase {
+            Phase::Streaming { decoder, delivered } => (Some(decoder.into_response()), delivered),
+            Phase::AwaitingHead | Phase::ErrorBody { .. } => (None, false),
+        };
+        let stalled = matches!(error, GenerateError::Stalled(_));
+        let retry = self.limits.retry;
+        let stalls_left = !stalled || self.stall_retries < retry.max_stall_retries;
+        if !delivered && error.is_retryable() && stalls_left && self.retries < retry.max_retries {
+            let retry_after = if let GenerateError::Provider(e) = &error { e.retry_after } else { None };
+            if let Some(delay) = retry.delay(self.retries + 1, retry_after) {
+                self.retries += 1;
+                self.stall_retries += u32::from(stalled);
+                self.events.push_back(RequestEvent::Retry { attempt: self.retries, delay, error: Box::new(error) });
+                self.state = State::Backoff { until: now + delay };
+                return;
+            }
+        }
+        self.events.push_back(RequestEvent::Failed(Box::new((error, partial))));
+    }
+}

@@ -1,0 +1,215 @@
+//! The hot event, `content_block_delta`, decoded by hand.
+//!
+//! It is nearly every event of a stream, so its decoder is shaped by measurement: a
+//! derived struct with one field per delta kind is six strings wide and is copied
+//! several times while serde returns it, and every `Option` field adds a layer to each
+//! value read. Here keys are matched as they are parsed, the delta type becomes a
+//! [`DeltaKind`] without keeping the string, the candidate contents stay in locals, and
+//! only the content the type names is returned. It reads what the derived types read:
+//! the same keys, `null` as absent, a repeated key as an error, anything else skipped.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::wire::dialect::in_place::{OptStr, OptU64};
+
+/// `{"type":"content_block_delta","index":…,"delta":{…}}`.
+pub(super) struct DeltaEvent<'a> {
+    pub(super) index: Option<u64>,
+    pub(super) delta: Option<BlockDeltaBody<'a>>,
+}
+
+/// The `delta` object of a content block delta: its kind and that kind's content.
+pub(super) struct BlockDeltaBody<'a> {
+    pub(super) kind: DeltaKind,
+    /// The field the kind names (`text`, `thinking`, `signature`, `partial_json`).
+    pub(super) content: Option<Cow<'a, str>>,
+}
+
+/// The delta kinds omni forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeltaKind {
+    Text,
+    Thinking,
+    Signature,
+    InputJson,
+    /// `citations_delta`, kinds added later, or no type at all.
+    Other,
+}
+
+impl DeltaKind {
+    pub(super) fn from_type(kind: Option<&str>) -> Self {
+        match kind {
+            Some("text_delta") => Self::Text,
+            Some("thinking_delta") => Self::Thinking,
+            Some("signature_delta") => Self::Signature,
+            Some("input_json_delta") => Self::InputJson,
+            _ => Self::Other,
+        }
+    }
+
+    /// Which content key of [`BODY_KEYS`] this kind reads.
+    fn content_key(self) -> Option<usize> {
+        match self {
+            Self::Text => Some(1),
+            Self::Thinking => Some(2),
+            Self::Signature => Some(3),
+            Self::InputJson => Some(4),
+            Self::Other => None,
+        }
+    }
+}
+
+/// The delta type as a string or `null` (absent), like `Option<&str>` but kept as a kind.
+impl<'de> Deserialize<'de> for DeltaKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl<'de> Visitor<'de> for KindVisitor {
+            type Value = DeltaKind;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a delta type or null")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DeltaKind, E> {
+                Ok(DeltaKind::from_type(Some(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<DeltaKind, E> {
+                Ok(DeltaKind::Other)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<DeltaKind, E> {
+                Ok(DeltaKind::Other)
+            }
+        }
+        deserializer.deserialize_any(KindVisitor)
+    }
+}
+
+const EVENT_KEYS: &[&str] = &["index", "delta"];
+const BODY_KEYS: &[&str] = &["type", "text", "thinking", "signature", "partial_json", "stop_reason"];
+
+/// A key's position in `keys` (`keys.len()` for any other key), matched while parsed.
+struct KeyIn(fn(&str) -> usize);
+
+impl<'de> DeserializeSeed<'de> for KeyIn {
+    type Value = usize;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIn {
+    type Value = usize;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        Ok((self.0)(key))
+    }
+}
+
+fn event_key(key: &str) -> usize {
+    match key {
+        "index" => 0,
+        "delta" => 1,
+        _ => 2,
+    }
+}
+
+fn body_key(key: &str) -> usize {
+    match key {
+        "type" => 0,
+        "text" => 1,
+        "thinking" => 2,
+        "signature" => 3,
+        "partial_json" => 4,
+        "stop_reason" => 5,
+        _ => 6,
+    }
+}
+
+/// Marks key `n` of `names` as read; a repeated key is an error.
+fn once<E: de::Error>(seen: &mut u8, n: usize, names: &[&'static str]) -> Result<(), E> {
+    let bit = 1u8 << (n & 7);
+    if *seen & bit != 0 {
+        return Err(E::duplicate_field(names.get(n).copied().unwrap_or("?")));
+    }
+    *seen |= bit;
+    Ok(())
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for DeltaEvent<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EventVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for EventVisitor<'a> {
+            type Value = DeltaEvent<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content_block_delta event")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut event = DeltaEvent { index: None, delta: None };
+                let mut seen = 0u8;
+                while let Some(key) = map.next_key_seed(KeyIn(event_key))? {
+                    match key {
+                        0 => {
+                            once(&mut seen, key, EVENT_KEYS)?;
+                            event.index = map.next_value::<OptU64>()?.0;
+                        }
+                        1 => {
+                            once(&mut seen, key, EVENT_KEYS)?;
+                            event.delta = map.next_value()?;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(event)
+            }
+        }
+        deserializer.deserialize_struct("DeltaEvent", EVENT_KEYS, EventVisitor(PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for BlockDeltaBody<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BodyVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for BodyVisitor<'a> {
+            type Value = BlockDeltaBody<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content block delta")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kind = DeltaKind::Other;
+                // `text`, `thinking`, `signature`, `partial_json`, until the type is known.
+                let mut contents: [Option<Cow<'a, str>>; 4] = [None, None, None, None];
+                let mut seen = 0u8;
+                while let Some(key) = map.next_key_seed(KeyIn(body_key))? {
+                    if key < BODY_KEYS.len() {
+                        once(&mut seen, key, BODY_KEYS)?;
+                    }
+                    match key {
+                        0 => kind = map.next_value()?,
+                        1..=4 => {
+                            let value = map.next_value::<OptStr<'a>>()?.0;
+                            if let Some(slot) = contents.get_mut(key - 1) {
+                                *slot = value;
+                            }
+                        }
+                        5 => {
+                            map.next_value::<OptStr<'a>>()?;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let content = kind.content_key().and_then(|key| contents.get_mut(key - 1)).and_then(Option::take);
+                Ok(BlockDeltaBody { kind, content })
+            }
+        }
+        deserializer.deserialize_struct("RawDelta", BODY_KEYS, BodyVisitor(PhantomData))
+    }
+}

@@ -1,0 +1,299 @@
+//! Dialects: the five wire formats, as pure functions.
+//!
+//! A dialect builds a request from `(model, context, options)` and turns one decoded
+//! stream event into zero or more [`Delta`]s, with its per-stream state passed in
+//! explicitly. Everything that is the same for every dialect (URL assembly, auth
+//! headers, extra headers, option validation) happens here, once.
+
+mod anthropic;
+mod common;
+mod gemini;
+mod in_place;
+mod ollama;
+mod openai_completions;
+mod openai_responses;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::error::{ProviderError, RequestError, StreamError};
+use crate::data::message::Context;
+use crate::data::model::Model;
+use crate::data::options::Options;
+use crate::data::provider::{ApiKey, Auth, Provider};
+use crate::data::response::Warning;
+use crate::wire::delta::Delta;
+use crate::wire::framing::{Frame, Framing};
+use crate::wire::http::{Header, HttpRequest, Method};
+
+pub use common::BlockIndexer;
+
+#[cfg(test)]
+mod shared_tests;
+
+/// A wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// Anthropic Messages API (`POST /v1/messages`).
+    AnthropicMessages,
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`) and compatible servers.
+    OpenaiCompletions,
+    /// OpenAI Responses API (`POST /v1/responses`).
+    OpenaiResponses,
+    /// Google Gemini API (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
+    GoogleGemini,
+    /// Ollama native chat (`POST /api/chat`, NDJSON).
+    OllamaChat,
+}
+
+impl Dialect {
+    /// All dialects.
+    pub const ALL: [Self; 5] =
+        [Self::AnthropicMessages, Self::OpenaiCompletions, Self::OpenaiResponses, Self::GoogleGemini, Self::OllamaChat];
+
+    /// The dialect's name, e.g. `anthropic_messages`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AnthropicMessages => "anthropic_messages",
+            Self::OpenaiCompletions => "openai_completions",
+            Self::OpenaiResponses => "openai_responses",
+            Self::GoogleGemini => "google_gemini",
+            Self::OllamaChat => "ollama_chat",
+        }
+    }
+
+    /// Looks a dialect up by name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// How response bodies are framed.
+    pub fn framing(self) -> Framing {
+        match self {
+            Self::OllamaChat => Framing::Ndjson,
+            _ => Framing::Sse,
+        }
+    }
+
+    /// Builds the HTTP request for a streaming call.
+    ///
+    /// Options are validated here too, so a hand-built request cannot skip the checks.
+    pub fn build_request(self, spec: &RequestSpec<'_>) -> Result<BuiltRequest, RequestError> {
+        spec.options.validate().map_err(RequestError::InvalidOptions)?;
+        if let Some(what) = crate::data::depth::too_deep_in_request(spec.context, spec.options) {
+            return Err(RequestError::TooDeep { what });
+        }
+        let key = match (&spec.provider.auth, spec.api_key) {
+            (Auth::None, _) => None,
+            (_, Some(key)) => Some(key),
+            (_, None) => {
+                return Err(RequestError::MissingApiKey {
+                    provider: spec.provider.id.clone(),
+                    env: spec.provider.api_key_env.clone(),
+                })
+            }
+        };
+        let mut warnings = Vec::new();
+        let part = match self {
+            Self::AnthropicMessages => anthropic::build_request(spec, &mut warnings)?,
+            Self::OpenaiCompletions => openai_completions::build_request(spec, &mut warnings)?,
+            Self::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
+            Self::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
+            Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
+        };
+        let mut request = HttpRequest {
+            method: Method::Post,
+            url: spec.provider.url(&part.path),
+            headers: vec![Header::new("content-type", "application/json")],
+            body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
+        };
+        request.set_header(Header::new("accept", accept_header(self.framing())));
+        request.set_header(Header::new("user-agent", USER_AGENT));
+        match (&spec.provider.auth, key) {
+            (Auth::Bearer, Some(key)) => {
+                request.set_header(Header::secret("authorization", format!("Bearer {}", key.expose())))
+            }
+            (Auth::Header { name }, Some(key)) => request.set_header(Header::secret(name.clone(), key.expose())),
+            _ => {}
+        }
+        for header in part.headers {
+            request.set_header(header);
+        }
+        // Headers carrying credentials are secrets like the key: the provider's and the
+        // options' marks join the built-in rule (`Header::new`).
+        for (name, value) in spec.provider.headers.iter().chain(&spec.options.headers) {
+            let secret = spec.provider.is_secret_header(name) || spec.options.is_secret_header(name);
+            request.set_header(if secret { Header::secret(name, value) } else { Header::new(name, value) });
+        }
+        // One check for every header, whoever set it: no line can be injected.
+        if let Some(bad) = request.headers.iter().find(|h| !sendable(&h.name, &h.value)) {
+            return Err(RequestError::InvalidHeader { name: bad.name.escape_debug().to_string() });
+        }
+        Ok(BuiltRequest { request, warnings })
+    }
+
+    /// Fresh per-stream parsing state.
+    pub fn new_stream_state(self) -> DialectState {
+        match self {
+            Self::AnthropicMessages => DialectState::Anthropic(Default::default()),
+            Self::OpenaiCompletions => DialectState::OpenaiCompletions(Default::default()),
+            Self::OpenaiResponses => DialectState::OpenaiResponses(Default::default()),
+            Self::GoogleGemini => DialectState::Gemini(Default::default()),
+            Self::OllamaChat => DialectState::Ollama(Default::default()),
+        }
+    }
+
+    /// Parses the body of a non-2xx response into a typed error. `headers` supply
+    /// `retry-after`; `body` is kept on the error (truncated).
+    pub fn parse_error<'h>(
+        self,
+        status: u16,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+        body: &[u8],
+    ) -> ProviderError {
+        let (code, message) = common::error_code_and_message(body);
+        let message = message.unwrap_or_else(|| common::fallback_error_message(status, body));
+        ProviderError::new(Some(status), code, message).with_body(body).with_retry_after_from(headers)
+    }
+}
+
+/// Sent with every request, the same from every driver.
+pub const USER_AGENT: &str = concat!("omni/", env!("CARGO_PKG_VERSION"));
+
+fn accept_header(framing: Framing) -> &'static str {
+    match framing {
+        Framing::Sse => "text/event-stream",
+        Framing::Ndjson => "application/x-ndjson",
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown dialect name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownDialect(pub String);
+
+impl fmt::Display for UnknownDialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.name()).collect();
+        write!(f, "unknown dialect {:?}; known: {}", self.0, names.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownDialect {}
+
+impl FromStr for Dialect {
+    type Err = UnknownDialect;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_name(s).ok_or_else(|| UnknownDialect(s.to_string()))
+    }
+}
+
+/// Everything a dialect needs to build a request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpec<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// Its provider.
+    pub provider: &'a Provider,
+    /// System prompt, history and tools.
+    pub context: &'a Context,
+    /// Options (validated by [`Dialect::build_request`]).
+    pub options: &'a Options,
+    /// The resolved key, if the provider needs one.
+    pub api_key: Option<&'a ApiKey>,
+}
+
+/// True for a header HTTP/1.1 can carry as is: the name an RFC 9110 token, the value
+/// visible characters, spaces and tabs only (no CR, LF, NUL or other control).
+fn sendable(name: &str, value: &str) -> bool {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty() && name.bytes().all(token) && value.bytes().all(|b| b == b'\t' || !b.is_ascii_control())
+}
+
+/// A built request and what could not be honoured.
+#[derive(Debug, Clone)]
+pub struct BuiltRequest {
+    /// The request to send.
+    pub request: HttpRequest,
+    /// Options or content the dialect could not express.
+    pub warnings: Vec<Warning>,
+}
+
+/// The dialect-specific part of a request; [`Dialect::build_request`] adds the rest.
+#[derive(Debug)]
+pub(crate) struct DialectRequest {
+    /// Path (and query) appended to the provider's base URL.
+    pub path: String,
+    /// Dialect headers (e.g. `anthropic-version`).
+    pub headers: Vec<Header>,
+    /// The JSON body.
+    pub body: serde_json::Value,
+}
+
+/// Where a dialect's parser puts the deltas of a frame: a `Vec` ([`DialectState::parse`]),
+/// or straight into the accumulator (the stream decoder), which saves moving every delta
+/// through a buffer.
+pub(crate) trait DeltaSink {
+    /// One delta, in stream order.
+    fn push(&mut self, delta: Delta);
+}
+
+impl DeltaSink for Vec<Delta> {
+    #[inline]
+    fn push(&mut self, delta: Delta) {
+        Self::push(self, delta);
+    }
+}
+
+/// Per-stream parsing state of one dialect.
+#[derive(Debug)]
+pub enum DialectState {
+    /// `anthropic_messages`.
+    Anthropic(anthropic::StreamState),
+    /// `openai_completions`.
+    OpenaiCompletions(openai_completions::StreamState),
+    /// `openai_responses`.
+    OpenaiResponses(openai_responses::StreamState),
+    /// `google_gemini`.
+    Gemini(gemini::StreamState),
+    /// `ollama_chat`.
+    Ollama(ollama::StreamState),
+}
+
+impl DialectState {
+    /// Parses one frame into deltas. Unknown event types yield nothing; a payload that
+    /// is not what the dialect documents is a [`StreamError::Decode`].
+    pub fn parse(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
+        self.parse_to(frame, out)
+    }
+
+    /// [`parse`](Self::parse) into any sink.
+    pub(crate) fn parse_to(&mut self, frame: &Frame<'_>, out: &mut impl DeltaSink) -> Result<(), StreamError> {
+        match self {
+            Self::Anthropic(s) => s.parse_to(frame, out),
+            Self::OpenaiCompletions(s) => s.parse_to(frame, out),
+            Self::OpenaiResponses(s) => s.parse_to(frame, out),
+            Self::Gemini(s) => s.parse_to(frame, out),
+            Self::Ollama(s) => s.parse_to(frame, out),
+        }
+    }
+
+    /// The body ended: emit anything held back (e.g. a stop reason waiting for usage).
+    pub fn finish(&mut self, out: &mut Vec<Delta>) {
+        match self {
+            Self::Anthropic(s) => s.finish(out),
+            Self::OpenaiCompletions(s) => s.finish(out),
+            Self::OpenaiResponses(s) => s.finish(out),
+            Self::Gemini(s) => s.finish(out),
+            Self::Ollama(s) => s.finish(out),
+        }
+    }
+}
