@@ -100,7 +100,7 @@ pub(super) struct ChunkDelta<'a> {
     pub(super) reasoning_content: Text<'a>,
     pub(super) reasoning: Text<'a>,
     pub(super) refusal: Text<'a>,
-    pub(super) tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    pub(super) tool_calls: Option<ToolCalls<'a>>,
     pub(super) function_call: Option<Box<FunctionDelta<'a>>>,
 }
 
@@ -129,6 +129,48 @@ impl<'de> Fields<'de> for ChunkDelta<'de> {
             4 => read(map, &mut self.tool_calls),
             _ => read(map, &mut self.function_call),
         }
+    }
+}
+
+/// The `tool_calls` array of one chunk. Streams send one call per chunk (the arguments
+/// come in fragments of a few bytes, a chunk each), so the first is kept inline and only
+/// further ones go to a `Vec`: a fragment costs no allocation for the array.
+#[derive(Default)]
+pub(super) struct ToolCalls<'a> {
+    first: Option<ToolCallDelta<'a>>,
+    rest: Vec<ToolCallDelta<'a>>,
+}
+
+impl<'a> IntoIterator for ToolCalls<'a> {
+    type Item = ToolCallDelta<'a>;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<ToolCallDelta<'a>>, std::vec::IntoIter<ToolCallDelta<'a>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCalls<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Calls;
+
+        impl<'de> Visitor<'de> for Calls {
+            type Value = ToolCalls<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of tool calls")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ToolCalls<'de>, A::Error> {
+                let mut calls = ToolCalls { first: seq.next_element()?, rest: Vec::new() };
+                while let Some(call) = seq.next_element()? {
+                    calls.rest.push(call);
+                }
+                Ok(calls)
+            }
+        }
+
+        d.deserialize_seq(Calls)
     }
 }
 
