@@ -66,8 +66,8 @@ fn generate(bencher: Bencher) {
 struct Keep(Vec<AgentEvent>);
 
 impl EventSink for Keep {
-    fn offer(&mut self, event: &AgentEvent) -> bool {
-        self.0.push(event.clone());
+    fn offer(&mut self, event: AgentEvent) -> bool {
+        self.0.push(event);
         true
     }
 }

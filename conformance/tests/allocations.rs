@@ -7,8 +7,14 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::time::Instant;
+
 use omni_conformance::synth::text_stream;
-use omni_core::{Dialect, StreamDecoder};
+use omni_conformance::{agent_sim, scenarios};
+use omni_core::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
+use omni_core::machines::generate::{Effect, Generate, GenerateConfig, Input, Report, RequestId};
+use omni_core::{Context, Dialect, Options, StreamDecoder};
+use omni_shell::{Command, EventSink, Host};
 
 struct Counting;
 
@@ -108,4 +114,75 @@ fn at_most_one_allocation_per_tool_argument_fragment() {
         assert!(per_fragment <= 1.1, "{dialect}: {per_fragment:.3} allocations per fragment (budget: 1.1)");
     }
     println!("{}", report.join("\n"));
+}
+
+/// A subscriber that keeps what it is offered, as a driver's queue does.
+struct Keep(Vec<AgentEvent>);
+
+impl EventSink for Keep {
+    fn offer(&mut self, event: AgentEvent) -> bool {
+        self.0.push(event);
+        true
+    }
+}
+
+fn head(id: RequestId) -> Report<'static> {
+    Report::ResponseHead { id, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())] }
+}
+
+/// Allocations made while `body` streams through a call's machine.
+fn call_allocations(body: &[u8]) -> usize {
+    let now = Instant::now();
+    let mut config = GenerateConfig::new(
+        scenarios::model(),
+        scenarios::provider("http://bench.invalid/v1"),
+        Context::from_prompt("Hi"),
+        Options::default(),
+    );
+    config.api_key = Some("sk-bench".into());
+    let mut machine = Generate::new(config, now).expect("valid");
+    let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
+    machine.handle_input(Input::Report(head(id)), now).expect("taken");
+    let mut kept = Vec::with_capacity(2 * DELTAS);
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for chunk in body.chunks(16 * 1024) {
+        machine.handle_input(Input::Report(Report::Body { id, bytes: chunk }), now).expect("taken");
+        kept.extend(std::iter::from_fn(|| machine.poll_event()));
+    }
+    let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    assert!(kept.len() >= DELTAS, "every delta came out");
+    used
+}
+
+/// Allocations made while `body` streams through an agent with one subscriber.
+fn agent_allocations(body: &[u8]) -> usize {
+    let now = Instant::now();
+    let mut config = agent_sim::config();
+    config.tools.clear();
+    config.system = None;
+    let mut host = Host::new(Agent::new(config, NoCallbacks, now).expect("valid"));
+    host.apply(Command::Subscribe(Box::new(Keep(Vec::with_capacity(2 * DELTAS))), Box::new(|_| {})), now);
+    host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
+    let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
+    host.agent().handle_input(AgentInput::Report(head(id)), now).expect("taken");
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for chunk in body.chunks(16 * 1024) {
+        host.agent().handle_input(AgentInput::Report(Report::Body { id, bytes: chunk }), now).expect("taken");
+        host.publish();
+    }
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+const DELTAS: usize = 10_000;
+
+#[test]
+fn the_agent_adds_no_allocation_per_delta_over_a_call() {
+    let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let body = text_stream(Dialect::AnthropicMessages, DELTAS, "token ");
+    let call = call_allocations(&body);
+    let agent = agent_allocations(&body);
+    println!("call: {call} allocations, agent with one subscriber: {agent} ({DELTAS} deltas)");
+    // The agent's own growth (its partial message, its history) is amortised: a few
+    // percent of a delta each, not one per delta.
+    assert!(agent <= call + DELTAS / 20, "the agent made {agent} allocations where the call made {call}");
 }

@@ -89,8 +89,8 @@ mod tests {
     fn a_full_queue_drops_the_subscriber_and_what_was_queued_still_comes() {
         let (mut sink, mut subscription) = Subscription::channel(2);
         let event = AgentEvent::Status(Status::Busy);
-        assert!(sink.offer(&event) && sink.offer(&event));
-        assert!(!sink.offer(&event), "the third event does not fit");
+        assert!(sink.offer(event.clone()) && sink.offer(event.clone()));
+        assert!(!sink.offer(event), "the third event does not fit");
         assert!(subscription.lagged());
         assert!(subscription.try_recv().is_ok());
         assert!(subscription.recv_timeout(Duration::from_secs(5)).is_ok());

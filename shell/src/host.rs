@@ -22,16 +22,17 @@ pub type Reply<T> = Box<dyn FnOnce(T) + Send>;
 
 /// Where a subscriber's events go.
 pub trait EventSink: Send {
-    /// Offers one event; `false` drops the subscriber (it went away, or it fell too far
+    /// Offers one event, owned (the host clones an event only for the subscribers
+    /// before the last); `false` drops the subscriber (it went away, or it fell too far
     /// behind and was told so).
-    fn offer(&mut self, event: &AgentEvent) -> bool;
+    fn offer(&mut self, event: AgentEvent) -> bool;
 }
 
 /// A closure is a subscriber: it sees each event as the agent publishes it (on the
 /// agent's task or thread, so it should be quick) and returns `false` to unsubscribe.
 impl<F: FnMut(&AgentEvent) -> bool + Send> EventSink for F {
-    fn offer(&mut self, event: &AgentEvent) -> bool {
-        self(event)
+    fn offer(&mut self, event: AgentEvent) -> bool {
+        self(&event)
     }
 }
 
@@ -121,7 +122,16 @@ impl<C: AgentCallbacks> Host<C> {
     /// Delivers the agent's new events to every subscriber, dropping those that are gone.
     pub fn publish(&mut self) {
         while let Some(event) = self.agent.poll_event() {
-            self.subscribers.retain_mut(|sink| sink.offer(&event));
+            // Each subscriber but the last gets a clone; the last gets the event itself, so
+            // the usual single subscriber costs no copy of a delta.
+            let Some(last) = self.subscribers.len().checked_sub(1) else { continue };
+            let mut index = 0;
+            let mut event = Some(event);
+            self.subscribers.retain_mut(|sink| {
+                let offered = if index == last { event.take() } else { event.clone() };
+                index += 1;
+                offered.is_some_and(|event| sink.offer(event))
+            });
         }
     }
 

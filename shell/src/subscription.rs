@@ -60,8 +60,8 @@ pub struct Subscriber {
 }
 
 impl EventSink for Subscriber {
-    fn offer(&mut self, event: &AgentEvent) -> bool {
-        match self.events.try_send(event.clone()) {
+    fn offer(&mut self, event: AgentEvent) -> bool {
+        match self.events.try_send(event) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
                 self.lagged.store(true, Ordering::Release);
