@@ -133,7 +133,7 @@ impl<D: Driver> Call<D> {
         // Never sent on: the stream's drop closes it, which is how the driver learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
         spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, events_tx, cancelled)?;
-        Ok(TextStream { events: Box::pin(events), cancel, terminal: None })
+        Ok(TextStream { batches: Box::pin(events), batch: Vec::new().into_iter(), cancel, terminal: None })
     }
 
     /// Runs the call to the end and returns the final response.
@@ -167,8 +167,11 @@ impl<D: Driver> Call<D> {
 /// the last event (`Finished` or `Failed`) comes whenever the application reads again.
 #[derive(Debug)]
 pub struct TextStream {
-    // Boxed: async-channel's receiver is not `Unpin`.
-    events: Pin<Box<Receiver<GenerateEvent>>>,
+    // Boxed: async-channel's receiver is not `Unpin`. Events come in batches, all those
+    // one input made (see `drive_call`).
+    batches: Pin<Box<Receiver<Vec<GenerateEvent>>>>,
+    /// The rest of the batch being read.
+    batch: std::vec::IntoIter<GenerateEvent>,
     /// Never sent on: closing it cancels the call.
     cancel: Sender<()>,
     terminal: Option<GenerateEvent>,
@@ -189,9 +192,9 @@ impl TextStream {
     /// Waits for the end of the call (consuming the remaining events).
     pub async fn response(mut self) -> Result<Response, Error> {
         while self.terminal.is_none() {
-            match self.events.recv().await {
-                Ok(event) => self.observe(&event),
-                Err(_) => break,
+            match futures_lite::StreamExt::next(&mut self).await {
+                Some(_) => {}
+                None => break,
             }
         }
         match self.terminal.take() {
@@ -231,10 +234,16 @@ impl futures_core::Stream for TextStream {
     type Item = GenerateEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
-        let polled = self.events.as_mut().poll_next(cx);
-        if let Poll::Ready(Some(event)) = &polled {
-            self.observe(event);
+        loop {
+            if let Some(event) = self.batch.next() {
+                self.observe(&event);
+                return Poll::Ready(Some(event));
+            }
+            match self.batches.as_mut().poll_next(cx) {
+                Poll::Ready(Some(batch)) => self.batch = batch.into_iter(),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
         }
-        polled
     }
 }

@@ -4,7 +4,7 @@
 //! while something else is due.
 //!
 //! ```text
-//!  transport / tool tasks ─► inputs (bounded: INPUT_CAPACITY) ─► loop ─► Outbox ─► events (bounded: EVENT_CAPACITY) ─► TextStream
+//!  transport / tool tasks ─► inputs (bounded: INPUT_CAPACITY) ─► loop ─► Outbox ─► batches of events (bounded: EVENT_CAPACITY) ─► TextStream
 //!                    ▲ a full channel makes them wait,                  │ full: the loop takes no more input,
 //!                    └ so the socket is not read and TCP pushes back    └ but still wakes for a deadline or a cancel
 //! ```

@@ -1,7 +1,11 @@
 //! A call's side of the drive loop ([`crate::drive`]): its events go to the application's
-//! [`TextStream`](crate::TextStream) through a bounded [`Outbox`], and dropping the stream
-//! cancels the call. While the stream's queue is full the loop takes no input (the request
-//! then stops reading the response), but a deadline or the cancel still gets in.
+//! [`TextStream`](crate::TextStream) through a bounded [`Outbox`], in batches: every event
+//! one input made (a body chunk is often hundreds of small deltas) crosses to the
+//! application as one message, so the hand-off between the loop's task and the
+//! application's (often two threads) costs once per network read, not once per event.
+//! Dropping the stream cancels the call. While the stream's queue is full the loop takes
+//! no input (the request then stops reading the response), but a deadline or the cancel
+//! still gets in.
 
 use std::convert::Infallible;
 use std::time::Instant;
@@ -24,7 +28,7 @@ pub(crate) fn spawn_call<R: Runtime, T: Transport>(
     transport: T,
     machine: Generate,
     handlers: Handlers,
-    events: Sender<GenerateEvent>,
+    events: Sender<Vec<GenerateEvent>>,
     cancelled: Receiver<()>,
 ) -> Result<(), Error> {
     let executor = Executor::new(runtime.clone(), transport, handlers);
@@ -37,7 +41,7 @@ pub(crate) fn spawn_call<R: Runtime, T: Transport>(
 /// The application's end of a call: its event stream.
 struct Stream {
     machine: Generate,
-    outbox: Outbox<GenerateEvent>,
+    outbox: Outbox<Vec<GenerateEvent>>,
     /// Closes when the stream is dropped (nothing is ever sent on it).
     cancelled: Receiver<()>,
 }
@@ -52,8 +56,11 @@ impl Side for Stream {
     }
 
     fn deliver(&mut self) -> Delivery {
-        while let Some(event) = self.machine.poll_event() {
-            self.outbox.push(event);
+        let ready = self.machine.pending_events();
+        if ready > 0 {
+            let mut batch = Vec::with_capacity(ready);
+            batch.extend(std::iter::from_fn(|| self.machine.poll_event()));
+            self.outbox.push(batch);
         }
         self.outbox.flush()
     }

@@ -17,10 +17,11 @@ pub use omni_core::machines::generate::Report;
 use omni_core::machines::generate::{Effect, Generate, GenerateEvent, Input};
 use omni_core::machines::timer::Timer;
 
-/// Room for a call's events between its loop and the application. Deltas are small (a
-/// few words each): 256 of them are tens of KiB, and enough that a reading application
-/// rarely makes the loop wait.
-pub const EVENT_CAPACITY: usize = 256;
+/// Room for a call's batches of events between its loop and the application (a batch is
+/// every event one input made: at most what one body chunk holds). Eight batches keep a
+/// reading application from making the loop wait, and bound what waits unread to eight
+/// chunks' worth of events.
+pub const EVENT_CAPACITY: usize = 8;
 /// Room for reports (head, body chunks, end, tool outcomes) between a machine's request
 /// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is
 /// read ahead of the machine stays within a few MiB.

@@ -208,6 +208,12 @@ impl Generate {
         self.events.pop_front()
     }
 
+    /// How many events [`Generate::poll_event`] would give now (a driver that hands them
+    /// over in batches sizes the batch with it).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
     /// The next deadline and why, if any.
     pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
         self.timers().next()
