@@ -100,7 +100,8 @@ struct OllamaMessage<'a> {
 
 /// The first element of a JSON array, the rest skipped: a typed decode without the
 /// allocation of a `Vec`.
-struct First<T>(Option<T>);
+#[derive(Debug)]
+pub struct First<T>(pub Option<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -120,7 +121,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
     }
 }
 
-fn text_len(dialect: Dialect, payload: &str) -> usize {
+/// The floor's work on one event's payload: a typed, borrowed decode down to the text
+/// of its delta. Returns the text's length (0 for an event without text, or invalid).
+pub fn text_len(dialect: Dialect, payload: &str) -> usize {
     match dialect {
         Dialect::AnthropicMessages => {
             serde_json::from_str::<AnthropicEvent>(payload).ok().and_then(|e| e.delta).map_or(0, |d| d.text.len())
