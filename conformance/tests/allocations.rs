@@ -1,36 +1,13 @@
 //! Allocation budget of the decoding pipeline, counted (not timed) with a counting
 //! global allocator: at most one allocation per text delta, amortised, in every dialect.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-// A global allocator cannot be written without `unsafe`; this test file is the only place.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
+use omni_conformance::heap::{allocations, AllocationCounter};
 use omni_conformance::synth::text_stream;
 use omni_core::{Dialect, StreamDecoder};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY-free wrapper: forwards to the system allocator and counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: AllocationCounter = AllocationCounter;
 
 #[test]
 fn at_most_one_allocation_per_text_delta() {
@@ -40,13 +17,13 @@ fn at_most_one_allocation_per_text_delta() {
         let body = text_stream(dialect, DELTAS, "token ");
         let mut decoder = StreamDecoder::new(dialect, "bench");
         let mut events = Vec::with_capacity(1024);
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         for chunk in body.chunks(16 * 1024) {
             decoder.feed(chunk, &mut events);
             events.clear();
         }
         decoder.finish(&mut events);
-        let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let used = allocations() - before;
         let per_delta = used as f64 / DELTAS as f64;
         report.push(format!("{dialect}: {per_delta:.3} allocations per text delta"));
         assert_eq!(decoder.response().text().len(), DELTAS * 6, "{dialect} decoded every delta");
