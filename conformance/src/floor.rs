@@ -98,6 +98,43 @@ struct OllamaMessage<'a> {
     content: Cow<'a, str>,
 }
 
+// Tool-call argument fragments, read alike (Chat Completions and Anthropic Messages).
+#[derive(Deserialize)]
+struct ChatToolChunk<'a> {
+    #[serde(borrow)]
+    choices: First<ChatToolChoice<'a>>,
+}
+#[derive(Deserialize)]
+struct ChatToolChoice<'a> {
+    #[serde(borrow)]
+    delta: ChatToolDelta<'a>,
+}
+#[derive(Deserialize)]
+struct ChatToolDelta<'a> {
+    #[serde(borrow)]
+    tool_calls: Option<First<ChatToolCall<'a>>>,
+}
+#[derive(Deserialize)]
+struct ChatToolCall<'a> {
+    #[serde(borrow)]
+    function: ChatFunction<'a>,
+}
+#[derive(Deserialize)]
+struct ChatFunction<'a> {
+    #[serde(borrow, default)]
+    arguments: Cow<'a, str>,
+}
+#[derive(Deserialize)]
+struct AnthropicToolEvent<'a> {
+    #[serde(borrow)]
+    delta: Option<AnthropicToolDelta<'a>>,
+}
+#[derive(Deserialize)]
+struct AnthropicToolDelta<'a> {
+    #[serde(borrow, default)]
+    partial_json: Cow<'a, str>,
+}
+
 /// The first element of a JSON array, the rest skipped: a typed decode without the
 /// allocation of a `Vec`.
 struct First<T>(Option<T>);
@@ -120,7 +157,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
     }
 }
 
-fn text_len(dialect: Dialect, payload: &str) -> usize {
+/// The floor's work on one event's payload: a typed, borrowed decode down to the text
+/// of its delta. Returns the text's length (0 for an event without text, or invalid).
+pub fn text_len(dialect: Dialect, payload: &str) -> usize {
     match dialect {
         Dialect::AnthropicMessages => {
             serde_json::from_str::<AnthropicEvent>(payload).ok().and_then(|e| e.delta).map_or(0, |d| d.text.len())
@@ -136,6 +175,27 @@ fn text_len(dialect: Dialect, payload: &str) -> usize {
             .and_then(|c| c.content.parts.0)
             .map_or(0, |p| p.text.len()),
         Dialect::OllamaChat => serde_json::from_str::<OllamaLine>(payload).ok().map_or(0, |l| l.message.content.len()),
+    }
+}
+
+/// The floor's work on one event's payload of a streamed tool call: a typed, borrowed
+/// decode down to its argument fragment (Chat Completions' first call's
+/// `function.arguments`, Anthropic's `partial_json`). Returns the fragment's length
+/// unescaped (0 for an event without one, or invalid, and in the other dialects). A
+/// fragment with an escape (a `"`) is copied by serde, as it would be by any client.
+pub fn tool_args_len(dialect: Dialect, payload: &str) -> usize {
+    match dialect {
+        Dialect::OpenaiCompletions => serde_json::from_str::<ChatToolChunk>(payload)
+            .ok()
+            .and_then(|c| c.choices.0)
+            .and_then(|c| c.delta.tool_calls)
+            .and_then(|t| t.0)
+            .map_or(0, |t| t.function.arguments.len()),
+        Dialect::AnthropicMessages => serde_json::from_str::<AnthropicToolEvent>(payload)
+            .ok()
+            .and_then(|e| e.delta)
+            .map_or(0, |d| d.partial_json.len()),
+        Dialect::OpenaiResponses | Dialect::GoogleGemini | Dialect::OllamaChat => 0,
     }
 }
 

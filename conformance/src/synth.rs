@@ -55,26 +55,86 @@ pub fn text_stream(dialect: Dialect, n: usize, word: &str) -> Vec<u8> {
 }
 
 /// An Anthropic stream with one tool call whose JSON input (`bytes` long, a string
-/// array) arrives in fragments of `fragment` bytes.
+/// array: [`string_array_args`]) arrives in fragments of `fragment` bytes.
 pub fn tool_args_stream(bytes: usize, fragment: usize) -> Vec<u8> {
+    tool_call_stream(Dialect::AnthropicMessages, &string_array_args(bytes), fragment).unwrap_or_default()
+}
+
+/// A stream of one tool call whose JSON arguments `args` (ASCII, so that any cut leaves
+/// valid UTF-8) arrive in fragments of `fragment` bytes, in the documented streaming
+/// shape of `dialect`:
+///
+/// - Anthropic Messages: a `tool_use` block, one `input_json_delta` per fragment, a
+///   stop reason `tool_use`;
+/// - Chat Completions: the first chunk names the call, each later one carries
+///   `tool_calls[0].function.arguments`, then `finish_reason: "tool_calls"`, the usage
+///   chunk and `[DONE]`.
+///
+/// `None` for the other dialects.
+pub fn tool_call_stream(dialect: Dialect, args: &str, fragment: usize) -> Option<Vec<u8>> {
+    let fragments = args.len().div_ceil(fragment.max(1));
+    let mut s = String::with_capacity(fragments * 260 + 1024);
+    match dialect {
+        Dialect::AnthropicMessages => {
+            s.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n");
+            s.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_bench\",\"name\":\"store\",\"input\":{}}}\n\n");
+            for escaped in escaped_fragments(args, fragment) {
+                let _ = write!(s, "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{escaped}}}}}\n\n");
+            }
+            s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
+            s.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":100}}\n\n");
+            s.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        }
+        Dialect::OpenaiCompletions => {
+            let head = "{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-2024-08-06\",\"system_fingerprint\":\"fp_1\",\"choices\":[{\"index\":0,\"delta\":";
+            let tail = ",\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n";
+            let _ = write!(s, "data: {head}{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"index\":0,\"id\":\"call_bench\",\"type\":\"function\",\"function\":{{\"name\":\"store\",\"arguments\":\"\"}}}}]}}{tail}");
+            for escaped in escaped_fragments(args, fragment) {
+                let _ = write!(
+                    s,
+                    "data: {head}{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{escaped}}}}}]}}{tail}"
+                );
+            }
+            let _ = write!(
+                s,
+                "data: {head}{{}},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}}],\"usage\":null}}\n\n"
+            );
+            s.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-2024-08-06\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100,\"total_tokens\":110}}\n\n");
+            s.push_str("data: [DONE]\n\n");
+        }
+        Dialect::OpenaiResponses | Dialect::GoogleGemini | Dialect::OllamaChat => return None,
+    }
+    Some(s.into_bytes())
+}
+
+/// Tool arguments of many small values: a JSON array of `"ab"` strings, `bytes` long
+/// (at least the 6 bytes of one element). Decoded, it is a tree of `bytes / 5` nodes.
+pub fn string_array_args(bytes: usize) -> String {
     let mut args = String::with_capacity(bytes + 8);
     args.push('[');
     while args.len() + 5 < bytes {
         args.push_str("\"ab\",");
     }
     args.push_str("\"ab\"]");
-    let mut s = String::with_capacity(args.len() / fragment.max(1) * 180 + 1024);
-    s.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n");
-    s.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_bench\",\"name\":\"store\",\"input\":{}}}\n\n");
-    let bytes = args.as_bytes();
-    for piece in bytes.chunks(fragment.max(1)) {
-        // Every byte here is ASCII, so any split is a valid UTF-8 string.
+    args
+}
+
+/// Tool arguments of one long value: `{"text":"abcd…"}`, `bytes` long (at least 11), the
+/// string of lower-case letters (nothing to escape). Decoded, it is one string.
+pub fn long_string_args(bytes: usize) -> String {
+    let mut args = String::with_capacity(bytes.max(11));
+    args.push_str("{\"text\":\"");
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    args.extend((0..bytes.saturating_sub(11)).map(|i| char::from(letters[i % letters.len()])));
+    args.push_str("\"}");
+    args
+}
+
+/// `args` cut into pieces of `fragment` bytes, each as a JSON string literal.
+fn escaped_fragments(args: &str, fragment: usize) -> impl Iterator<Item = String> + '_ {
+    args.as_bytes().chunks(fragment.max(1)).map(|piece| {
+        // The arguments are ASCII, so any split is a valid UTF-8 string.
         let piece = std::str::from_utf8(piece).unwrap_or_default();
-        let escaped = serde_json::to_string(piece).unwrap_or_default();
-        let _ = write!(s, "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{escaped}}}}}\n\n");
-    }
-    s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
-    s.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":100}}\n\n");
-    s.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
-    s.into_bytes()
+        serde_json::to_string(piece).unwrap_or_default()
+    })
 }

@@ -1,42 +1,20 @@
 //! Allocation budget of the decoding pipeline, counted (not timed) with a counting
-//! global allocator: at most one allocation per text delta, amortised, in every dialect.
+//! global allocator: at most one allocation per text delta, amortised, in every dialect;
+//! at most one per tool-argument fragment; and nothing per delta for an agent over a call.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-// A global allocator cannot be written without `unsafe`; this test file is the only place.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::time::Instant;
 
-use omni_conformance::synth::text_stream;
+use omni_conformance::heap::{allocations, AllocationCounter};
+use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
 use omni_conformance::{agent_sim, scenarios};
 use omni_core::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
 use omni_core::machines::generate::{Effect, Generate, GenerateConfig, Input, Report, RequestId};
 use omni_core::{Context, Dialect, Options, StreamDecoder};
 use omni_shell::{Command, EventSink, Host};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY-free wrapper: forwards to the system allocator and counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: AllocationCounter = AllocationCounter;
 
 /// The counter is the process's: tests that read it take turns.
 static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -50,40 +28,19 @@ fn at_most_one_allocation_per_text_delta() {
         let body = text_stream(dialect, DELTAS, "token ");
         let mut decoder = StreamDecoder::new(dialect, "bench");
         let mut events = Vec::with_capacity(1024);
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         for chunk in body.chunks(16 * 1024) {
             decoder.feed(chunk, &mut events);
             events.clear();
         }
         decoder.finish(&mut events);
-        let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let used = allocations() - before;
         let per_delta = used as f64 / DELTAS as f64;
         report.push(format!("{dialect}: {per_delta:.3} allocations per text delta"));
         assert_eq!(decoder.response().text().len(), DELTAS * 6, "{dialect} decoded every delta");
         assert!(per_delta <= 1.05, "{dialect}: {per_delta:.3} allocations per text delta (budget: 1)");
     }
     println!("{}", report.join("\n"));
-}
-
-/// An OpenAI Chat Completions stream with one tool call whose arguments (`bytes` long)
-/// arrive in fragments of `fragment` bytes, one chunk each, in the documented shape
-/// (`choices[0].delta.tool_calls[0].function.arguments`).
-fn openai_tool_args_stream(bytes: usize, fragment: usize) -> Vec<u8> {
-    let head = r#"{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_1","choices":[{"index":0,"delta":"#;
-    let mut s = format!(
-        "data: {head}{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"index\":0,\"id\":\"call_bench\",\"type\":\"function\",\"function\":{{\"name\":\"store\",\"arguments\":\"\"}}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
-    );
-    // Digits: a JSON number, whole once joined, with nothing to unescape.
-    let args = "1".repeat(bytes);
-    for piece in args.as_bytes().chunks(fragment) {
-        let piece = std::str::from_utf8(piece).unwrap_or_default();
-        s.push_str(&format!(
-            "data: {head}{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{piece}\"}}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
-        ));
-    }
-    s.push_str(&format!("data: {head}{{}},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}}]}}\n\n"));
-    s.push_str("data: [DONE]\n\n");
-    s.into_bytes()
 }
 
 #[test]
@@ -94,18 +51,20 @@ fn at_most_one_allocation_per_tool_argument_fragment() {
     // OpenAI Chat sends each fragment in an array of calls: no allocation for that array.
     // (Anthropic's fragments are not arrays; what its tool input costs is building the
     // input's JSON value, which depends on the input, not on the fragments.)
-    let streams = [(Dialect::OpenaiCompletions, openai_tool_args_stream(BYTES, FRAGMENT))];
+    let args = long_string_args(BYTES);
+    let streams = [(Dialect::OpenaiCompletions, tool_call_stream(Dialect::OpenaiCompletions, &args, FRAGMENT))];
     let mut report = Vec::new();
     for (dialect, body) in streams {
+        let body = body.expect("a tool-call stream in this dialect");
         let mut decoder = StreamDecoder::new(dialect, "bench");
         let mut events = Vec::with_capacity(1024);
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         for chunk in body.chunks(16 * 1024) {
             decoder.feed(chunk, &mut events);
             events.clear();
         }
         decoder.finish(&mut events);
-        let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let used = allocations() - before;
         let fragments = BYTES.div_ceil(FRAGMENT);
         let per_fragment = used as f64 / fragments as f64;
         report.push(format!("{dialect}: {per_fragment:.3} allocations per tool-argument fragment"));
@@ -131,7 +90,7 @@ fn head(id: RequestId) -> Report<'static> {
 }
 
 /// Allocations made while `body` streams through a call's machine.
-fn call_allocations(body: &[u8]) -> usize {
+fn call_allocations(body: &[u8]) -> u64 {
     let now = Instant::now();
     let mut config = GenerateConfig::new(
         scenarios::model(),
@@ -144,18 +103,18 @@ fn call_allocations(body: &[u8]) -> usize {
     let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
     machine.handle_input(Input::Report(head(id)), now).expect("taken");
     let mut kept = Vec::with_capacity(2 * DELTAS);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for chunk in body.chunks(16 * 1024) {
         machine.handle_input(Input::Report(Report::Body { id, bytes: chunk }), now).expect("taken");
         kept.extend(std::iter::from_fn(|| machine.poll_event()));
     }
-    let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let used = allocations() - before;
     assert!(kept.len() >= DELTAS, "every delta came out");
     used
 }
 
 /// Allocations made while `body` streams through an agent with one subscriber.
-fn agent_allocations(body: &[u8]) -> usize {
+fn agent_allocations(body: &[u8]) -> u64 {
     let now = Instant::now();
     let mut config = agent_sim::config();
     config.tools.clear();
@@ -165,12 +124,12 @@ fn agent_allocations(body: &[u8]) -> usize {
     host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
     let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
     host.agent().handle_input(AgentInput::Report(head(id)), now).expect("taken");
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for chunk in body.chunks(16 * 1024) {
         host.agent().handle_input(AgentInput::Report(Report::Body { id, bytes: chunk }), now).expect("taken");
         host.publish();
     }
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    allocations() - before
 }
 
 const DELTAS: usize = 10_000;
@@ -184,5 +143,5 @@ fn the_agent_adds_no_allocation_per_delta_over_a_call() {
     println!("call: {call} allocations, agent with one subscriber: {agent} ({DELTAS} deltas)");
     // The agent's own growth (its partial message, its history) is amortised: a few
     // percent of a delta each, not one per delta.
-    assert!(agent <= call + DELTAS / 20, "the agent made {agent} allocations where the call made {call}");
+    assert!(agent <= call + DELTAS as u64 / 20, "the agent made {agent} allocations where the call made {call}");
 }

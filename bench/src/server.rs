@@ -1,0 +1,178 @@
+//! The loopback server: one pre-rendered response (head and SSE body, `content-length`,
+//! `connection: close`) written to each connection in one `write_all`, as fast as the
+//! socket takes it, after reading the request; the moment each request has arrived whole
+//! is recorded, for the start-up measurement.
+//!
+//! `omni_conformance::replay::ReplayServer` serves scripted chunked replies, one flush
+//! per piece, and does not note when requests arrive; this server does only what the
+//! benchmark needs, so that the server's own work stays small and constant (it runs in
+//! the harness's process, beside the measured child, on a machine with few cores).
+//! Connections are served one after another: the harness runs one client at a time.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use memchr::memmem;
+
+/// Largest request head and body read.
+const MAX_REQUEST: usize = 1 << 20;
+/// Longest wait for a client's bytes, or for it to take the response.
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A request as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// When its last byte was read.
+    pub at: Instant,
+    /// The request line's path.
+    pub path: String,
+}
+
+/// The server; dropping it stops it.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    response: Arc<Mutex<Arc<Vec<u8>>>>,
+    arrivals: Receiver<Arrival>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds 127.0.0.1 on a free port; it answers 404 until [`Server::serve`].
+    pub fn start() -> io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let not_found = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec();
+        let response = Arc::new(Mutex::new(Arc::new(not_found)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sender, arrivals) = mpsc::channel();
+        let thread = {
+            let (response, stop) = (response.clone(), stop.clone());
+            thread::Builder::new()
+                .name("omni-bench-server".into())
+                .spawn(move || accept_loop(&listener, &response, &sender, &stop))?
+        };
+        Ok(Self { addr, response, arrivals, stop, thread: Some(thread) })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// From now on every request gets `body` as an SSE stream (rendered here, once).
+    pub fn serve(&self, body: &[u8]) {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let mut response = Vec::with_capacity(head.len() + body.len());
+        response.extend_from_slice(head.as_bytes());
+        response.extend_from_slice(body);
+        *self.response.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(response);
+    }
+
+    /// Every request that arrived since the last call.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.try_iter().collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, response: &Mutex<Arc<Vec<u8>>>, arrivals: &Sender<Arrival>, stop: &AtomicBool) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(conn) = conn else { continue };
+        let response = response.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // A client that goes away early is its own failure, reported by the harness.
+        let _ = serve(conn, &response, arrivals);
+    }
+}
+
+fn serve(mut conn: TcpStream, response: &[u8], arrivals: &Sender<Arrival>) -> io::Result<()> {
+    conn.set_read_timeout(Some(IO_TIMEOUT))?;
+    conn.set_write_timeout(Some(IO_TIMEOUT))?;
+    conn.set_nodelay(true)?;
+    let Some(path) = read_request(&mut conn)? else { return Ok(()) };
+    let _ = arrivals.send(Arrival { at: Instant::now(), path });
+    conn.write_all(response)?;
+    // Closing with unread bytes would reset the connection and could cut the response
+    // short: send the end of file, then wait for the client's.
+    conn.shutdown(Shutdown::Write)?;
+    let mut rest = [0u8; 256];
+    while conn.read(&mut rest)? > 0 {}
+    Ok(())
+}
+
+/// Reads a request's head and its `content-length` body; returns the path, or `None`
+/// when the connection ends first.
+fn read_request(conn: &mut TcpStream) -> io::Result<Option<String>> {
+    let mut request = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(end) = memmem::find(&request, b"\r\n\r\n") {
+            break end + 4;
+        }
+        let n = conn.read(&mut chunk)?;
+        if n == 0 || request.len() + n > MAX_REQUEST {
+            return Ok(None);
+        }
+        request.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&request[..head_end]).into_owned();
+    let length = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(MAX_REQUEST);
+    let mut have = request.len() - head_end;
+    while have < length {
+        let n = conn.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        have += n;
+    }
+    Ok(head.split_whitespace().nth(1).map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_serves_the_body_and_notes_the_request() {
+        let server = Server::start().unwrap();
+        server.serve(b"data: x\n\n");
+        let mut conn = TcpStream::connect(server.addr).unwrap();
+        conn.write_all(b"POST /v1/messages HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}").unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert!(answer.ends_with("\r\n\r\ndata: x\n\n"), "{answer}");
+        drop(conn);
+        let arrivals = server.arrivals();
+        assert_eq!(arrivals.len(), 1);
+        assert_eq!(arrivals[0].path, "/v1/messages");
+    }
+}
