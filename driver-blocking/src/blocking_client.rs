@@ -127,7 +127,7 @@ impl Launch<Tool> for Client {
     }
 
     fn describe(tool: &Tool) -> ToolDecl {
-        tool.as_async().decl()
+        tool.decl()
     }
 
     fn launch<C: AgentCallbacks + Send + 'static>(

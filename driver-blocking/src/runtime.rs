@@ -10,9 +10,9 @@
 //! executed in one poll is acted on once (the tool pool frees places after a whole batch
 //! of cancels, see [`crate::tool_pool::hold`]).
 //!
-//! Threads: one per call or agent loop, one per request (its exchange runs on it), and
-//! one per tool run waiting for the process's bounded tool pool ([`crate::tool_pool`]),
-//! none per event.
+//! Threads: one per call or agent loop, one per request (its exchange runs on it), none
+//! per event and none per tool run (the loop polls the runs' futures itself; the
+//! handlers run on the process's bounded tool pool, [`crate::tool_pool`]).
 
 use std::cell::RefCell;
 use std::future::Future;

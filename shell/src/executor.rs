@@ -1,25 +1,38 @@
-//! Executing a machine's effects on a driver's [`Runtime`] and [`Transport`]: one task per
-//! request and per tool run, each held by its handle so that a cancel effect (or dropping
-//! the executor when the loop ends) stops it. Shared by the call loop and the agent loop.
+//! Executing a machine's effects on a driver's [`Runtime`] and [`Transport`]. Shared by
+//! the call loop and the agent loop.
 //!
-//! The tasks report on one bounded channel ([`INPUT_CAPACITY`]): a task whose report does
-//! not fit waits, so a request stops reading its response until the loop catches up.
-//! Reports the executor makes itself (a tool without a handler, work that could not be
-//! started) wait in a small queue of their own, so the executor never waits on the channel
-//! it is the reader of.
+//! - A request is a task of its own, held by its handle so that a cancel effect (or
+//!   dropping the executor when the loop ends) stops it: a transport may block inside a
+//!   poll (omni-blocking's ureq exchange), which must not hold up the loop.
+//! - A tool run is not a task: the executor holds each run's future (boxed, by
+//!   [`ToolRunId`]) and polls the runs itself, concurrently, inside
+//!   [`Executor::next_report`]. So a run costs no task (on omni-blocking, no thread that
+//!   only waits for the tool pool's answer), and a cancel effect, or dropping the
+//!   executor, drops the run's future at once, on the loop's task. The consequence for
+//!   an [`AsyncTool`]: its future runs on the call's (or agent's) loop task, concurrently
+//!   with the other runs and the loop itself; CPU-heavy or blocking work belongs on the
+//!   runtime's blocking pool (`tokio::task::spawn_blocking`, `blocking::unblock`), as
+//!   omni-blocking's tools do with their pool of threads.
+//!
+//! Requests report on one bounded channel ([`INPUT_CAPACITY`]): a request whose report
+//! does not fit waits, so it stops reading its response until the loop catches up.
+//! Reports the executor makes itself (a finished run, a tool without a handler, work that
+//! could not be started) wait in a small queue of their own, so the executor never waits
+//! on the channel it is the reader of.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::Poll;
 
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
-use futures_lite::FutureExt;
-use omni_core::data::tool::{no_handler, outcome, panic_message};
+use futures_lite::{future, StreamExt};
 use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
-use serde_json::Value;
+use omni_core::data::tool::no_handler;
 
 use crate::machine::{self, Machine, INPUT_CAPACITY};
 use crate::runtime::{ResponseSink, Runtime, Task, Transport};
+use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
 /// Tool handlers by name.
@@ -72,19 +85,20 @@ pub(crate) struct Executor<R: Runtime, T> {
     transport: T,
     handlers: Handlers,
     reports: Sender<Report>,
-    received: Receiver<Report>,
-    /// Reports made here rather than by a task, taken before the channel's.
+    /// Pinned: it is polled as a stream, keeping its listener between polls.
+    received: Pin<Box<Receiver<Report>>>,
+    /// Reports made here rather than by a request, taken before the channel's.
     ready: VecDeque<Report>,
     requests: BTreeMap<RequestId, R::Task>,
-    runs: BTreeMap<ToolRunId, R::Task>,
+    runs: ToolRuns,
 }
 
 impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
-        let (requests, runs, ready) = (BTreeMap::new(), BTreeMap::new(), VecDeque::new());
-        Self { runtime, transport, handlers, reports, received, ready, requests, runs }
+        let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
+        Self { runtime, transport, handlers, reports, received: Box::pin(received), ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {
@@ -112,28 +126,31 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
             // Dropping a task stops it.
             Effect::CancelRequest { id } => drop(self.requests.remove(&id)),
             Effect::RunTool { id, call } => match self.handlers.get(&call.name).cloned() {
-                Some(handler) => match self.runtime.spawn(run_tool(handler, id, call.input, self.reports.clone())) {
-                    Ok(task) => drop(self.runs.insert(id, task)),
-                    Err(error) => {
-                        self.ready.push_back(Report::Tool { id, outcome: ToolOutcome::Err(error.to_string()) })
-                    }
-                },
+                Some(handler) => self.runs.start(id, handler, call.input),
                 None => self.ready.push_back(Report::Tool { id, outcome: no_handler(&call.name) }),
             },
-            Effect::CancelTool { id } => drop(self.runs.remove(&id)),
+            // Dropping a run's future stops it.
+            Effect::CancelTool { id } => self.runs.cancel(id),
         }
     }
 
-    /// The next report; pending while none can come.
+    /// The next report; pending while none can come. Polls the tool runs (those woken),
+    /// so a run makes progress only while the loop waits here: the loop does so whenever
+    /// it has nothing else to do. Cancel-safe: dropped, it loses nothing.
     pub(crate) async fn next_report(&mut self) -> Report {
-        if let Some(report) = self.ready.pop_front() {
-            return report;
-        }
-        match self.received.recv().await {
-            Ok(report) => report,
-            // The executor holds a sender while it lives: never, in fact.
-            Err(_) => std::future::pending().await,
-        }
+        future::poll_fn(|cx| {
+            let ready = &mut self.ready;
+            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
+            if let Some(report) = ready.pop_front() {
+                return Poll::Ready(report);
+            }
+            match self.received.as_mut().poll_next(cx) {
+                Poll::Ready(Some(report)) => Poll::Ready(report),
+                // The executor holds a sender while it lives: the channel never ends, in fact.
+                Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Feeds a report to the machine, letting go of work that has ended.
@@ -145,48 +162,22 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
                 return machine.handle_report(machine::Report::Body { id, bytes: &bytes }, now)
             }
             Report::End { id } => {
-                self.finished(Work::Request(id));
+                self.finished(id);
                 machine::Report::BodyEnd { id }
             }
             Report::Failed { id, error } => {
-                self.finished(Work::Request(id));
+                self.finished(id);
                 machine::Report::TransportFailed { id, error }
             }
-            Report::Tool { id, outcome } => {
-                self.finished(Work::Run(id));
-                machine::Report::ToolFinished { id, outcome }
-            }
+            Report::Tool { id, outcome } => machine::Report::ToolFinished { id, outcome },
         };
         machine.handle_report(report, now)
     }
 
-    /// A task that sent its last report is returning: detached rather than dropped.
-    fn finished(&mut self, work: Work) {
-        let task = match work {
-            Work::Request(id) => self.requests.remove(&id),
-            Work::Run(id) => self.runs.remove(&id),
-        };
-        if let Some(task) = task {
+    /// A request that sent its last report is returning: detached rather than dropped.
+    fn finished(&mut self, id: RequestId) {
+        if let Some(task) = self.requests.remove(&id) {
             task.detach();
         }
     }
-}
-
-enum Work {
-    Request(RequestId),
-    Run(ToolRunId),
-}
-
-/// Runs one handler and reports its outcome. A panic, while the handler's future is made
-/// or polled, becomes [`ToolOutcome::Panicked`] instead of taking the task down; caught
-/// here (futures-lite's `catch_unwind`) so that every runtime reports it alike.
-async fn run_tool(handler: AsyncHandler, id: ToolRunId, input: Value, reports: Sender<Report>) {
-    // Calling the handler inside the async block puts its synchronous part under the catch too.
-    let caught = AssertUnwindSafe(async move { handler(input).await }).catch_unwind().await;
-    let outcome = match caught {
-        Ok(result) => outcome(result),
-        Err(payload) => ToolOutcome::Panicked(panic_message(&*payload)),
-    };
-    // The loop may be gone (the call ended); then nobody needs the answer.
-    let _ = reports.send(Report::Tool { id, outcome }).await;
 }
