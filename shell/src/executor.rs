@@ -27,8 +27,8 @@ use std::task::Poll;
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
 use futures_lite::{future, StreamExt};
-use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use omni_core::data::tool::no_handler;
+use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 
 use crate::machine::{self, Machine, INPUT_CAPACITY};
 use crate::runtime::{ResponseSink, Runtime, Task, Transport};

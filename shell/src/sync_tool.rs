@@ -9,10 +9,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::machines::generate::ToolDecl;
 use omni_core::data::message::ToolSpec;
 use omni_core::data::schema::Validator;
 use omni_core::data::tool::{typed_input, ToolError, ToolOutput};
+use omni_core::machines::generate::ToolDecl;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

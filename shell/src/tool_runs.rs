@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures_lite::FutureExt;
-use omni_core::machines::generate::{ToolOutcome, ToolRunId};
 use omni_core::data::tool::{outcome, panic_message};
+use omni_core::machines::generate::{ToolOutcome, ToolRunId};
 use serde_json::Value;
 
 use crate::AsyncHandler;
