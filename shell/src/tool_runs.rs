@@ -102,3 +102,111 @@ impl ToolRuns {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use omni_core::data::tool::{ToolError, ToolOutput};
+    use serde_json::json;
+
+    use super::*;
+    use crate::ToolFuture;
+
+    /// A run that counts its polls and stays pending until `release`, keeping its waker
+    /// in `wakers`; `dropped` is set when its future is dropped.
+    struct Probe {
+        polls: Arc<AtomicUsize>,
+        release: Arc<AtomicBool>,
+        wakers: Arc<Mutex<Vec<Waker>>>,
+        dropped: Arc<AtomicBool>,
+    }
+
+    struct SetOnDrop(Arc<AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    impl Probe {
+        fn new() -> Self {
+            Self { polls: Arc::default(), release: Arc::default(), wakers: Arc::default(), dropped: Arc::default() }
+        }
+
+        fn handler(&self) -> AsyncHandler {
+            let (polls, release, wakers, dropped) =
+                (self.polls.clone(), self.release.clone(), self.wakers.clone(), self.dropped.clone());
+            Arc::new(move |_| -> ToolFuture {
+                let (polls, release, wakers) = (polls.clone(), release.clone(), wakers.clone());
+                let guard = SetOnDrop(dropped.clone());
+                Box::pin(async move {
+                    let _guard = guard;
+                    std::future::poll_fn(|cx| {
+                        polls.fetch_add(1, Ordering::SeqCst);
+                        if release.load(Ordering::SeqCst) {
+                            return Poll::Ready(Ok::<_, ToolError>(ToolOutput::text("done")));
+                        }
+                        wakers.lock().unwrap().push(cx.waker().clone());
+                        Poll::Pending
+                    })
+                    .await
+                })
+            })
+        }
+    }
+
+    /// One pass of `runs`, with a waker that counts how often the loop is woken.
+    fn pass(runs: &mut ToolRuns, loop_wakes: &Arc<Counter>) -> Vec<(ToolRunId, ToolOutcome)> {
+        let waker = Waker::from(loop_wakes.clone());
+        let mut finished = Vec::new();
+        runs.poll(&Context::from_waker(&waker), |id, outcome| finished.push((id, outcome)));
+        finished
+    }
+
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn only_woken_runs_are_polled_again_and_a_cancel_drops_the_future_at_once() {
+        let probes: Vec<Probe> = (0..100).map(|_| Probe::new()).collect();
+        let mut runs = ToolRuns::default();
+        for (i, probe) in probes.iter().enumerate() {
+            runs.start(ToolRunId(i as u64), probe.handler(), json!({}));
+        }
+        let loop_wakes = Arc::new(Counter::default());
+        assert!(pass(&mut runs, &loop_wakes).is_empty());
+        assert!(probes.iter().all(|p| p.polls.load(Ordering::SeqCst) == 1), "each new run polled once");
+        assert!(pass(&mut runs, &loop_wakes).is_empty());
+        let polls: usize = probes.iter().map(|p| p.polls.load(Ordering::SeqCst)).sum();
+        assert_eq!(polls, 100, "a pass with nothing woken polls nothing");
+
+        // Run 7 is released and woken: the loop is woken, and only run 7 is polled.
+        probes[7].release.store(true, Ordering::SeqCst);
+        probes[7].wakers.lock().unwrap().pop().expect("run 7's waker").wake();
+        assert_eq!(loop_wakes.0.load(Ordering::SeqCst), 1, "a run's wake wakes the loop");
+        let finished = pass(&mut runs, &loop_wakes);
+        assert_eq!(finished, vec![(ToolRunId(7), ToolOutcome::Ok(ToolOutput::text("done").0))]);
+        let polls: usize = probes.iter().map(|p| p.polls.load(Ordering::SeqCst)).sum();
+        assert_eq!(polls, 101, "only the woken run was polled");
+
+        // A cancel drops the future here and now, without a poll.
+        assert!(!probes[3].dropped.load(Ordering::SeqCst));
+        runs.cancel(ToolRunId(3));
+        assert!(probes[3].dropped.load(Ordering::SeqCst), "the cancelled run's future is dropped");
+        // Woken after its cancel, it is not polled again.
+        probes[3].wakers.lock().unwrap().pop().expect("run 3's waker").wake();
+        assert!(pass(&mut runs, &loop_wakes).is_empty());
+        assert_eq!(probes[3].polls.load(Ordering::SeqCst), 1);
+        // The rest go with the runs.
+        drop(runs);
+        assert!(probes.iter().all(|p| p.dropped.load(Ordering::SeqCst)));
+    }
+}
