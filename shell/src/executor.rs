@@ -21,6 +21,7 @@
 //! on the channel it is the reader of.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::Poll;
 
@@ -134,9 +135,10 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         }
     }
 
-    /// The next report; pending while none can come. Polls the tool runs (those woken),
-    /// so a run makes progress only while the loop waits here: the loop does so whenever
-    /// it has nothing else to do. Cancel-safe: dropped, it loses nothing.
+    /// The next report; pending while none can come. Polls the tool runs (those woken):
+    /// a run makes progress while the loop waits here or in [`Executor::run_tools`],
+    /// which it does whenever it has nothing else to do. Cancel-safe: dropped, it loses
+    /// nothing.
     pub(crate) async fn next_report(&mut self) -> Report {
         future::poll_fn(|cx| {
             let ready = &mut self.ready;
@@ -149,6 +151,18 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
                 // The executor holds a sender while it lives: the channel never ends, in fact.
                 Poll::Ready(None) | Poll::Pending => Poll::Pending,
             }
+        })
+        .await
+    }
+
+    /// Keeps the tool runs going without taking a report: while the application's event
+    /// queue is full the loop takes no input, but the runs go on as they would as tasks
+    /// (their outcomes wait here). Never resolves.
+    pub(crate) async fn run_tools(&mut self) -> Infallible {
+        future::poll_fn(|cx| {
+            let ready = &mut self.ready;
+            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
+            Poll::Pending
         })
         .await
     }
@@ -179,5 +193,119 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         if let Some(task) = self.requests.remove(&id) {
             task.detach();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // A test of the loop on the shell's thread runtime: it waits on the clock itself.
+    #![allow(clippy::disallowed_methods)]
+
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use futures_lite::StreamExt;
+    use omni_core::data::tool::ToolError;
+    use omni_core::machines::generate::GenerateEvent;
+    use omni_core::wire::proxy::ProxyRules;
+    use omni_core::{HttpRequest, StreamEvent};
+    use serde_json::json;
+
+    use crate::runtime::{ResponseSink, Runtime, Transport};
+    use crate::threads::{within, Threads};
+    use crate::{AsyncTool, Client, Driver, Error};
+
+    /// Quick tool calls before the slow one: more results than the call's event queue holds.
+    const QUICK: usize = 2 * crate::delivery::EVENT_CAPACITY;
+
+    fn sse(event: &str, data: serde_json::Value) -> String {
+        format!("event: {event}\ndata: {data}\n\n")
+    }
+
+    /// Anthropic replies: first `QUICK` calls of the tool `quick` and one of `slow`, then "done".
+    #[derive(Debug, Clone, Default)]
+    struct ToolsThenDone(Arc<AtomicUsize>);
+
+    impl Transport for ToolsThenDone {
+        fn send(&self, _: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+            let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
+            let start = json!({"type": "message_start", "message": {"id": "m", "type": "message",
+                "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}});
+            let mut body = sse("message_start", start);
+            let block = json!({"type": "text", "text": ""});
+            body +=
+                &sse("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": block}));
+            let delta = json!({"type": "text_delta", "text": "done"});
+            body += &sse("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta}));
+            body += &sse("content_block_stop", json!({"type": "content_block_stop", "index": 0}));
+            let calls = if first { QUICK + 1 } else { 0 };
+            for i in 1..=calls {
+                let name = if i <= QUICK { "quick" } else { "slow" };
+                let block = json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": {}});
+                body += &sse(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": block}),
+                );
+                body += &sse("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+            }
+            let stop = if first { "tool_use" } else { "end_turn" };
+            let end = json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 2}});
+            body += &sse("message_delta", end);
+            body += &sse("message_stop", json!({"type": "message_stop"}));
+            async move {
+                let headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
+                if sink.head(200, headers).await && sink.body(body.into_bytes()).await {
+                    sink.end().await;
+                }
+            }
+        }
+    }
+
+    #[derive(Debug)]
+    struct Replies;
+
+    impl Driver for Replies {
+        type Runtime = Threads;
+        type Transport = ToolsThenDone;
+
+        fn transport(_roots: &[Vec<u8>], _proxies: ProxyRules) -> Result<ToolsThenDone, Error> {
+            Ok(ToolsThenDone::default())
+        }
+    }
+
+    #[test]
+    fn tool_runs_go_on_while_the_application_does_not_read() {
+        let client = Client::<Replies>::builder().api_key("anthropic", "sk-test").no_proxy().build().expect("client");
+        let quick = AsyncTool::new("quick", "", json!({"type": "object"}), |_| async { Ok::<_, ToolError>("q") });
+        let finished = Arc::new(AtomicBool::new(false));
+        let marker = finished.clone();
+        let slow = AsyncTool::new("slow", "", json!({"type": "object"}), move |_| {
+            let (marker, later) = (marker.clone(), Threads.sleep_until(Instant::now() + Duration::from_millis(100)));
+            async move {
+                later.await;
+                marker.store(true, Ordering::SeqCst);
+                Ok::<_, ToolError>("s")
+            }
+        });
+        let mut stream =
+            client.call("anthropic:claude-sonnet-4-5", "go").tools([quick, slow]).stream().expect("started");
+        // Read the first step; then no more: the quick results fill the call's event queue
+        // while the slow run still waits for its timer.
+        loop {
+            match within(stream.next()).expect("the first step") {
+                GenerateEvent::Stream { step: 0, event: StreamEvent::Done { .. } } => break,
+                _ => continue,
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !finished.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the slow run stopped while its call's events were unread");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let response = within(stream.response()).expect("the call ends once read");
+        assert_eq!(response.text(), "done");
     }
 }
