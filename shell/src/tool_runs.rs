@@ -85,6 +85,10 @@ impl ToolRuns {
     /// Polls the runs woken since the last pass, once each, and hands every finished
     /// run's outcome to `finished`. The loop is woken (through `cx`) when a run is.
     pub(crate) fn poll(&mut self, cx: &Context<'_>, mut finished: impl FnMut(ToolRunId, ToolOutcome)) {
+        // The loop polls here for every report (each body chunk): no locks when no run is in flight.
+        if self.running.is_empty() {
+            return;
+        }
         {
             let mut parent = self.woken.parent.lock().unwrap_or_else(PoisonError::into_inner);
             if !parent.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
