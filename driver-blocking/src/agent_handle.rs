@@ -109,47 +109,40 @@ impl<C> fmt::Debug for WeakAgent<C> {
     }
 }
 
+/// Methods that wait ([`Agent::wait`]) for the shell handle's method of the same name,
+/// given the same arguments.
+macro_rules! waiting {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $($arg: $ty),*) -> Result<$out, Error> {
+            self.wait(self.inner.$name($($arg),*))
+        }
+    )*};
+}
+
 impl<C: AgentCallbacks + Send + 'static> Agent<C> {
-    /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
-    /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
-    pub fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.wait(self.inner.prompt(text))
-    }
-
-    /// Answers the paused tool call.
-    pub fn resume(&self, decision: ToolDecision) -> Result<(), Error> {
-        self.wait(self.inner.resume(decision))
-    }
-
-    /// Stops the turn in flight and discards it (an error when idle).
-    pub fn cancel(&self) -> Result<(), Error> {
-        self.wait(self.inner.cancel())
+    waiting! {
+        /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
+        /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
+        fn prompt(text: impl Into<String>) -> ();
+        /// Answers the paused tool call.
+        fn resume(decision: ToolDecision) -> ();
+        /// Stops the turn in flight and discards it (an error when idle).
+        fn cancel() -> ();
+        /// Status, model, system prompt, committed history, tools and options.
+        fn state() -> AgentState;
+        /// What the agent is doing.
+        fn status() -> Status;
+        /// The committed history.
+        fn messages() -> Vec<Message>;
+        /// Committed, pending and partial messages.
+        fn snapshot() -> Snapshot;
     }
 
     /// Changes model, key, system prompt, history, tools or options, all or nothing;
     /// only while idle.
     pub fn set_state(&self, change: StateChange) -> Result<(), Error> {
         self.wait(self.inner.set_state(change.map_tools(Into::into)))
-    }
-
-    /// Status, model, system prompt, committed history, tools and options.
-    pub fn state(&self) -> Result<AgentState, Error> {
-        self.wait(self.inner.state())
-    }
-
-    /// What the agent is doing.
-    pub fn status(&self) -> Result<Status, Error> {
-        self.wait(self.inner.status())
-    }
-
-    /// The committed history.
-    pub fn messages(&self) -> Result<Vec<Message>, Error> {
-        self.wait(self.inner.messages())
-    }
-
-    /// Committed, pending and partial messages.
-    pub fn snapshot(&self) -> Result<Snapshot, Error> {
-        self.wait(self.inner.snapshot())
     }
 
     /// Subscribes to every later event. The snapshot is taken at the same moment, so

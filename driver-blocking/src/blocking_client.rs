@@ -1,8 +1,7 @@
 //! The client: omni-shell's client on this driver ([`Blocking`]: a runtime of threads,
 //! ureq as the transport), with methods that wait for the answer on the caller's thread.
 
-use std::sync::{Arc, OnceLock};
-
+use futures_lite::future::block_on;
 use omni_core::machines::agent::AgentCallbacks;
 use omni_core::machines::client::{ClientConfig, ModelRef};
 use omni_core::machines::generate::ToolDecl;
@@ -127,7 +126,7 @@ impl Launch<Tool> for Client {
     }
 
     fn describe(tool: &Tool) -> ToolDecl {
-        tool.as_async().decl()
+        tool.decl()
     }
 
     fn launch<C: AgentCallbacks + Send + 'static>(
@@ -136,13 +135,10 @@ impl Launch<Tool> for Client {
         tools: Vec<Tool>,
         capacity: usize,
     ) -> Result<Agent<C>, Error> {
-        // The agent's loop is the first task of this runtime: its thread is recorded, so
-        // that a handle called on it refuses rather than waits for itself.
-        let first = Arc::new(OnceLock::new());
-        let client = self.0.on_executor(Threads::recording(first.clone()));
-        let tools = tools.into_iter().map(Into::into).collect();
-        let agent = client.launch(host, tools, capacity)?;
-        let thread = first.get().copied().ok_or_else(|| Error::Setup("the agent loop did not start".into()))?;
+        let agent = self.0.launch(host, tools.into_iter().map(Into::into).collect(), capacity)?;
+        // The thread the callbacks run on: a handle called there refuses rather than waits
+        // for itself.
+        let thread = block_on(agent.with_callbacks(|_| std::thread::current().id()))?;
         Ok(Agent::new(agent, thread))
     }
 }

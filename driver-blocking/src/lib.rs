@@ -12,7 +12,7 @@
 //! [`Iterator`].
 //!
 //! Threads: one for the loop of each call or agent, one per HTTP request (its exchange
-//! blocks on it), one per tool run waiting for its answer, and the tool threads, bounded
+//! blocks on it), and the tool threads (the loop itself waits for their answers), bounded
 //! for the whole process ([`MAX_RUNNING_TOOLS`] at once, queued beyond; at most
 //! [`MAX_TOOL_THREADS`] alive counting handlers that ignored a cancel). Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
@@ -67,22 +67,16 @@ mod transport;
 
 pub use omni_core as core;
 pub use omni_core::*;
+// The names every driver re-exports; this crate's own handles below take precedence.
+pub use omni_shell::exports::*;
 
 pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
-pub use omni_core::data::tool::{ToolError, ToolOutput};
-pub use omni_core::machines::agent::{
-    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
-};
-pub use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
-pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
-pub use omni_shell::Error;
-pub use omni_shell::DEFAULT_SUBSCRIBER_CAPACITY;
+pub use omni_core::machines::client::ClientConfig;
 pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
-pub use tools::{CancelToken, Tool};
+pub use tools::{CancelToken, Tool, ToolPool};
 
 /// Longest a name resolution, and a TCP connect, may take; everything else is timed
 /// by the core.

@@ -10,14 +10,14 @@
 //! executed in one poll is acted on once (the tool pool frees places after a whole batch
 //! of cancels, see [`crate::tool_pool::hold`]).
 //!
-//! Threads: one per call or agent loop, one per request (its exchange runs on it), and
-//! one per tool run waiting for the process's bounded tool pool ([`crate::tool_pool`]),
-//! none per event.
+//! Threads: one per call or agent loop, one per request (its exchange runs on it), none
+//! per event and none per tool run (the loop polls the runs' futures itself; the
+//! handlers run on the process's bounded tool pool, [`crate::tool_pool`]).
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::{self, ThreadId};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
@@ -25,19 +25,8 @@ use futures_lite::future;
 use omni_shell::{Error, Runtime, Task};
 
 /// Runs the shell's tasks on threads of their own.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Threads {
-    /// Where the first task started with this runtime (and its clones) records its thread:
-    /// the agent's loop, so that a handle called on it refuses rather than waits for itself.
-    first: Option<Arc<OnceLock<ThreadId>>>,
-}
-
-impl Threads {
-    /// A runtime whose first task's thread is recorded in `first`.
-    pub(crate) fn recording(first: Arc<OnceLock<ThreadId>>) -> Self {
-        Self { first: Some(first) }
-    }
-}
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Threads;
 
 /// What unblocks a task's blocking code, run when its handle is dropped.
 type StopHook = Box<dyn FnOnce() + Send>;
@@ -118,13 +107,10 @@ impl Runtime for Threads {
         let (sender, stopped) = async_channel::bounded::<()>(1);
         let stop = Arc::new(Stop::new());
         let (task_stop, keep_open) = (stop.clone(), sender.clone());
-        let thread = thread::Builder::new()
+        thread::Builder::new()
             .name("omni-task".into())
             .spawn(move || run(future, stopped, task_stop, keep_open))
             .map_err(|e| Error::Setup(format!("could not start a thread: {e}")))?;
-        if let Some(first) = &self.first {
-            let _ = first.set(thread.thread().id());
-        }
         Ok(ThreadTask { stop: Some((sender, stop)) })
     }
 
@@ -184,7 +170,7 @@ mod tests {
     #[test]
     fn dropping_a_task_stops_it_and_detaching_lets_it_finish() {
         let (done, finished) = async_channel::bounded::<&str>(2);
-        let runtime = Threads::default();
+        let runtime = Threads;
         let slow = runtime.sleep_until(Instant::now() + Duration::from_millis(100));
         let tx = done.clone();
         let stopped = runtime
@@ -212,7 +198,7 @@ mod tests {
         let (hook_ran, wait) = std::sync::mpsc::sync_channel::<()>(1);
         let (entered, blocked) = std::sync::mpsc::sync_channel::<()>(1);
         let (left, ended) = std::sync::mpsc::sync_channel(1);
-        let task = Threads::default()
+        let task = Threads
             .spawn(async move {
                 on_stop(move || {
                     let _ = hook_ran.send(());

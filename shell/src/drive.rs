@@ -20,7 +20,8 @@
 //! 7. the loop waits, looking first at the application (a handle's command, a dropped
 //!    stream, room in a full event queue), then at the next input (unless the
 //!    application's event queue is full: then no input is taken and the request stops
-//!    reading, but a deadline or the application still gets in), then at the deadline.
+//!    reading, but tool runs go on, and a deadline or the application still gets in),
+//!    then at the deadline.
 
 use std::time::Instant;
 
@@ -115,7 +116,8 @@ pub(crate) async fn drive<S: Side, R: Runtime, T: Transport>(mut side: S, mut ex
         let application = async { Wake::Application(side.wait().await) };
         let input = async {
             if delivery == Delivery::Full {
-                future::pending().await
+                // No input is taken, but the tool runs (polled by this loop) go on.
+                match executor.run_tools().await {}
             } else {
                 Wake::Input(executor.next_report().await)
             }

@@ -1,25 +1,39 @@
-//! Executing a machine's effects on a driver's [`Runtime`] and [`Transport`]: one task per
-//! request and per tool run, each held by its handle so that a cancel effect (or dropping
-//! the executor when the loop ends) stops it. Shared by the call loop and the agent loop.
+//! Executing a machine's effects on a driver's [`Runtime`] and [`Transport`]. Shared by
+//! the call loop and the agent loop.
 //!
-//! The tasks report on one bounded channel ([`INPUT_CAPACITY`]): a task whose report does
-//! not fit waits, so a request stops reading its response until the loop catches up.
-//! Reports the executor makes itself (a tool without a handler, work that could not be
-//! started) wait in a small queue of their own, so the executor never waits on the channel
-//! it is the reader of.
+//! - A request is a task of its own, held by its handle so that a cancel effect (or
+//!   dropping the executor when the loop ends) stops it: a transport may block inside a
+//!   poll (omni-blocking's ureq exchange), which must not hold up the loop.
+//! - A tool run is not a task: the executor holds each run's future (boxed, by
+//!   [`ToolRunId`]) and polls the runs itself, concurrently, inside
+//!   [`Executor::next_report`]. So a run costs no task (on omni-blocking, no thread that
+//!   only waits for the tool pool's answer), and a cancel effect, or dropping the
+//!   executor, drops the run's future at once, on the loop's task. The consequence for
+//!   an [`AsyncTool`]: its future runs on the call's (or agent's) loop task, concurrently
+//!   with the other runs and the loop itself; CPU-heavy or blocking work belongs on the
+//!   runtime's blocking pool (`tokio::task::spawn_blocking`, `blocking::unblock`), as
+//!   omni-blocking's tools do with their pool of threads.
+//!
+//! Requests report on one bounded channel ([`INPUT_CAPACITY`]): a request whose report
+//! does not fit waits, so it stops reading its response until the loop catches up.
+//! Reports the executor makes itself (a finished run, a tool without a handler, work that
+//! could not be started) wait in a small queue of their own, so the executor never waits
+//! on the channel it is the reader of.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::panic::AssertUnwindSafe;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::Poll;
 
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
-use futures_lite::FutureExt;
-use omni_core::data::tool::{no_handler, outcome, panic_message};
+use futures_lite::{future, StreamExt};
+use omni_core::data::tool::no_handler;
 use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
-use serde_json::Value;
 
 use crate::machine::{self, Machine, INPUT_CAPACITY};
 use crate::runtime::{ResponseSink, Runtime, Task, Transport};
+use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
 /// Tool handlers by name.
@@ -72,19 +86,20 @@ pub(crate) struct Executor<R: Runtime, T> {
     transport: T,
     handlers: Handlers,
     reports: Sender<Report>,
-    received: Receiver<Report>,
-    /// Reports made here rather than by a task, taken before the channel's.
+    /// Pinned: it is polled as a stream, keeping its listener between polls.
+    received: Pin<Box<Receiver<Report>>>,
+    /// Reports made here rather than by a request, taken before the channel's.
     ready: VecDeque<Report>,
     requests: BTreeMap<RequestId, R::Task>,
-    runs: BTreeMap<ToolRunId, R::Task>,
+    runs: ToolRuns,
 }
 
 impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
-        let (requests, runs, ready) = (BTreeMap::new(), BTreeMap::new(), VecDeque::new());
-        Self { runtime, transport, handlers, reports, received, ready, requests, runs }
+        let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
+        Self { runtime, transport, handlers, reports, received: Box::pin(received), ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {
@@ -112,28 +127,44 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
             // Dropping a task stops it.
             Effect::CancelRequest { id } => drop(self.requests.remove(&id)),
             Effect::RunTool { id, call } => match self.handlers.get(&call.name).cloned() {
-                Some(handler) => match self.runtime.spawn(run_tool(handler, id, call.input, self.reports.clone())) {
-                    Ok(task) => drop(self.runs.insert(id, task)),
-                    Err(error) => {
-                        self.ready.push_back(Report::Tool { id, outcome: ToolOutcome::Err(error.to_string()) })
-                    }
-                },
+                Some(handler) => self.runs.start(id, handler, call.input),
                 None => self.ready.push_back(Report::Tool { id, outcome: no_handler(&call.name) }),
             },
-            Effect::CancelTool { id } => drop(self.runs.remove(&id)),
+            // Dropping a run's future stops it.
+            Effect::CancelTool { id } => self.runs.cancel(id),
         }
     }
 
-    /// The next report; pending while none can come.
+    /// The next report; pending while none can come. Polls the tool runs (those woken):
+    /// a run makes progress while the loop waits here or in [`Executor::run_tools`],
+    /// which it does whenever it has nothing else to do. Cancel-safe: dropped, it loses
+    /// nothing.
     pub(crate) async fn next_report(&mut self) -> Report {
-        if let Some(report) = self.ready.pop_front() {
-            return report;
-        }
-        match self.received.recv().await {
-            Ok(report) => report,
-            // The executor holds a sender while it lives: never, in fact.
-            Err(_) => std::future::pending().await,
-        }
+        future::poll_fn(|cx| {
+            let ready = &mut self.ready;
+            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
+            if let Some(report) = ready.pop_front() {
+                return Poll::Ready(report);
+            }
+            match self.received.as_mut().poll_next(cx) {
+                Poll::Ready(Some(report)) => Poll::Ready(report),
+                // The executor holds a sender while it lives: the channel never ends, in fact.
+                Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Keeps the tool runs going without taking a report: while the application's event
+    /// queue is full the loop takes no input, but the runs go on as they would as tasks
+    /// (their outcomes wait here). Never resolves.
+    pub(crate) async fn run_tools(&mut self) -> Infallible {
+        future::poll_fn(|cx| {
+            let ready = &mut self.ready;
+            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
+            Poll::Pending
+        })
+        .await
     }
 
     /// Feeds a report to the machine, letting go of work that has ended.
@@ -145,48 +176,136 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
                 return machine.handle_report(machine::Report::Body { id, bytes: &bytes }, now)
             }
             Report::End { id } => {
-                self.finished(Work::Request(id));
+                self.finished(id);
                 machine::Report::BodyEnd { id }
             }
             Report::Failed { id, error } => {
-                self.finished(Work::Request(id));
+                self.finished(id);
                 machine::Report::TransportFailed { id, error }
             }
-            Report::Tool { id, outcome } => {
-                self.finished(Work::Run(id));
-                machine::Report::ToolFinished { id, outcome }
-            }
+            Report::Tool { id, outcome } => machine::Report::ToolFinished { id, outcome },
         };
         machine.handle_report(report, now)
     }
 
-    /// A task that sent its last report is returning: detached rather than dropped.
-    fn finished(&mut self, work: Work) {
-        let task = match work {
-            Work::Request(id) => self.requests.remove(&id),
-            Work::Run(id) => self.runs.remove(&id),
-        };
-        if let Some(task) = task {
+    /// A request that sent its last report is returning: detached rather than dropped.
+    fn finished(&mut self, id: RequestId) {
+        if let Some(task) = self.requests.remove(&id) {
             task.detach();
         }
     }
 }
 
-enum Work {
-    Request(RequestId),
-    Run(ToolRunId),
-}
+#[cfg(test)]
+mod tests {
+    // A test of the loop on the shell's thread runtime: it waits on the clock itself.
+    #![allow(clippy::disallowed_methods)]
 
-/// Runs one handler and reports its outcome. A panic, while the handler's future is made
-/// or polled, becomes [`ToolOutcome::Panicked`] instead of taking the task down; caught
-/// here (futures-lite's `catch_unwind`) so that every runtime reports it alike.
-async fn run_tool(handler: AsyncHandler, id: ToolRunId, input: Value, reports: Sender<Report>) {
-    // Calling the handler inside the async block puts its synchronous part under the catch too.
-    let caught = AssertUnwindSafe(async move { handler(input).await }).catch_unwind().await;
-    let outcome = match caught {
-        Ok(result) => outcome(result),
-        Err(payload) => ToolOutcome::Panicked(panic_message(&*payload)),
-    };
-    // The loop may be gone (the call ended); then nobody needs the answer.
-    let _ = reports.send(Report::Tool { id, outcome }).await;
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use futures_lite::StreamExt;
+    use omni_core::data::tool::ToolError;
+    use omni_core::machines::generate::GenerateEvent;
+    use omni_core::wire::proxy::ProxyRules;
+    use omni_core::{HttpRequest, StreamEvent};
+    use serde_json::json;
+
+    use crate::runtime::{ResponseSink, Runtime, Transport};
+    use crate::threads::{within, Threads};
+    use crate::{AsyncTool, Client, Driver, Error};
+
+    /// Quick tool calls before the slow one: more results than the call's event queue holds.
+    const QUICK: usize = 2 * crate::delivery::EVENT_CAPACITY;
+
+    fn sse(event: &str, data: serde_json::Value) -> String {
+        format!("event: {event}\ndata: {data}\n\n")
+    }
+
+    /// Anthropic replies: first `QUICK` calls of the tool `quick` and one of `slow`, then "done".
+    #[derive(Debug, Clone, Default)]
+    struct ToolsThenDone(Arc<AtomicUsize>);
+
+    impl Transport for ToolsThenDone {
+        fn send(&self, _: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static {
+            let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
+            let start = json!({"type": "message_start", "message": {"id": "m", "type": "message",
+                "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}});
+            let mut body = sse("message_start", start);
+            let block = json!({"type": "text", "text": ""});
+            body +=
+                &sse("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": block}));
+            let delta = json!({"type": "text_delta", "text": "done"});
+            body += &sse("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta}));
+            body += &sse("content_block_stop", json!({"type": "content_block_stop", "index": 0}));
+            let calls = if first { QUICK + 1 } else { 0 };
+            for i in 1..=calls {
+                let name = if i <= QUICK { "quick" } else { "slow" };
+                let block = json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": {}});
+                body += &sse(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": block}),
+                );
+                body += &sse("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+            }
+            let stop = if first { "tool_use" } else { "end_turn" };
+            let end = json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 2}});
+            body += &sse("message_delta", end);
+            body += &sse("message_stop", json!({"type": "message_stop"}));
+            async move {
+                let headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
+                if sink.head(200, headers).await && sink.body(body.into_bytes()).await {
+                    sink.end().await;
+                }
+            }
+        }
+    }
+
+    #[derive(Debug)]
+    struct Replies;
+
+    impl Driver for Replies {
+        type Runtime = Threads;
+        type Transport = ToolsThenDone;
+
+        fn transport(_roots: &[Vec<u8>], _proxies: ProxyRules) -> Result<ToolsThenDone, Error> {
+            Ok(ToolsThenDone::default())
+        }
+    }
+
+    #[test]
+    fn tool_runs_go_on_while_the_application_does_not_read() {
+        let client = Client::<Replies>::builder().api_key("anthropic", "sk-test").no_proxy().build().expect("client");
+        let quick = AsyncTool::new("quick", "", json!({"type": "object"}), |_| async { Ok::<_, ToolError>("q") });
+        let finished = Arc::new(AtomicBool::new(false));
+        let marker = finished.clone();
+        let slow = AsyncTool::new("slow", "", json!({"type": "object"}), move |_| {
+            let (marker, later) = (marker.clone(), Threads.sleep_until(Instant::now() + Duration::from_millis(100)));
+            async move {
+                later.await;
+                marker.store(true, Ordering::SeqCst);
+                Ok::<_, ToolError>("s")
+            }
+        });
+        let mut stream =
+            client.call("anthropic:claude-sonnet-4-5", "go").tools([quick, slow]).stream().expect("started");
+        // Read the first step; then no more: the quick results fill the call's event queue
+        // while the slow run still waits for its timer.
+        loop {
+            match within(stream.next()).expect("the first step") {
+                GenerateEvent::Stream { step: 0, event: StreamEvent::Done { .. } } => break,
+                _ => continue,
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !finished.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the slow run stopped while its call's events were unread");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let response = within(stream.response()).expect("the call ends once read");
+        assert_eq!(response.text(), "done");
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! Everything omni's drivers share, runtime-neutral: the [`Client`] and its builder
 //! ([`ClientBuilder`]), the call builder and its event stream ([`Call`], [`TextStream`]),
-//! tools with async handlers ([`AsyncTool`]), the agent builder and handle
+//! tools with async handlers ([`AsyncTool`]) or with plain closures run where a driver
+//! says ([`SyncTool`] over a [`RunSync`]), the agent builder and handle
 //! ([`AgentBuilder`], [`Agent`], [`Subscription`]) with the agent's host ([`Host`]), the
 //! error type, and the loops that drive the machines. A driver only implements
 //! [`Runtime`] (run a task, sleep, the clock) and [`Transport`] (send one request), names
@@ -33,9 +34,11 @@ mod host;
 pub mod machine;
 mod runtime;
 mod subscription;
+mod sync_tool;
 #[cfg(test)]
 mod threads;
 mod tool;
+mod tool_runs;
 
 pub use agent::{Agent, StateChange, WeakAgent};
 pub use agent_builder::{AgentBuilder, Launch, DEFAULT_SUBSCRIBER_CAPACITY};
@@ -46,4 +49,5 @@ pub use error::Error;
 pub use host::{Command, EventSink, Host, Reply};
 pub use runtime::{ResponseSink, Runtime, Task, Transport};
 pub use subscription::{Subscriber, Subscription};
+pub use sync_tool::{RunSync, SyncHandler, SyncTool};
 pub use tool::{handlers_by_name, AsyncHandler, AsyncTool, ToolFuture};

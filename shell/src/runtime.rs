@@ -26,8 +26,9 @@ use crate::Error;
 
 /// Where a driver's work runs, and its clock.
 pub trait Runtime: Clone + fmt::Debug + Send + Sync + 'static {
-    /// A running task. Dropping it stops the task at its next await (a request's
-    /// connection is closed, a tool's future dropped); [`Task::detach`] lets a task that
+    /// A running task (the shell spawns a loop per call or agent, and a task per
+    /// request; tool runs are polled by their loop). Dropping it stops the task at its
+    /// next await (a request's connection is closed); [`Task::detach`] lets a task that
     /// has finished (or must finish on its own) go without stopping it.
     type Task: Task;
 

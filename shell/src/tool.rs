@@ -1,6 +1,12 @@
 //! Tools with async handlers, shared by the async drivers (omni-tokio and omni-smol
 //! re-export [`AsyncTool`] as their `Tool`). A handler is a plain boxed future: no
 //! runtime is involved until a driver runs it.
+//!
+//! A run is not a task of its own: the call's (or agent's) loop polls every run's future
+//! itself, concurrently with the other runs of the step ([`crate::executor`]). So an
+//! async handler must not block: CPU-heavy or blocking work belongs on the runtime's
+//! blocking pool (`tokio::task::spawn_blocking`, smol's `blocking::unblock`), or it holds
+//! up the loop, its deadlines and the other runs.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,7 +27,9 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>>
 /// An async handler: JSON input in, a future of the output.
 pub type AsyncHandler = Arc<dyn Fn(Value) -> ToolFuture + Send + Sync>;
 
-/// A tool: what the model is told, and optionally an async handler.
+/// A tool: what the model is told, and optionally an async handler. The handler's future
+/// runs on the call's loop task, concurrently with the other runs (see the module doc):
+/// await, never block, in it.
 #[derive(Clone)]
 pub struct AsyncTool {
     spec: ToolSpec,
