@@ -26,6 +26,11 @@ pub const EVENT_CAPACITY: usize = 8;
 /// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is
 /// read ahead of the machine stays within a few MiB.
 pub const INPUT_CAPACITY: usize = 16;
+/// The most body a transport reads from its socket and reports at once. Every report
+/// costs a hand-off between the transport's task and the loop's (a wake-up, often across
+/// threads); 64 KiB holds hundreds of small streamed events, so that cost is spread
+/// thin, and [`INPUT_CAPACITY`] of them bound what is read ahead to 1 MiB.
+pub const BODY_CHUNK: usize = 64 * 1024;
 /// Commands from the application's handles queued for an agent's loop before a handle
 /// waits.
 pub const COMMAND_CAPACITY: usize = 64;

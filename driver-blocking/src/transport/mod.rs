@@ -56,8 +56,8 @@ use ureq::unversioned::transport::{Connector, DefaultConnector};
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
 /// interrupt either once started).
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest piece of body read at once.
-const READ_BUFFER: usize = 16 * 1024;
+/// Largest piece of body read at once (the shell's choice for every transport).
+const READ_BUFFER: usize = omni_shell::delivery::BODY_CHUNK;
 
 /// What an exchange reports, in order: `Head`, `Body`*, then `End` or `Failed` (or
 /// only `Failed`).

@@ -27,8 +27,8 @@ use ureq_proto::BodyMode;
 
 use connect::{failure, Connection, Target};
 
-/// How much is read from the socket at a time.
-const READ_SIZE: usize = 16 * 1024;
+/// How much is read from the socket at a time (the shell's choice for every transport).
+const READ_SIZE: usize = omni_shell::delivery::BODY_CHUNK;
 /// Largest request or response head accepted (a header line longer than the buffer grows it).
 const MAX_HEAD: usize = 1024 * 1024;
 /// A body up to this size goes out in the head's write.

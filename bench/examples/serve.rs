@@ -1,0 +1,18 @@
+//! `cargo run --release -p omni-bench --example serve -- <case>`: serves `case`'s body at
+//! full scale to every request until killed, and prints the base URL, so that one client
+//! run can be profiled alone (`valgrind --tool=callgrind omni-bench-client tokio-current
+//! openai-text <url>`, or `perf record`).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use omni_bench::case::{Case, Scale};
+use omni_bench::server::Server;
+
+fn main() {
+    let case = std::env::args().nth(1).and_then(|name| Case::parse(&name)).unwrap_or(Case::OpenaiText);
+    let server = Server::start().expect("a loopback port");
+    server.serve(&case.body(Scale::FULL));
+    println!("{}", server.base_url());
+    loop {
+        std::thread::park();
+    }
+}
