@@ -187,7 +187,10 @@ pub fn proxy_suite(driver: &impl StreamingDriver) {
     let events = driver.stream(&refused);
     assert!(!events.iter().any(|e| matches!(e, GenerateEvent::Retry { .. })), "a 407 is not retried: {events:?}");
     let kind = events.iter().find_map(|e| match e {
-        GenerateEvent::Failed { error: GenerateError::Transport(t), .. } => Some(t.kind),
+        GenerateEvent::Failed { error, .. } => match &**error {
+            GenerateError::Transport(t) => Some(t.kind),
+            _ => None,
+        },
         _ => None,
     });
     assert_eq!(kind, Some(TransportErrorKind::ProxyAuth), "{events:?}");

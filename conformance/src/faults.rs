@@ -299,19 +299,20 @@ impl FaultCase {
             (Expect::Finished(text), Some(GenerateEvent::Finished(response))) => {
                 assert_eq!(response.text(), text, "{name}")
             }
-            (Expect::TransportFailure, Some(GenerateEvent::Failed { error: GenerateError::Transport(_), .. })) => {}
+            (Expect::TransportFailure, Some(GenerateEvent::Failed { error, .. }))
+                if matches!(**error, GenerateError::Transport(_)) => {}
             (Expect::Stalled { partial: text }, Some(GenerateEvent::Failed { error, partial })) => {
-                assert!(matches!(error, GenerateError::Stalled(_)), "{name}: {error:?}");
+                assert!(matches!(**error, GenerateError::Stalled(_)), "{name}: {error:?}");
                 assert_eq!(partial.text(), text, "{name}: what came before the stall is kept");
             }
             (Expect::StreamFailure { partial: text }, Some(GenerateEvent::Failed { error, partial })) => {
-                assert!(matches!(error, GenerateError::Stream(_)), "{name}: {error:?}");
+                assert!(matches!(**error, GenerateError::Stream(_)), "{name}: {error:?}");
                 assert_eq!(partial.text(), text, "{name}: what came is kept");
             }
-            (
-                Expect::ProviderFailure(status),
-                Some(GenerateEvent::Failed { error: GenerateError::Provider(e), .. }),
-            ) => {
+            (Expect::ProviderFailure(status), Some(GenerateEvent::Failed { error, .. }))
+                if matches!(**error, GenerateError::Provider(_)) =>
+            {
+                let GenerateError::Provider(e) = &**error else { panic!("{name}: {error:?}") };
                 assert_eq!(e.status, Some(status), "{name}");
                 let kept = e.message.len() + e.body.as_ref().map_or(0, String::len);
                 assert!(kept <= 2 * 64 * 1024, "{name}: a bounded part of the body is kept ({kept} bytes)");

@@ -130,7 +130,7 @@ where
     let Some(omni_core::machines::generate::GenerateEvent::Failed { error, partial }) = events.last() else {
         panic!("expected a failure: {events:?}")
     };
-    let omni_core::machines::generate::GenerateError::Provider(provider_error) = error else { panic!("{error:?}") };
+    let omni_core::machines::generate::GenerateError::Provider(provider_error) = &**error else { panic!("{error:?}") };
     assert_eq!(provider_error.status, Some(401));
     assert!(provider_error.message.starts_with("bad: <redacted>"), "{}", provider_error.message);
     let shown = format!("{error} {error:?} {partial:?} {:?}", provider_error.body);

@@ -51,7 +51,7 @@ fn hi() -> Reply {
 /// The error a call ended with (panics when it finished).
 fn failure(events: &[GenerateEvent], case: &str) -> GenerateError {
     match events.last() {
-        Some(GenerateEvent::Failed { error, .. }) => error.clone(),
+        Some(GenerateEvent::Failed { error, .. }) => (**error).clone(),
         other => panic!("{case}: expected a failure, got {other:?}"),
     }
 }

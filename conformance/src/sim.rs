@@ -277,7 +277,7 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
             match event {
                 GenerateEvent::Finished(response) => result.response = Some(*response),
                 GenerateEvent::Failed { error, partial } => {
-                    result.error = Some(error);
+                    result.error = Some(*error);
                     result.response = Some(*partial);
                 }
                 _ => {}

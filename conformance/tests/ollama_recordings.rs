@@ -158,9 +158,8 @@ fn upstream_recordings_decode() {
     check("rig tools 2", &bodies[1], &TEXT);
 
     let (events, resp) = replay(&read("omni__synthetic--ollama_error.ndjson"));
-    let Some(StreamEvent::Error { error: StreamError::Provider(e) }) = events.last() else {
-        panic!("synthetic error: {:?}", events.last())
-    };
+    let Some(StreamEvent::Error { error }) = events.last() else { panic!("synthetic error: {:?}", events.last()) };
+    let StreamError::Provider(e) = &**error else { panic!("synthetic error: {error:?}") };
     assert_eq!(e.message, "an error was encountered while running the model");
     assert_eq!(resp.stop_reason, Some(StopReason::Error));
 }

@@ -113,7 +113,7 @@ fn body_of(path: &std::path::Path) -> Option<Vec<u8>> {
 
 fn error_kind(events: &[StreamEvent]) -> Option<&'static str> {
     match events.last() {
-        Some(StreamEvent::Error { error }) => Some(match error {
+        Some(StreamEvent::Error { error }) => Some(match &**error {
             StreamError::Provider(_) => "provider",
             StreamError::Incomplete => "incomplete",
             StreamError::Decode { .. } => "decode",

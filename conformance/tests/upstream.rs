@@ -276,7 +276,7 @@ fn sse_stream_finished_only_by_an_undispatched_event_is_incomplete() {
     assert!(!r.body.ends_with(b"\n\n") && !r.body.ends_with(b"\r\n\r\n"), "the recording ends inside an event");
     let (events, response) = omni_core::decode_body(r.dialect, "model", &r.body);
     assert!(
-        matches!(events.last(), Some(StreamEvent::Error { error: omni_core::StreamError::Incomplete })),
+        matches!(events.last(), Some(StreamEvent::Error { error}) if matches!(**error, omni_core::StreamError::Incomplete)),
         "{:?}",
         events.last()
     );

@@ -199,7 +199,7 @@ impl TextStream {
         }
         match self.terminal.take() {
             Some(GenerateEvent::Finished(response)) => Ok(*response),
-            Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error, partial }),
+            Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error: *error, partial }),
             _ => Err(Error::Setup("the call ended without a response".into())),
         }
     }

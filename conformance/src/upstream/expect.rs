@@ -149,7 +149,7 @@ pub fn replay(recording: &Recording) -> Observed {
     }
     let (events, response) = decode_body(recording.dialect, "model", &recording.body);
     let stream_error = events.iter().rev().find_map(|e| match e {
-        omni_core::StreamEvent::Error { error } => Some(error),
+        omni_core::StreamEvent::Error { error } => Some(&**error),
         _ => None,
     });
     let done = events.iter().any(|e| matches!(e, omni_core::StreamEvent::Done { .. }));

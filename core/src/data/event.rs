@@ -10,6 +10,11 @@ use crate::data::usage::Usage;
 /// One streaming event. `index` is the block's position in the message content.
 ///
 /// Serialised with a snake-case `type` tag, e.g. `{"type":"text_delta","index":0,"delta":"Hi"}`.
+///
+/// A stream is mostly deltas, and every event is moved several times on its way to the
+/// application (from the decoder through the machine to the consumer): the rare large
+/// payloads (a finished tool call, the final usage, an error) are boxed, so that an event
+/// is a few words and a move costs a few instructions, not a `memcpy` call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamEvent {
@@ -78,8 +83,9 @@ pub enum StreamEvent {
         /// Block position.
         index: usize,
         /// The complete call. When its input is not valid JSON, `input` holds the raw
-        /// text as a JSON string and `input_error` says why.
-        tool_use: ToolUse,
+        /// text as a JSON string and `input_error` says why. Boxed, as are the other rare
+        /// large payloads, so that every event stays small to move (see the enum's doc).
+        tool_use: Box<ToolUse>,
         /// The JSON parser's message for invalid input.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         input_error: Option<String>,
@@ -88,12 +94,12 @@ pub enum StreamEvent {
     Done {
         /// Why it stopped.
         stop_reason: StopReason,
-        /// Final usage.
-        usage: Usage,
+        /// Final usage (boxed: see the enum's doc).
+        usage: Box<Usage>,
     },
     /// The stream failed; the partial response keeps everything received.
     Error {
-        /// What went wrong.
-        error: StreamError,
+        /// What went wrong (boxed: see the enum's doc).
+        error: Box<StreamError>,
     },
 }

@@ -141,7 +141,7 @@ impl Accumulator {
         self.response.stop_reason = Some(StopReason::Error);
         self.finalize_usage();
         self.terminated = true;
-        out.push(StreamEvent::Error { error });
+        out.push(StreamEvent::Error { error: Box::new(error) });
     }
 
     /// The body ended: closes open blocks and emits `done`, or `error` when the
@@ -160,7 +160,7 @@ impl Accumulator {
         self.response.stop_reason = Some(reason);
         self.finalize_usage();
         self.terminated = true;
-        out.push(StreamEvent::Done { stop_reason: reason, usage: self.response.usage });
+        out.push(StreamEvent::Done { stop_reason: reason, usage: Box::new(self.response.usage) });
     }
 
     fn finalize_usage(&mut self) {
@@ -358,7 +358,7 @@ impl Accumulator {
                         message: format!("tool call {} ({}): {message}", tool_use.id, tool_use.name),
                     });
                 }
-                out.push(StreamEvent::ToolUseEnd { index, tool_use, input_error: error });
+                out.push(StreamEvent::ToolUseEnd { index, tool_use: Box::new(tool_use), input_error: error });
             }
             Block::Attachment(_) | Block::ToolResult(_) => {}
         }
@@ -475,7 +475,9 @@ mod tests {
     #[test]
     fn stream_without_stop_is_incomplete_but_keeps_content() {
         let (events, resp) = run(vec![text(0, "partial")]);
-        assert!(matches!(events.last(), Some(StreamEvent::Error { error: StreamError::Incomplete })));
+        assert!(
+            matches!(events.last(), Some(StreamEvent::Error { error}) if matches!(**error, StreamError::Incomplete))
+        );
         assert_eq!(resp.text(), "partial");
         assert_eq!(resp.stop_reason, Some(StopReason::Error));
     }

@@ -62,7 +62,7 @@ impl PartialMessage {
             }
             StreamEvent::ToolUseEnd { index, tool_use, .. } => {
                 self.tool_input.remove(index);
-                self.blocks.insert(*index, Block::ToolUse(tool_use.clone()));
+                self.blocks.insert(*index, Block::ToolUse((**tool_use).clone()));
             }
             StreamEvent::Done { .. } | StreamEvent::Error { .. } => {}
         }

@@ -253,8 +253,8 @@ pub enum GenerateEvent {
         attempt: u32,
         /// Wait before sending.
         delay: Duration,
-        /// What failed.
-        error: GenerateError,
+        /// What failed (boxed, as every rare large payload: an event stays small to move).
+        error: Box<GenerateError>,
     },
     /// The reply is not valid structured output; the model is asked for a correction.
     OutputRetry {
@@ -269,15 +269,15 @@ pub enum GenerateEvent {
     ToolResult {
         /// Step number of the call.
         step: u32,
-        /// The result.
-        result: ToolResult,
+        /// The result (boxed: see `Retry`).
+        result: Box<ToolResult>,
     },
     /// The call finished: the final response (stop reason `cancelled` after a cancel).
     Finished(Box<Response>),
     /// The call failed; `partial` keeps everything received.
     Failed {
-        /// What went wrong.
-        error: GenerateError,
+        /// What went wrong (boxed: see `Retry`).
+        error: Box<GenerateError>,
         /// Everything received until then.
         partial: Box<Response>,
     },

@@ -304,7 +304,7 @@ impl Generate {
             match event {
                 RequestEvent::Stream(event) => self.events.push_back(GenerateEvent::Stream { step: self.step, event }),
                 RequestEvent::Retry { attempt, delay, error } => {
-                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error: *error })
+                    self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error })
                 }
                 RequestEvent::Finished(response) => self.finish_step(*response, now),
                 RequestEvent::Failed(failure) => {
@@ -314,7 +314,7 @@ impl Generate {
                         self.absorb(partial);
                     }
                     let partial = self.response(StopReason::Error);
-                    self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
+                    self.events.push_back(GenerateEvent::Failed { error: Box::new(error), partial: Box::new(partial) });
                 }
             }
         }
@@ -388,7 +388,7 @@ impl Generate {
             }
             Err(error) => {
                 let partial = self.response(StopReason::Error);
-                self.events.push_back(GenerateEvent::Failed { error, partial: Box::new(partial) });
+                self.events.push_back(GenerateEvent::Failed { error: Box::new(error), partial: Box::new(partial) });
             }
         }
     }

@@ -20,7 +20,7 @@ impl ToolPolicy for AutoApprove<'_> {
     }
 
     fn seen(&mut self, result: ToolResult) -> ToolResult {
-        self.events.push_back(GenerateEvent::ToolResult { step: self.step, result: result.clone() });
+        self.events.push_back(GenerateEvent::ToolResult { step: self.step, result: Box::new(result.clone()) });
         result
     }
 }

@@ -335,7 +335,7 @@ impl<I: Moment> Request<I> {
         for event in events.drain(..) {
             match event {
                 StreamEvent::Error { error } => {
-                    let error = match error {
+                    let error = match *error {
                         crate::StreamError::Provider(e) => GenerateError::Provider(e),
                         other @ (crate::StreamError::Framing { .. }
                         | crate::StreamError::Decode { .. }
