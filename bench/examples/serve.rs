@@ -1,5 +1,5 @@
-//! `cargo run --release -p omni-bench --example serve -- <case>`: serves `case`'s body at
-//! full scale to every request until killed, and prints the base URL, so that one client
+//! `cargo run --release -p omni-bench --example serve -- <case>`: serves `case`'s body
+//! (at full scale, or `DELTAS` deltas) to every request until killed, and prints the base URL, so that one client
 //! run can be profiled alone (`valgrind --tool=callgrind omni-bench-client tokio-current
 //! openai-text <url>`, or `perf record`).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -10,7 +10,9 @@ use omni_bench::server::Server;
 fn main() {
     let case = std::env::args().nth(1).and_then(|name| Case::parse(&name)).unwrap_or(Case::OpenaiText);
     let server = Server::start().expect("a loopback port");
-    server.serve(&case.body(Scale::FULL));
+    // `DELTAS` scales the body down, to profile what is not per delta (start-up).
+    let scale = std::env::var("DELTAS").ok().and_then(|n| n.parse().ok()).map_or(Scale::FULL, Scale::with_deltas);
+    server.serve(&case.body(scale));
     println!("{}", server.base_url());
     loop {
         std::thread::park();
