@@ -104,8 +104,15 @@ async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
     loop {
         match response.chunk().await {
             Ok(Some(bytes)) => {
-                if !sink.body(bytes).await {
-                    return;
+                // Copied out in pieces of at most BODY_CHUNK, and hyper's buffer let go of
+                // at once: hyper then reads the next bytes into the same buffer instead of
+                // a fresh one (freshly mapped pages, each faulted in and zeroed by the
+                // kernel, cost more than the copy), and the pieces are small enough for
+                // the allocator to recycle.
+                for piece in bytes.chunks(omni_shell::delivery::BODY_CHUNK) {
+                    if !sink.body(piece.to_vec()).await {
+                        return;
+                    }
                 }
             }
             Ok(None) => {
