@@ -148,7 +148,7 @@ pub fn rebuild(initial: &[Message], events: &[AgentEvent]) -> Snapshot {
                 if m.role == Role::Assistant {
                     partial.clear();
                 }
-                snapshot.pending.push(m.clone());
+                snapshot.pending.push((**m).clone());
             }
             AgentEvent::Step { .. } | AgentEvent::Retry { .. } => partial.clear(),
             AgentEvent::Turn { messages, .. } => {

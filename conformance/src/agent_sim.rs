@@ -350,7 +350,7 @@ pub fn transcript_line(event: &AgentEvent) -> String {
             messages.len(),
             usage.input_tokens,
             usage.output_tokens,
-            match output {
+            match output.as_deref() {
                 None => String::new(),
                 Some(Ok(value)) => format!(" output={value}"),
                 Some(Err(error)) => format!(" output_error={error:?}"),

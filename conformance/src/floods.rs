@@ -284,7 +284,7 @@ fn comments_against_an_agent<D: StreamingDriver>(driver: &Arc<D>, heap: &'static
     });
     let grew = check_heap(name, heap, baseline);
     assert!(
-        matches!(events.last(), Some(AgentEvent::Error(GenerateError::Stalled(_)))),
+        matches!(events.last(), Some(AgentEvent::Error(error)) if matches!(**error, GenerateError::Stalled(_))),
         "{name}: expected the stall, got {:?}",
         events.last()
     );

@@ -404,7 +404,7 @@ fn a_late_subscriber_gets_a_snapshot_then_every_later_event() {
     let mut text = partial.text();
     for event in &r.events[first..] {
         match event {
-            AgentEvent::Message(m) => messages.push(m.clone()),
+            AgentEvent::Message(m) => messages.push((**m).clone()),
             AgentEvent::Stream(omni_core::StreamEvent::TextDelta { delta, .. }) => text.push_str(delta),
             _ => {}
         }

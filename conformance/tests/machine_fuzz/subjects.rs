@@ -242,7 +242,7 @@ impl Subject for AgentSubject {
                 ));
             }
             match event {
-                AgentEvent::Message(message) => self.pending.push(message),
+                AgentEvent::Message(message) => self.pending.push(*message),
                 AgentEvent::Turn { end, messages, .. } => {
                     if messages != self.pending {
                         return Err(format!(

@@ -314,7 +314,7 @@ pub(crate) fn agent_structured_output(clients: &Clients, driver: Driver) {
     req.options.output = Some(color_schema());
     let (events, committed) = clients.run_agent_turn(driver, &req, "Pick one primary color.");
     let output = events.iter().find_map(|e| match e {
-        AgentEvent::Turn { output, .. } => Some(output.clone()),
+        AgentEvent::Turn { output, .. } => Some(output.as_deref().cloned()),
         _ => None,
     });
     let Some(Some(Ok(value))) = output else { panic!("no value in the turn: {events:#?}") };

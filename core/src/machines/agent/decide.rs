@@ -26,7 +26,7 @@ impl<C: AgentCallbacks> ToolPolicy for Callbacks<'_, C> {
 
     fn seen(&mut self, result: ToolResult) -> ToolResult {
         let result = self.callbacks.handle_tool_result(result);
-        self.events.push_back(AgentEvent::ToolResult(result.clone()));
+        self.events.push_back(AgentEvent::ToolResult(Box::new(result.clone())));
         result
     }
 }
@@ -67,7 +67,7 @@ impl<C: AgentCallbacks> Agent<C> {
             Decided::Pause(call, reason) => {
                 self.state = State::Paused(round);
                 self.set_status(Status::Paused);
-                self.events.push_back(AgentEvent::Pause { tool_use: call, reason });
+                self.events.push_back(AgentEvent::Pause { tool_use: Box::new(call), reason });
             }
             // A tool without handler was to be executed: the calls are the application's.
             Decided::Unhandled => self.end_turn(StopReason::ToolUse, now),
@@ -120,7 +120,7 @@ impl<C: AgentCallbacks> Agent<C> {
         let Some(turn) = &mut self.turn else { return };
         turn.messages.push(message.clone());
         turn.step_user = message.clone();
-        self.events.push_back(AgentEvent::Message(message));
+        self.events.push_back(AgentEvent::Message(Box::new(message)));
         self.begin_step(now);
     }
 }

@@ -183,15 +183,19 @@ pub enum RetryKind {
 /// streaming deltas, message (assistant), step, then tool results and the tool-results
 /// message, ... and finally status and turn. A status change always comes before the
 /// event that caused it.
+///
+/// Most events are streaming deltas, moved several times on their way to every
+/// subscriber: the rare large payloads are boxed, so that an event is a few words to move
+/// (as [`StreamEvent`] and `GenerateEvent` are).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum AgentEvent {
     /// A streaming delta (text, thinking or tool-use start, delta, end).
     Stream(StreamEvent),
     /// A message was appended to the pending turn.
-    Message(Message),
+    Message(Box<Message>),
     /// A tool result is known (what the model will see).
-    ToolResult(ToolResult),
+    ToolResult(Box<ToolResult>),
     /// A step finished: exactly its user message (prompt or tool results) and its answer.
     Step {
         /// The step's user message.
@@ -201,7 +205,7 @@ pub enum AgentEvent {
         /// Why the model stopped.
         stop_reason: StopReason,
         /// The step's usage.
-        usage: Usage,
+        usage: Box<Usage>,
     },
     /// A turn ended and was committed.
     Turn {
@@ -212,10 +216,10 @@ pub enum AgentEvent {
         /// The turn's messages.
         messages: Vec<Message>,
         /// The turn's usage.
-        usage: Usage,
+        usage: Box<Usage>,
         /// With `options.output`: the final reply's value, or why it is not valid after
         /// every correction. `None` without structured output.
-        output: Option<Result<serde_json::Value, String>>,
+        output: Option<Box<Result<serde_json::Value, String>>>,
     },
     /// The final reply is not valid structured output: a correction (the next `message`)
     /// asks the model again, as a call does.
@@ -228,7 +232,7 @@ pub enum AgentEvent {
     /// The agent waits for a decision about this call.
     Pause {
         /// The call.
-        tool_use: ToolUse,
+        tool_use: Box<ToolUse>,
         /// Why.
         reason: String,
     },
@@ -241,10 +245,10 @@ pub enum AgentEvent {
         /// Wait before sending.
         delay: Duration,
         /// What failed.
-        error: GenerateError,
+        error: Box<GenerateError>,
     },
     /// The turn failed for good and was discarded.
-    Error(GenerateError),
+    Error(Box<GenerateError>),
     /// The turn was cancelled and discarded.
     Cancelled,
     /// `set_state` changed the state.

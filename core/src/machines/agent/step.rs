@@ -34,7 +34,7 @@ impl<C: AgentCallbacks> Agent<C> {
             output_retries: 0,
         });
         self.set_status(Status::Busy);
-        self.events.push_back(AgentEvent::Message(user));
+        self.events.push_back(AgentEvent::Message(Box::new(user)));
         self.begin_step(now);
     }
 
@@ -144,7 +144,6 @@ impl<C: AgentCallbacks> Agent<C> {
                 }
                 RequestEvent::Retry { attempt, delay, error } => {
                     self.partial.clear();
-                    let error = *error;
                     self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
                 }
                 RequestEvent::Finished(response) => {
@@ -166,14 +165,14 @@ impl<C: AgentCallbacks> Agent<C> {
         turn.usage += response.usage;
         if !assistant.content.is_empty() {
             turn.messages.push(assistant.clone());
-            self.events.push_back(AgentEvent::Message(assistant.clone()));
+            self.events.push_back(AgentEvent::Message(Box::new(assistant.clone())));
         }
         let user = Box::new(turn.step_user.clone());
         self.events.push_back(AgentEvent::Step {
             user,
             assistant: Box::new(assistant.clone()),
             stop_reason: stop,
-            usage: response.usage,
+            usage: Box::new(response.usage),
         });
         let calls: Vec<ToolUse> = assistant.tool_uses().cloned().collect();
         if stop == StopReason::ToolUse && !calls.is_empty() {
@@ -199,7 +198,7 @@ impl<C: AgentCallbacks> Agent<C> {
             turn.step_user = correction.clone();
             turn.last = Some(response);
             self.events.push_back(AgentEvent::OutputRetry { attempt: turn.output_retries, error });
-            self.events.push_back(AgentEvent::Message(correction));
+            self.events.push_back(AgentEvent::Message(Box::new(correction)));
             self.begin_step(now);
             return;
         }
@@ -237,8 +236,8 @@ impl<C: AgentCallbacks> Agent<C> {
             end,
             stop_reason: stop,
             messages: turn.messages,
-            usage: turn.usage,
-            output,
+            usage: Box::new(turn.usage),
+            output: output.map(Box::new),
         });
         if let TurnDecision::Continue(text) = decision {
             self.start_turn(text, now);
@@ -253,7 +252,12 @@ impl<C: AgentCallbacks> Agent<C> {
         let attempt = turn.failures;
         if self.callbacks.handle_error(&error, attempt) == ErrorDecision::Retry {
             if let Some(delay) = self.config.error_backoff.delay(attempt, None) {
-                self.events.push_back(AgentEvent::Retry { kind: RetryKind::Step, attempt, delay, error });
+                self.events.push_back(AgentEvent::Retry {
+                    kind: RetryKind::Step,
+                    attempt,
+                    delay,
+                    error: Box::new(error),
+                });
                 self.state = State::Backoff { until: now + delay };
                 return;
             }
@@ -261,7 +265,7 @@ impl<C: AgentCallbacks> Agent<C> {
         self.turn = None;
         self.staged = None;
         self.set_status(Status::Idle);
-        self.events.push_back(AgentEvent::Error(error));
+        self.events.push_back(AgentEvent::Error(Box::new(error)));
     }
 }
 
