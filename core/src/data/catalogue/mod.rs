@@ -10,8 +10,8 @@
 //!   limits and zero prices), so any Ollama tag or OpenRouter slug can be used.
 //!
 //! The data lives in `core/catalogue/*.json`, embedded at compile time (the core does no
-//! file I/O); `core/catalogue/README.md` documents the format and where each figure
-//! came from.
+//! file I/O) and parsed per provider when first needed; `core/catalogue/README.md`
+//! documents the format and where each figure came from.
 //!
 //! ```
 //! use omni_core::{Catalogue, Provider};
@@ -151,13 +151,15 @@ impl Catalogue {
         self.providers.get(id).or_else(|| self.builtin_provider(id).map(|b| &b.provider))
     }
 
-    /// All providers, sorted by id.
+    /// All providers, sorted by id. On a built-in catalogue this parses every embedded
+    /// file not parsed yet (lookups by name parse only the provider named).
     pub fn providers(&self) -> impl Iterator<Item = &Provider> + '_ {
         let builtin = self.builtin.into_iter().flat_map(Store::all).map(|b| (b.provider.id.as_str(), &b.provider));
         overlay(builtin, entries(Some(&self.providers)))
     }
 
-    /// All models, sorted by provider id and then model id.
+    /// All models, sorted by provider id and then model id. Parses like
+    /// [`Catalogue::providers`].
     pub fn models(&self) -> impl Iterator<Item = &Model> + '_ {
         let ids: BTreeSet<&str> = self.providers().map(|p| p.id.as_str()).collect();
         ids.into_iter().flat_map(|id| self.models_of(id))
