@@ -10,8 +10,8 @@
 //!   limits and zero prices), so any Ollama tag or OpenRouter slug can be used.
 //!
 //! The data lives in `core/catalogue/*.json`, embedded at compile time (the core does no
-//! file I/O); `core/catalogue/README.md` documents the format and where each figure
-//! came from.
+//! file I/O) and parsed per provider when first needed; `core/catalogue/README.md`
+//! documents the format and where each figure came from.
 //!
 //! ```
 //! use omni_core::{Catalogue, Provider};
@@ -31,19 +31,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod builtin;
 mod error;
 mod file;
 mod suggest;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lazy;
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 pub use error::{CatalogueError, LookupError};
 
 use crate::data::model::Model;
 use crate::data::provider::Provider;
+use builtin::{BuiltinProvider, Store};
 
 /// The embedded data files, in load order (alphabetical; each file is one provider).
 const BUILTIN_FILES: [(&str, &str); 10] = [
@@ -59,6 +63,12 @@ const BUILTIN_FILES: [(&str, &str); 10] = [
     ("zai.json", include_str!("../../../catalogue/zai.json")),
 ];
 
+/// The provider each file of [`BUILTIN_FILES`] defines (or `extends`), at the same
+/// position: the index that lets one provider be parsed without the others. A unit test
+/// checks it against the files.
+const BUILTIN_PROVIDERS: [&str; BUILTIN_FILES.len()] =
+    ["alibaba", "anthropic", "google", "groq", "moonshot", "ollama", "openai", "openrouter", "venice", "zai"];
+
 /// How many close matches an error lists.
 const MAX_SUGGESTIONS: usize = 5;
 
@@ -67,10 +77,18 @@ const MAX_SUGGESTIONS: usize = 5;
 const LIST_ALL_UP_TO: usize = 12;
 
 /// Providers and their models, keyed and iterated in sorted order.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// A catalogue from [`Catalogue::builtin`] holds the built-in data by reference, parsed
+/// per provider on first need, beneath the entries added to it, which win. Equality and
+/// `Debug` are by content: the providers and models a catalogue answers with.
+#[derive(Clone, Default)]
 pub struct Catalogue {
+    /// The built-in providers beneath this catalogue's own entries, if any.
+    builtin: Option<&'static Store>,
+    /// Providers added or replaced here; they hide a built-in one of the same id.
     providers: BTreeMap<String, Provider>,
-    /// provider id -> model id -> model.
+    /// provider id -> model id -> model, added or replaced here; they hide a built-in
+    /// model with the same key, and the built-in provider's other models stay.
     models: BTreeMap<String, BTreeMap<String, Model>>,
 }
 
@@ -80,20 +98,13 @@ impl Catalogue {
         Self::default()
     }
 
-    /// The built-in catalogue. The embedded files are parsed once per process and each
-    /// call returns a copy, so callers may extend it freely. An error here means the
-    /// embedded data is broken, which a unit test rules out.
+    /// The built-in catalogue, which callers may extend freely. It costs nothing to make:
+    /// each embedded file is parsed at most once per process, when a provider it defines
+    /// is first looked up (listing all providers or models parses them all). The
+    /// `Result` stays for compatibility; it is never an error, and a unit test shows
+    /// every embedded file loads.
     pub fn builtin() -> Result<Self, CatalogueError> {
-        static BUILTIN: OnceLock<Result<Catalogue, CatalogueError>> = OnceLock::new();
-        BUILTIN
-            .get_or_init(|| {
-                let mut catalogue = Self::empty();
-                for (name, json) in BUILTIN_FILES {
-                    catalogue.load(Some(name), json)?;
-                }
-                Ok(catalogue)
-            })
-            .clone()
+        Ok(Self { builtin: Some(Store::global()), ..Self::default() })
     }
 
     /// Adds the providers and models of one catalogue file (the format of
@@ -105,7 +116,7 @@ impl Catalogue {
     }
 
     fn load(&mut self, source: Option<&str>, json: &str) -> Result<(), CatalogueError> {
-        let parsed = file::parse(source, json, |id| self.providers.get(id).map(|p| p.dialect))?;
+        let parsed = file::parse(source, json, |id| self.provider(id).map(|p| p.dialect))?;
         if let Some(provider) = parsed.provider {
             self.providers.insert(provider.id.clone(), provider);
         }
@@ -128,7 +139,7 @@ impl Catalogue {
     /// every model can be sent somewhere.
     pub fn add_model(&mut self, model: Model) -> Result<(), CatalogueError> {
         file::validate_model_id(None, &model.id)?;
-        if !self.providers.contains_key(&model.provider) {
+        if self.provider(&model.provider).is_none() {
             return Err(CatalogueError::UnknownProvider { source: None, provider: model.provider });
         }
         self.models.entry(model.provider.clone()).or_default().insert(model.id.clone(), model);
@@ -137,29 +148,34 @@ impl Catalogue {
 
     /// The provider with this id.
     pub fn provider(&self, id: &str) -> Option<&Provider> {
-        self.providers.get(id)
+        self.providers.get(id).or_else(|| self.builtin_provider(id).map(|b| &b.provider))
     }
 
-    /// All providers, sorted by id.
+    /// All providers, sorted by id. On a built-in catalogue this parses every embedded
+    /// file not parsed yet (lookups by name parse only the provider named).
     pub fn providers(&self) -> impl Iterator<Item = &Provider> + '_ {
-        self.providers.values()
+        let builtin = self.builtin.into_iter().flat_map(Store::all).map(|b| (b.provider.id.as_str(), &b.provider));
+        overlay(builtin, entries(Some(&self.providers)))
     }
 
-    /// All models, sorted by provider id and then model id.
+    /// All models, sorted by provider id and then model id. Parses like
+    /// [`Catalogue::providers`].
     pub fn models(&self) -> impl Iterator<Item = &Model> + '_ {
-        self.models.values().flat_map(BTreeMap::values)
+        let ids: BTreeSet<&str> = self.providers().map(|p| p.id.as_str()).collect();
+        ids.into_iter().flat_map(|id| self.models_of(id))
     }
 
     /// The models of one provider, sorted by id (empty for an unknown provider).
     pub fn models_of<'a>(&'a self, provider: &str) -> impl Iterator<Item = &'a Model> + 'a {
-        self.models.get(provider).into_iter().flat_map(BTreeMap::values)
+        let builtin = self.builtin_provider(provider).map(|b| &b.models);
+        overlay(entries(builtin), entries(self.models.get(provider)))
     }
 
     /// Looks up `provider:model` (split at the first colon). Strict: the model must be
     /// in the catalogue; errors suggest close names.
     pub fn model(&self, name: &str) -> Result<&Model, LookupError> {
         let (provider, id) = self.split(name)?;
-        self.models.get(provider).and_then(|models| models.get(id)).ok_or_else(|| {
+        self.find_model(provider, id).ok_or_else(|| {
             let ids = self.models_of(provider).map(|m| m.id.as_str());
             let mut suggestions = suggest::closest(id, ids, MAX_SUGGESTIONS);
             let count = self.models_of(provider).count();
@@ -175,18 +191,29 @@ impl Catalogue {
     /// (zero) context and output limits, zero prices, `reasoning: false`.
     pub fn resolve(&self, name: &str) -> Result<Model, LookupError> {
         let (provider_id, id) = self.split(name)?;
-        if let Some(model) = self.models.get(provider_id).and_then(|models| models.get(id)) {
+        if let Some(model) = self.find_model(provider_id, id) {
             return Ok(model.clone());
         }
-        let provider = self.providers.get(provider_id).ok_or_else(|| self.unknown_provider(provider_id))?;
+        let provider = self.provider(provider_id).ok_or_else(|| self.unknown_provider(provider_id))?;
         Ok(Model::new(provider_id, id, provider.dialect))
+    }
+
+    /// The built-in provider `id` beneath this catalogue, parsed on first use.
+    fn builtin_provider(&self, id: &str) -> Option<&'static BuiltinProvider> {
+        self.builtin?.get(id)
+    }
+
+    /// Model `id` of `provider`: this catalogue's own, else the built-in one.
+    fn find_model(&self, provider: &str, id: &str) -> Option<&Model> {
+        let own = self.models.get(provider).and_then(|models| models.get(id));
+        own.or_else(|| self.builtin_provider(provider)?.models.get(id))
     }
 
     /// Splits `provider:model` at the first colon and checks the provider exists.
     fn split<'n>(&self, name: &'n str) -> Result<(&'n str, &'n str), LookupError> {
         match name.split_once(':') {
             Some((provider, id)) if !provider.is_empty() && !id.is_empty() => {
-                if self.providers.contains_key(provider) {
+                if self.provider(provider).is_some() {
                     Ok((provider, id))
                 } else {
                     Err(self.unknown_provider(provider))
@@ -197,7 +224,7 @@ impl Catalogue {
     }
 
     fn unknown_provider(&self, provider: &str) -> LookupError {
-        let known: Vec<String> = self.providers.keys().cloned().collect();
+        let known: Vec<String> = self.providers().map(|p| p.id.clone()).collect();
         let suggestions = suggest::closest(provider, known.iter().map(String::as_str), MAX_SUGGESTIONS);
         LookupError::UnknownProvider { provider: provider.to_string(), suggestions, known }
     }
@@ -219,5 +246,57 @@ impl Catalogue {
             .take(MAX_SUGGESTIONS)
             .collect();
         LookupError::MalformedName { name: name.to_string(), suggestions }
+    }
+}
+
+/// The values of `base` and `own` sorted by key, where an entry of `own` hides one of
+/// `base` with the same key.
+fn overlay<'a, V: 'a>(
+    base: impl Iterator<Item = (&'a str, &'a V)>,
+    own: impl Iterator<Item = (&'a str, &'a V)>,
+) -> impl Iterator<Item = &'a V> + 'a {
+    let mut merged: BTreeMap<&'a str, &'a V> = base.collect();
+    merged.extend(own);
+    merged.into_values()
+}
+
+/// The entries of a map that may be absent, keyed by `&str`.
+fn entries<V>(map: Option<&BTreeMap<String, V>>) -> impl Iterator<Item = (&str, &V)> {
+    map.into_iter().flatten().map(|(key, value)| (key.as_str(), value))
+}
+
+/// What a catalogue answers with: every provider and, by provider, every model
+/// (providers without models are left out, whichever way they were added).
+#[derive(PartialEq)]
+struct Content<'a> {
+    providers: BTreeMap<&'a str, &'a Provider>,
+    models: BTreeMap<&'a str, BTreeMap<&'a str, &'a Model>>,
+}
+
+impl Catalogue {
+    fn content(&self) -> Content<'_> {
+        let providers = self.providers().map(|p| (p.id.as_str(), p)).collect();
+        let mut models: BTreeMap<&str, BTreeMap<&str, &Model>> = BTreeMap::new();
+        for model in self.models() {
+            models.entry(model.provider.as_str()).or_default().insert(model.id.as_str(), model);
+        }
+        Content { providers, models }
+    }
+}
+
+/// By content, so a catalogue holding the built-in data lazily equals one that loaded
+/// the same files itself (comparing parses whatever built-in data is not parsed yet).
+impl PartialEq for Catalogue {
+    fn eq(&self, other: &Self) -> bool {
+        self.content() == other.content()
+    }
+}
+
+/// By content, as [`PartialEq`] (printing parses the built-in data not parsed yet), in
+/// the shape a derived `Debug` of the maps would have.
+impl fmt::Debug for Catalogue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Content { providers, models } = self.content();
+        f.debug_struct("Catalogue").field("providers", &providers).field("models", &models).finish()
     }
 }
