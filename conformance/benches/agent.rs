@@ -12,8 +12,8 @@ use omni_conformance::agent_sim;
 use omni_conformance::scenarios;
 use omni_conformance::synth::text_stream;
 use omni_core::machines::agent::{Agent, AgentEvent, NoCallbacks};
-use omni_core::machines::generate::{Effect, Generate, GenerateConfig, GenerateEvent, Input, Report, RequestId};
-use omni_core::{Context, Dialect, Options};
+use omni_core::machines::generate::{Effect, Generate, GenerateEvent, Input, Report};
+use omni_core::Dialect;
 use omni_shell::{Command, EventSink, Host};
 
 #[global_allocator]
@@ -26,25 +26,15 @@ fn main() {
     divan::main();
 }
 
-fn head(id: RequestId) -> Report<'static> {
-    Report::ResponseHead { id, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())] }
-}
-
 #[divan::bench]
 fn generate(bencher: Bencher) {
     let body = text_stream(Dialect::AnthropicMessages, DELTAS, "token ");
-    let mut config = GenerateConfig::new(
-        scenarios::model(),
-        scenarios::provider("http://bench.invalid/v1"),
-        Context::from_prompt("Hi"),
-        Options::default(),
-    );
-    config.api_key = Some("sk-bench".into());
+    let config = scenarios::offline_call();
     bencher.counter(divan::counter::ItemsCount::new(DELTAS)).bench(|| {
         let now = Instant::now();
         let mut machine = Generate::new(config.clone(), now).expect("valid");
         let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-        machine.handle_input(Input::Report(head(id)), now).expect("a report is never refused");
+        machine.handle_input(Input::Report(scenarios::stream_head(id)), now).expect("a report is never refused");
         let mut events = 0usize;
         for chunk in body.chunks(CHUNK) {
             machine
@@ -84,7 +74,9 @@ fn agent(bencher: Bencher) {
         host.apply(Command::Subscribe(Box::new(Keep(Vec::with_capacity(2 * DELTAS))), Box::new(|_| {})), now);
         host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
         let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
-        host.agent().handle_input(omni_core::machines::agent::AgentInput::Report(head(id)), now).expect("report");
+        host.agent()
+            .handle_input(omni_core::machines::agent::AgentInput::Report(scenarios::stream_head(id)), now)
+            .expect("report");
         for chunk in body.chunks(CHUNK) {
             let input = omni_core::machines::agent::AgentInput::Report(Report::Body { id, bytes: chunk });
             host.agent().handle_input(input, now).expect("report");

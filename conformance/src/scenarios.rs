@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::machines::generate::{GenerateConfig, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_core::machines::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
 use omni_core::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
 use serde_json::json;
 
@@ -31,6 +31,24 @@ pub fn model() -> Model {
     let mut m = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
     m.max_output_tokens = 1024;
     m
+}
+
+/// A call of one prompt ("Hi") to [`model`], with a key, at a host that is never reached:
+/// for feeding the generate machine a response by hand (benchmarks, allocation counts).
+pub fn offline_call() -> GenerateConfig {
+    let mut config = GenerateConfig::new(
+        model(),
+        provider("http://bench.invalid/v1"),
+        Context::from_prompt("Hi"),
+        Options::default(),
+    );
+    config.api_key = Some("sk-bench".into());
+    config
+}
+
+/// The head of a successful streaming response to request `id`, as a machine's report.
+pub fn stream_head(id: RequestId) -> Report<'static> {
+    Report::ResponseHead { id, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())] }
 }
 
 /// A provider at `base_url` speaking Anthropic Messages.

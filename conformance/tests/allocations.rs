@@ -9,8 +9,8 @@ use omni_conformance::heap::{allocations, AllocationCounter};
 use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
 use omni_conformance::{agent_sim, scenarios};
 use omni_core::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
-use omni_core::machines::generate::{Effect, Generate, GenerateConfig, Input, Report, RequestId};
-use omni_core::{Context, Dialect, Options, StreamDecoder};
+use omni_core::machines::generate::{Effect, Generate, Input, Report};
+use omni_core::{Dialect, Response, StreamDecoder};
 use omni_shell::{Command, EventSink, Host};
 
 #[global_allocator]
@@ -19,6 +19,21 @@ static GLOBAL: AllocationCounter = AllocationCounter;
 /// The counter is the process's: tests that read it take turns.
 static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Allocations made while `body` is decoded in 16 KiB chunks, as a network read gives it,
+/// and the response decoded.
+fn decoding_allocations(dialect: Dialect, body: &[u8]) -> (u64, Response) {
+    let mut decoder = StreamDecoder::new(dialect, "bench");
+    let mut events = Vec::with_capacity(1024);
+    let before = allocations();
+    for chunk in body.chunks(16 * 1024) {
+        decoder.feed(chunk, &mut events);
+        events.clear();
+    }
+    decoder.finish(&mut events);
+    let used = allocations() - before;
+    (used, decoder.response().clone())
+}
+
 #[test]
 fn at_most_one_allocation_per_text_delta() {
     let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -26,18 +41,10 @@ fn at_most_one_allocation_per_text_delta() {
     let mut report = Vec::new();
     for dialect in Dialect::ALL {
         let body = text_stream(dialect, DELTAS, "token ");
-        let mut decoder = StreamDecoder::new(dialect, "bench");
-        let mut events = Vec::with_capacity(1024);
-        let before = allocations();
-        for chunk in body.chunks(16 * 1024) {
-            decoder.feed(chunk, &mut events);
-            events.clear();
-        }
-        decoder.finish(&mut events);
-        let used = allocations() - before;
+        let (used, response) = decoding_allocations(dialect, &body);
         let per_delta = used as f64 / DELTAS as f64;
         report.push(format!("{dialect}: {per_delta:.3} allocations per text delta"));
-        assert_eq!(decoder.response().text().len(), DELTAS * 6, "{dialect} decoded every delta");
+        assert_eq!(response.text().len(), DELTAS * 6, "{dialect} decoded every delta");
         assert!(per_delta <= 1.05, "{dialect}: {per_delta:.3} allocations per text delta (budget: 1)");
     }
     println!("{}", report.join("\n"));
@@ -56,19 +63,11 @@ fn at_most_one_allocation_per_tool_argument_fragment() {
     let mut report = Vec::new();
     for (dialect, body) in streams {
         let body = body.expect("a tool-call stream in this dialect");
-        let mut decoder = StreamDecoder::new(dialect, "bench");
-        let mut events = Vec::with_capacity(1024);
-        let before = allocations();
-        for chunk in body.chunks(16 * 1024) {
-            decoder.feed(chunk, &mut events);
-            events.clear();
-        }
-        decoder.finish(&mut events);
-        let used = allocations() - before;
+        let (used, response) = decoding_allocations(dialect, &body);
         let fragments = BYTES.div_ceil(FRAGMENT);
         let per_fragment = used as f64 / fragments as f64;
         report.push(format!("{dialect}: {per_fragment:.3} allocations per tool-argument fragment"));
-        let calls = decoder.response().message.tool_uses().count();
+        let calls = response.message.tool_uses().count();
         assert_eq!(calls, 1, "{dialect} decoded the call");
         assert!(per_fragment <= 1.1, "{dialect}: {per_fragment:.3} allocations per fragment (budget: 1.1)");
     }
@@ -85,23 +84,12 @@ impl EventSink for Keep {
     }
 }
 
-fn head(id: RequestId) -> Report<'static> {
-    Report::ResponseHead { id, status: 200, headers: vec![("content-type".into(), "text/event-stream".into())] }
-}
-
 /// Allocations made while `body` streams through a call's machine.
 fn call_allocations(body: &[u8]) -> u64 {
     let now = Instant::now();
-    let mut config = GenerateConfig::new(
-        scenarios::model(),
-        scenarios::provider("http://bench.invalid/v1"),
-        Context::from_prompt("Hi"),
-        Options::default(),
-    );
-    config.api_key = Some("sk-bench".into());
-    let mut machine = Generate::new(config, now).expect("valid");
+    let mut machine = Generate::new(scenarios::offline_call(), now).expect("valid");
     let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("a request") };
-    machine.handle_input(Input::Report(head(id)), now).expect("taken");
+    machine.handle_input(Input::Report(scenarios::stream_head(id)), now).expect("taken");
     let mut kept = Vec::with_capacity(2 * DELTAS);
     let before = allocations();
     for chunk in body.chunks(16 * 1024) {
@@ -123,7 +111,7 @@ fn agent_allocations(body: &[u8]) -> u64 {
     host.apply(Command::Subscribe(Box::new(Keep(Vec::with_capacity(2 * DELTAS))), Box::new(|_| {})), now);
     host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
     let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
-    host.agent().handle_input(AgentInput::Report(head(id)), now).expect("taken");
+    host.agent().handle_input(AgentInput::Report(scenarios::stream_head(id)), now).expect("taken");
     let before = allocations();
     for chunk in body.chunks(16 * 1024) {
         host.agent().handle_input(AgentInput::Report(Report::Body { id, bytes: chunk }), now).expect("taken");
