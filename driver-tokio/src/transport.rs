@@ -101,16 +101,19 @@ async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
     if !sink.head(response.status().as_u16(), headers).await {
         return;
     }
+    let buffers = sink.buffers();
     loop {
         match response.chunk().await {
             Ok(Some(bytes)) => {
-                // Copied out in pieces of at most BODY_CHUNK, and hyper's buffer let go of
-                // at once: hyper then reads the next bytes into the same buffer instead of
-                // a fresh one (freshly mapped pages, each faulted in and zeroed by the
-                // kernel, cost more than the copy), and the pieces are small enough for
-                // the allocator to recycle.
+                // Copied out in pieces of at most BODY_CHUNK, into buffers the loop gives
+                // back (`BodyBuffers`), and hyper's buffer let go of at once: hyper then
+                // reads the next bytes into the same buffer instead of a fresh one (freshly
+                // mapped pages, each faulted in and zeroed by the kernel, cost more than
+                // the copy).
                 for piece in bytes.chunks(omni_shell::delivery::BODY_CHUNK) {
-                    if !sink.body(piece.to_vec()).await {
+                    let mut buffer = buffers.take();
+                    buffer.extend_from_slice(piece);
+                    if !sink.body(buffer).await {
                         return;
                     }
                 }

@@ -19,7 +19,7 @@ use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 
-pub use crate::machine::{BODY_CHUNK, COMMAND_CAPACITY, EVENT_CAPACITY, INPUT_BUDGET, INPUT_CAPACITY};
+pub use crate::machine::{BODY_CHUNK, COMMAND_CAPACITY, EVENT_CAPACITY, INPUT_BUDGET, INPUT_CAPACITY, SPARE_BUFFERS};
 use async_channel::{Sender, TrySendError};
 
 /// How much of the outbox went out.

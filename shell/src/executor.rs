@@ -31,8 +31,8 @@ use futures_lite::{future, StreamExt};
 use omni_core::data::tool::no_handler;
 use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 
-use crate::machine::{self, Machine, INPUT_CAPACITY};
-use crate::runtime::{ResponseSink, Runtime, Task, Transport};
+use crate::machine::{self, Machine, INPUT_CAPACITY, SPARE_BUFFERS};
+use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Task, Transport};
 use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
@@ -86,6 +86,9 @@ pub(crate) struct Executor<R: Runtime, T> {
     transport: T,
     handlers: Handlers,
     reports: Sender<Report>,
+    /// Where decoded pieces' buffers go back to the transports, and where they take them.
+    spares: Sender<Vec<u8>>,
+    buffers: BodyBuffers,
     /// Pinned: it is polled as a stream, keeping its listener between polls.
     received: Pin<Box<Receiver<Report>>>,
     /// Reports made here rather than by a request, taken before the channel's.
@@ -98,8 +101,11 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
+        let (spares, buffers) = async_channel::bounded(SPARE_BUFFERS);
         let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
-        Self { runtime, transport, handlers, reports, received: Box::pin(received), ready, requests, runs }
+        let buffers = BodyBuffers::new(buffers);
+        let received = Box::pin(received);
+        Self { runtime, transport, handlers, reports, spares, buffers, received, ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {
@@ -115,7 +121,8 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     pub(crate) fn execute(&mut self, effect: Effect) {
         match effect {
             Effect::SendRequest { id, request } => {
-                let send = self.transport.send(request, ResponseSink::new(id, self.reports.clone()));
+                let send =
+                    self.transport.send(request, ResponseSink::new(id, self.reports.clone(), self.buffers.clone()));
                 match self.runtime.spawn(send) {
                     Ok(task) => drop(self.requests.insert(id, task)),
                     Err(error) => {
@@ -173,7 +180,12 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         let report = match report {
             Report::Head { id, status, headers } => machine::Report::ResponseHead { id, status, headers },
             Report::Body { id, bytes } => {
-                return machine.handle_report(machine::Report::Body { id, bytes: &bytes }, now)
+                machine.handle_report(machine::Report::Body { id, bytes: &bytes }, now);
+                // Decoded: its buffer may take the next piece (when nothing else holds it).
+                if let Ok(buffer) = bytes.try_into_mut() {
+                    let _ = self.spares.try_send(Vec::from(buffer));
+                }
+                return;
             }
             Report::End { id } => {
                 self.finished(id);

@@ -31,6 +31,10 @@ pub const INPUT_CAPACITY: usize = 16;
 /// threads); 64 KiB holds hundreds of small streamed events, so that cost is spread
 /// thin, and [`INPUT_CAPACITY`] of them bound what is read ahead to 1 MiB.
 pub const BODY_CHUNK: usize = 64 * 1024;
+/// Body buffers a loop keeps for its transport to read into again (see
+/// [`BodyBuffers`](crate::runtime::BodyBuffers)): what is read ahead is in the report
+/// channel, so a few spares cover a steady stream, and keep at most 256 KiB per call.
+pub const SPARE_BUFFERS: usize = 4;
 /// Commands from the application's handles queued for an agent's loop before a handle
 /// waits.
 pub const COMMAND_CAPACITY: usize = 64;

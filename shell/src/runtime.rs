@@ -16,7 +16,7 @@ use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Instant;
 
-use async_channel::Sender;
+use async_channel::{Receiver, Sender};
 use bytes::Bytes;
 use omni_core::machines::generate::{RequestId, TransportError};
 use omni_core::HttpRequest;
@@ -77,11 +77,43 @@ pub trait Transport: Clone + Send + Sync + 'static {
 pub struct ResponseSink {
     id: RequestId,
     reports: Sender<Report>,
+    buffers: BodyBuffers,
+}
+
+/// Buffers for pieces of body, recycled: the loop gives back each piece's buffer once it
+/// has decoded it (up to [`SPARE_BUFFERS`](crate::machine::SPARE_BUFFERS) wait), and a
+/// transport reads (or copies) the next piece into one of them. Memory already in use is
+/// written again, where a fresh allocation of every piece would have the kernel fault in
+/// and zero new pages, often on another thread than the one that frees them.
+#[derive(Debug, Clone)]
+pub struct BodyBuffers(Receiver<Vec<u8>>);
+
+impl BodyBuffers {
+    pub(crate) fn new(spares: Receiver<Vec<u8>>) -> Self {
+        Self(spares)
+    }
+
+    /// An empty buffer with room for [`BODY_CHUNK`](crate::machine::BODY_CHUNK) bytes: a
+    /// recycled one when there is one.
+    pub fn take(&self) -> Vec<u8> {
+        match self.0.try_recv() {
+            Ok(mut buffer) => {
+                buffer.clear();
+                buffer
+            }
+            Err(_) => Vec::with_capacity(crate::machine::BODY_CHUNK),
+        }
+    }
 }
 
 impl ResponseSink {
-    pub(crate) fn new(id: RequestId, reports: Sender<Report>) -> Self {
-        Self { id, reports }
+    pub(crate) fn new(id: RequestId, reports: Sender<Report>, buffers: BodyBuffers) -> Self {
+        Self { id, reports, buffers }
+    }
+
+    /// Where the next pieces of body should be read (or copied) into: see [`BodyBuffers`].
+    pub fn buffers(&self) -> BodyBuffers {
+        self.buffers.clone()
     }
 
     /// The status and headers arrived. False once nobody listens (the call ended): the

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_lite::future::block_on;
-use omni_shell::{ResponseSink, Transport};
+use omni_shell::{BodyBuffers, ResponseSink, Transport};
 
 use omni_core::machines::generate::{TransportError, TransportErrorKind};
 use omni_core::wire::proxy::{Proxy, ProxyRules};
@@ -159,6 +159,7 @@ impl Http {
         let handle = RequestHandle { agent: current.clone(), cancelled: cancelled.clone() };
         crate::runtime::on_stop(move || handle.cancel());
         let is_cancelled = || cancelled.load(Ordering::SeqCst);
+        let buffers = sink.buffers();
         let mut sink = Some(sink);
         let mut emit = |event| !is_cancelled() && report(&mut sink, event);
         let lines = match secret {
@@ -169,7 +170,7 @@ impl Http {
             }
         };
         let mut agent = agent;
-        let mut outcome = run(&agent, &request, &mut emit);
+        let mut outcome = run(&agent, &request, &buffers, &mut emit);
         if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
             agent = self.fresh_agent(&request.url, &lines);
             if let Ok(mut current) = current.lock() {
@@ -179,7 +180,7 @@ impl Http {
             if is_cancelled() {
                 return;
             }
-            outcome = run(&agent, &request, &mut emit);
+            outcome = run(&agent, &request, &buffers, &mut emit);
         }
         match outcome {
             Outcome::Complete => {
@@ -291,7 +292,12 @@ enum Outcome {
 }
 
 /// Sends `request` on `agent` and reports the head and each piece of body as it arrives.
-fn run(agent: &ureq::Agent, request: &HttpRequest, emit: &mut dyn FnMut(HttpEvent) -> bool) -> Outcome {
+fn run(
+    agent: &ureq::Agent,
+    request: &HttpRequest,
+    buffers: &BodyBuffers,
+    emit: &mut dyn FnMut(HttpEvent) -> bool,
+) -> Outcome {
     let http_request = match to_http(request) {
         Ok(r) => r,
         Err(message) => {
@@ -313,12 +319,15 @@ fn run(agent: &ureq::Agent, request: &HttpRequest, emit: &mut dyn FnMut(HttpEven
         return Outcome::Abandoned;
     }
     let mut reader = body.into_reader();
-    let mut buf = vec![0u8; READ_BUFFER];
     loop {
+        // Read straight into a buffer the loop gave back (`BodyBuffers`), not copied.
+        let mut buf = buffers.take();
+        buf.resize(READ_BUFFER, 0);
         match reader.read(&mut buf) {
             Ok(0) => return Outcome::Complete,
             Ok(n) => {
-                if !emit(HttpEvent::Body(buf.get(..n).unwrap_or_default().to_vec())) {
+                buf.truncate(n);
+                if !emit(HttpEvent::Body(buf)) {
                     return Outcome::Abandoned;
                 }
             }

@@ -296,7 +296,8 @@ async fn read_body(
                 .map_err(|e| failure(TransportErrorKind::Other, format_args!("response body: {e}")))?;
             start += used;
             if produced > 0 {
-                let bytes = decoded.get(..produced).unwrap_or_default().to_vec();
+                let mut bytes = sink.buffers().take();
+                bytes.extend_from_slice(decoded.get(..produced).unwrap_or_default());
                 // Bounded: while the loop is behind, the socket is not read (TCP pushes back).
                 if !sink.body(bytes).await {
                     return Ok(None);
