@@ -323,13 +323,10 @@ fn unread_stream_ends_at_its_deadline<D: StreamingDriver>(driver: &Arc<D>, heap:
     assert!(written < UNREAD_WRITE_BOUND, "{name}: the server wrote {} MiB to a stream nobody read", written >> 20);
     let closed = server.closed_after().unwrap_or_else(|| panic!("{name}: the connection was not closed"));
     assert!(closed < DEADLINE + SLACK, "{name}: the connection closed {closed:?} after the response started");
-    let Some(GenerateEvent::Failed { error, partial }) = events
-        .last()
-        .filter(|e| matches!(e, GenerateEvent::Failed { error, .. } if matches!(**error, GenerateError::Timeout(_))))
-    else {
+    let Some(GenerateEvent::Failed { error, partial }) = events.last() else {
         panic!("{name}: expected the timeout, got {:?}", events.last());
     };
-    let _: &GenerateError = error;
+    assert!(matches!(**error, GenerateError::Timeout(_)), "{name}: expected the timeout, got {error:?}");
     let text = delta_text(&events);
     assert!(!text.is_empty() && text.len() % word().len() == 0, "{name}: whole deltas arrived");
     assert_eq!(partial.text(), text, "{name}: what arrived is kept and every delta was delivered");

@@ -447,16 +447,11 @@ fn a_deep_partial_args_path_is_a_typed_error_on_a_small_stack() {
             let input = response.message.tool_uses().next().map(|call| call.input.clone());
             (events, input)
         });
-        let decode_error = events.last().and_then(|e| match e {
-            StreamEvent::Error { error } => match &**error {
-                omni_core::StreamError::Decode { message, .. } => Some(message),
-                _ => None,
-            },
-            _ => None,
-        });
         match events.last() {
-            Some(StreamEvent::Error { .. }) if fails && decode_error.is_some() => {
-                let message = decode_error.map(String::as_str).unwrap_or_default();
+            Some(StreamEvent::Error { error }) if fails => {
+                let omni_core::StreamError::Decode { message, .. } = &**error else {
+                    panic!("{segments} segments: a decode error, not {error:?}")
+                };
                 assert!(message.contains("deeper than 64"), "{message}");
             }
             Some(StreamEvent::Done { .. }) if !fails => {

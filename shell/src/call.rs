@@ -191,8 +191,12 @@ impl TextStream {
 
     /// Waits for the end of the call (consuming the remaining events).
     pub async fn response(mut self) -> Result<Response, Error> {
+        // The rest of the events are read here, not handed out: the terminal one is taken
+        // as it is, not copied as `poll_next` must (the application may ask for the
+        // response after reading it).
         while self.terminal.is_none() {
-            match futures_lite::StreamExt::next(&mut self).await {
+            match std::future::poll_fn(|cx| self.poll_event(cx)).await {
+                Some(event) if is_terminal(&event) => self.terminal = Some(event),
                 Some(_) => {}
                 None => break,
             }
@@ -204,8 +208,22 @@ impl TextStream {
         }
     }
 
+    /// The next event, from the batch being read or the next one.
+    fn poll_event(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
+        loop {
+            if let Some(event) = self.batch.next() {
+                return Poll::Ready(Some(event));
+            }
+            match futures_core::Stream::poll_next(self.batches.as_mut(), cx) {
+                Poll::Ready(Some(batch)) => self.batch = batch.into_iter(),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
     fn observe(&mut self, event: &GenerateEvent) {
-        if matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. }) {
+        if is_terminal(event) {
             self.terminal = Some(event.clone());
         }
     }
@@ -234,16 +252,15 @@ impl futures_core::Stream for TextStream {
     type Item = GenerateEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
-        loop {
-            if let Some(event) = self.batch.next() {
-                self.observe(&event);
-                return Poll::Ready(Some(event));
-            }
-            match self.batches.as_mut().poll_next(cx) {
-                Poll::Ready(Some(batch)) => self.batch = batch.into_iter(),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
-            }
+        let polled = self.poll_event(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.observe(event);
         }
+        polled
     }
+}
+
+/// Whether `event` ends the call.
+fn is_terminal(event: &GenerateEvent) -> bool {
+    matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. })
 }
