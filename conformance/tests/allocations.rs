@@ -1,6 +1,9 @@
 //! Allocation budget of the decoding pipeline, counted (not timed) with a counting
-//! global allocator: at most one allocation per text delta, amortised, in every dialect;
-//! at most one per tool-argument fragment; and nothing per delta for an agent over a call.
+//! global allocator. Issue 12 asked for at most one allocation per text delta and 1.1 per
+//! tool-argument fragment; a short delta's text is held inline (`omni_core::Fragment`),
+//! so the budget here is far lower: a twentieth of an allocation per delta, amortised
+//! (the growth of the response's own text), in every dialect; and nothing per delta for
+//! an agent over a call.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::time::Instant;
@@ -35,7 +38,7 @@ fn decoding_allocations(dialect: Dialect, body: &[u8]) -> (u64, Response) {
 }
 
 #[test]
-fn at_most_one_allocation_per_text_delta() {
+fn no_allocation_per_short_text_delta() {
     let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     const DELTAS: usize = 20_000;
     let mut report = Vec::new();
@@ -45,13 +48,13 @@ fn at_most_one_allocation_per_text_delta() {
         let per_delta = used as f64 / DELTAS as f64;
         report.push(format!("{dialect}: {per_delta:.3} allocations per text delta"));
         assert_eq!(response.text().len(), DELTAS * 6, "{dialect} decoded every delta");
-        assert!(per_delta <= 1.05, "{dialect}: {per_delta:.3} allocations per text delta (budget: 1)");
+        assert!(per_delta <= 0.05, "{dialect}: {per_delta:.3} allocations per text delta (budget: 0.05)");
     }
     println!("{}", report.join("\n"));
 }
 
 #[test]
-fn at_most_one_allocation_per_tool_argument_fragment() {
+fn no_allocation_per_short_tool_argument_fragment() {
     let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     const BYTES: usize = 64 * 1024;
     const FRAGMENT: usize = 4;
@@ -69,7 +72,7 @@ fn at_most_one_allocation_per_tool_argument_fragment() {
         report.push(format!("{dialect}: {per_fragment:.3} allocations per tool-argument fragment"));
         let calls = response.message.tool_uses().count();
         assert_eq!(calls, 1, "{dialect} decoded the call");
-        assert!(per_fragment <= 1.1, "{dialect}: {per_fragment:.3} allocations per fragment (budget: 1.1)");
+        assert!(per_fragment <= 0.05, "{dialect}: {per_fragment:.3} allocations per fragment (budget: 0.05)");
     }
     println!("{}", report.join("\n"));
 }

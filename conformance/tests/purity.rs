@@ -20,6 +20,11 @@ const ALLOWED: &[&str] = &[
     "quote",
     "syn",
     "unicode-ident",
+    // compact_str (`Fragment`, a delta's text held inline) and what it builds on.
+    "compact_str",
+    "castaway",
+    "rustversion",
+    "static_assertions",
     // JSON Schema validation (jsonschema, default features off: no file or network
     // resolution) and what it brings: regexes, number handling, hashing, formats.
     "jsonschema",

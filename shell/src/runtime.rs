@@ -104,6 +104,15 @@ impl BodyBuffers {
             Err(_) => Vec::with_capacity(crate::machine::BODY_CHUNK),
         }
     }
+
+    /// A buffer of exactly [`BODY_CHUNK`](crate::machine::BODY_CHUNK) bytes to read into,
+    /// holding whatever it held before: only the part never written is zeroed, where
+    /// zeroing a whole recycled buffer before every read cost a 64 KiB `memset` per read.
+    pub fn take_for_read(&self) -> Vec<u8> {
+        let mut buffer = self.0.try_recv().unwrap_or_default();
+        buffer.resize(crate::machine::BODY_CHUNK, 0);
+        buffer
+    }
 }
 
 impl ResponseSink {

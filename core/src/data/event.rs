@@ -7,6 +7,15 @@ use crate::data::message::ToolUse;
 use crate::data::response::StopReason;
 use crate::data::usage::Usage;
 
+/// The text a delta carries: a streamed token, a piece of reasoning, a fragment of a tool
+/// call's JSON input. It reads as a `str` (`Deref`, `Display`, comparisons with `str` and
+/// `String`); `into_string()` gives a `String`.
+///
+/// Up to 24 bytes are stored inline, and a streamed token rarely is longer: a stream of
+/// many small deltas costs no allocation per delta, and none is freed on the
+/// application's thread after being allocated on the loop's.
+pub type Fragment = compact_str::CompactString;
+
 /// One streaming event. `index` is the block's position in the message content.
 ///
 /// Serialised with a snake-case `type` tag, e.g. `{"type":"text_delta","index":0,"delta":"Hi"}`.
@@ -28,7 +37,7 @@ pub enum StreamEvent {
         /// Block position.
         index: usize,
         /// The new text.
-        delta: String,
+        delta: Fragment,
     },
     /// A text block is complete.
     TextEnd {
@@ -47,7 +56,7 @@ pub enum StreamEvent {
         /// Block position.
         index: usize,
         /// The new text.
-        delta: String,
+        delta: Fragment,
     },
     /// A thinking block is complete.
     ThinkingEnd {
@@ -76,7 +85,7 @@ pub enum StreamEvent {
         /// Block position.
         index: usize,
         /// The fragment.
-        delta: String,
+        delta: Fragment,
     },
     /// A tool call is complete and its input parsed.
     ToolUseEnd {

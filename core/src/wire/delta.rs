@@ -6,6 +6,7 @@
 //! accumulator maps them to positions in the message content.
 
 use crate::data::error::ProviderError;
+use crate::data::event::Fragment;
 use crate::data::response::StopReason;
 
 /// One fact from the stream.
@@ -64,13 +65,13 @@ pub enum BlockKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BlockDelta {
     /// Text for a text block.
-    Text(String),
+    Text(Fragment),
     /// Reasoning text for a thinking block.
-    Thinking(String),
+    Thinking(Fragment),
     /// Opaque signature for the block (appended: some providers stream it in pieces).
-    Signature(String),
+    Signature(Fragment),
     /// A fragment of a tool call's JSON input.
-    ToolInput(String),
+    ToolInput(Fragment),
 }
 
 /// Message-level metadata.

@@ -56,8 +56,6 @@ use ureq::unversioned::transport::{Connector, DefaultConnector};
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
 /// interrupt either once started).
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest piece of body read at once (the shell's choice for every transport).
-const READ_BUFFER: usize = omni_shell::delivery::BODY_CHUNK;
 
 /// What an exchange reports, in order: `Head`, `Body`*, then `End` or `Failed` (or
 /// only `Failed`).
@@ -321,8 +319,7 @@ fn run(
     let mut reader = body.into_reader();
     loop {
         // Read straight into a buffer the loop gave back (`BodyBuffers`), not copied.
-        let mut buf = buffers.take();
-        buf.resize(READ_BUFFER, 0);
+        let mut buf = buffers.take_for_read();
         match reader.read(&mut buf) {
             Ok(0) => return Outcome::Complete,
             Ok(n) => {

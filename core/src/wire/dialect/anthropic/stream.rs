@@ -257,16 +257,16 @@ impl StreamState {
         // The start normally carries empty content; forward any that a server put there.
         let mut initial = |delta: BlockDelta| out.push(Delta::BlockDelta { index, delta });
         if let Some(text) = block.text.filter(|t| !t.0.is_empty()) {
-            initial(BlockDelta::Text(text.0.into_owned()));
+            initial(BlockDelta::Text(text.0.into()));
         }
         if let Some(thinking) = block.thinking.filter(|t| !t.0.is_empty()) {
-            initial(BlockDelta::Thinking(thinking.0.into_owned()));
+            initial(BlockDelta::Thinking(thinking.0.into()));
         }
         if let Some(signature) = block.signature.filter(|s| !s.0.is_empty()) {
-            initial(BlockDelta::Signature(signature.0.into_owned()));
+            initial(BlockDelta::Signature(signature.0.into()));
         }
         if let Some(input) = block.input.map(RawValue::get).filter(|i| !is_empty_input(i)) {
-            initial(BlockDelta::ToolInput(input.to_string()));
+            initial(BlockDelta::ToolInput(input.into()));
         }
     }
 
@@ -276,7 +276,7 @@ impl StreamState {
         if self.ignored.contains(&key) {
             return;
         }
-        let content = d.content.map(Cow::into_owned).unwrap_or_default();
+        let content = d.content.map(crate::Fragment::from).unwrap_or_default();
         let delta = match d.kind {
             DeltaKind::Text => BlockDelta::Text(content),
             DeltaKind::Thinking => BlockDelta::Thinking(content),

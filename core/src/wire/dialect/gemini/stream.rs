@@ -126,8 +126,7 @@ impl StreamState {
             Some(text) if !text.is_empty() => {
                 let signed = part.thought_signature.0.is_some();
                 let index = self.run_index(thought, signed, out);
-                let delta =
-                    if thought { BlockDelta::Thinking(text.into_owned()) } else { BlockDelta::Text(text.into_owned()) };
+                let delta = if thought { BlockDelta::Thinking(text.into()) } else { BlockDelta::Text(text.into()) };
                 out.push(Delta::BlockDelta { index, delta });
                 if let Some(sig) = part.thought_signature.0.take() {
                     self.sign_run(index, sig, out);
@@ -175,7 +174,7 @@ impl StreamState {
     }
 
     fn sign_run(&mut self, index: u32, sig: Cow<'_, str>, out: &mut impl DeltaSink) {
-        out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(sig.into_owned()) });
+        out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(sig.into()) });
         if let Some(run) = &mut self.run {
             run.signed = true;
         }
@@ -206,7 +205,7 @@ impl StreamState {
                 self.calls += 1;
                 out.push(Delta::BlockStart { index, kind: BlockKind::ToolUse { id, name: name.into_owned() } });
                 if let Some(sig) = &sig {
-                    out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(sig.to_string()) });
+                    out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(sig.as_ref().into()) });
                 }
                 if streaming || !call.partial_args.is_empty() {
                     let base = call.args.and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok());
@@ -218,7 +217,7 @@ impl StreamState {
                     }
                 } else {
                     let input = call.args.map_or("{}", RawValue::get).to_string();
-                    out.push(Delta::BlockDelta { index, delta: BlockDelta::ToolInput(input) });
+                    out.push(Delta::BlockDelta { index, delta: BlockDelta::ToolInput(input.into()) });
                     out.push(Delta::BlockStop { index });
                 }
             }
@@ -262,7 +261,10 @@ impl StreamState {
 
     fn flush_pending(&mut self, out: &mut impl DeltaSink) {
         if let Some(call) = self.pending.take() {
-            out.push(Delta::BlockDelta { index: call.index, delta: BlockDelta::ToolInput(call.args.into_json()) });
+            out.push(Delta::BlockDelta {
+                index: call.index,
+                delta: BlockDelta::ToolInput(call.args.into_json().into()),
+            });
             out.push(Delta::BlockStop { index: call.index });
         }
     }

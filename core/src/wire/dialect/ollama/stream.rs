@@ -235,7 +235,7 @@ impl StreamState {
                 index
             }
         };
-        let text = text.into_owned();
+        let text = crate::Fragment::from(text);
         let delta = match kind {
             Piece::Text => BlockDelta::Text(text),
             Piece::Thinking => BlockDelta::Thinking(text),
@@ -262,7 +262,7 @@ impl StreamState {
         let name = call.function.name.map(|n| n.0.into_owned()).unwrap_or_default();
         let arguments = arguments_json(call.function.arguments)?;
         out.push(Delta::BlockStart { index, kind: BlockKind::ToolUse { id, name } });
-        out.push(Delta::BlockDelta { index, delta: BlockDelta::ToolInput(arguments) });
+        out.push(Delta::BlockDelta { index, delta: BlockDelta::ToolInput(arguments.into()) });
         out.push(Delta::BlockStop { index });
         Ok(())
     }

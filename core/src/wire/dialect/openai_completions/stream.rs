@@ -146,16 +146,16 @@ impl StreamState {
         let reasoning = delta.reasoning_content.0.take().filter(|s| !s.is_empty()).or(delta.reasoning.0.take());
         if let Some(text) = reasoning.filter(|s| !s.is_empty()) {
             self.thinking_seen = true;
-            out.push(Delta::BlockDelta { index: THINKING_KEY, delta: BlockDelta::Thinking(text.into_owned()) });
+            out.push(Delta::BlockDelta { index: THINKING_KEY, delta: BlockDelta::Thinking(text.into()) });
         }
         if let Some(text) = delta.content.0.take().filter(|s| !s.is_empty()) {
             self.text_seen = true;
-            out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into_owned()) });
+            out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into()) });
         }
         if let Some(text) = delta.refusal.0.take().filter(|s| !s.is_empty()) {
             self.text_seen = true;
             self.refused = true;
-            out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into_owned()) });
+            out.push(Delta::BlockDelta { index: TEXT_KEY, delta: BlockDelta::Text(text.into()) });
         }
         if let Some(calls) = delta.tool_calls.take() {
             self.saw_tool_calls = true;
@@ -208,7 +208,7 @@ impl StreamState {
                     slot.to_stop = true;
                     self.to_stop.push(pos);
                 }
-                out.push(Delta::BlockDelta { index: slot.key, delta: BlockDelta::ToolInput(args.into_owned()) });
+                out.push(Delta::BlockDelta { index: slot.key, delta: BlockDelta::ToolInput(args.into()) });
             }
             return;
         }
@@ -281,7 +281,7 @@ impl ToolSlot {
         out.push(Delta::BlockStart { index: self.key, kind });
         if !self.pending.is_empty() {
             let args = std::mem::take(&mut self.pending);
-            out.push(Delta::BlockDelta { index: self.key, delta: BlockDelta::ToolInput(args) });
+            out.push(Delta::BlockDelta { index: self.key, delta: BlockDelta::ToolInput(args.into()) });
         }
     }
 }

@@ -304,7 +304,7 @@ impl StreamState {
         self.next_block += 1;
         out.push(Delta::BlockStart { index: next, kind: BlockKind::Text });
         if !item.id.is_empty() {
-            out.push(Delta::BlockDelta { index: next, delta: BlockDelta::Signature(item.id.clone()) });
+            out.push(Delta::BlockDelta { index: next, delta: BlockDelta::Signature(item.id.as_str().into()) });
         }
         Some(next)
     }
@@ -319,7 +319,7 @@ impl StreamState {
         let Some(delta) = delta.filter(|d| !d.is_empty()) else { return };
         let pos = self.item_for(target, || ItemKind::Message { parts: MessageParts::default() });
         if let Some(index) = self.text_block(pos, content_index, &delta, out) {
-            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(delta.into_owned()) });
+            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(delta.into()) });
         }
     }
 
@@ -352,7 +352,7 @@ impl StreamState {
         };
         let Some(rest) = text.get(sent..).filter(|rest| !rest.is_empty()) else { return };
         if let Some(index) = self.text_block(pos, content_index, rest, out) {
-            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(rest.to_string()) });
+            out.push(Delta::BlockDelta { index, delta: BlockDelta::Text(rest.into()) });
         }
     }
 
@@ -395,7 +395,7 @@ impl StreamState {
             reasoning.parts.insert(part);
             reasoning.last_part = Some(part);
         }
-        out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking(text.into_owned()) });
+        out.push(Delta::BlockDelta { index, delta: BlockDelta::Thinking(text.into()) });
     }
 
     fn reasoning_at(&mut self, pos: usize) -> Option<&mut ReasoningItem> {
@@ -440,7 +440,7 @@ impl StreamState {
             return;
         }
         *arguments_sent = true;
-        out.push(Delta::BlockDelta { index: *block, delta: BlockDelta::ToolInput(arguments.into_owned()) });
+        out.push(Delta::BlockDelta { index: *block, delta: BlockDelta::ToolInput(arguments.into()) });
     }
 
     fn on_item_added(&mut self, output_index: Option<u64>, item: &ItemPayload<'_>, out: &mut impl DeltaSink) -> usize {
@@ -465,7 +465,7 @@ impl StreamState {
                     kind: BlockKind::ToolUse { id: call_id.to_string(), name: name.to_string() },
                 });
                 if !id.is_empty() {
-                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::Signature(id.to_string()) });
+                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::Signature(id.into()) });
                 }
                 self.saw_tool_call = true;
                 ItemKind::FunctionCall { block, arguments_sent: false }
@@ -521,7 +521,7 @@ impl StreamState {
                 let encrypted = item.encrypted_content.0.map(Cow::into_owned).or(announced);
                 if let Some(encrypted) = encrypted.filter(|e| !e.is_empty()) {
                     if let Some(index) = self.thinking_block(pos, out) {
-                        out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(encrypted) });
+                        out.push(Delta::BlockDelta { index, delta: BlockDelta::Signature(encrypted.into()) });
                     }
                 }
                 if let Some(index) = self.reasoning_at(pos).and_then(|r| r.block) {
@@ -537,7 +537,7 @@ impl StreamState {
                 // Freeform input is not JSON: it becomes the tool input as a JSON string.
                 if let Some(input) = item.input.0.filter(|i| !i.is_empty()) {
                     let json = serde_json::Value::String(input.into_owned()).to_string();
-                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::ToolInput(json) });
+                    out.push(Delta::BlockDelta { index: block, delta: BlockDelta::ToolInput(json.into()) });
                 }
                 out.push(Delta::BlockStop { index: block });
             }
