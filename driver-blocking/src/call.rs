@@ -121,6 +121,7 @@ impl Iterator for TextStream {
     type Item = GenerateEvent;
 
     fn next(&mut self) -> Option<GenerateEvent> {
-        block_on(self.0.next())
+        // Most events are already here, in the batch their network read made: no wait.
+        self.0.try_next().or_else(|| block_on(self.0.next()))
     }
 }

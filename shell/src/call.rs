@@ -208,6 +208,22 @@ impl TextStream {
         }
     }
 
+    /// The next event if one is already here (in the batch being read, or a batch that
+    /// arrived), without waiting; `None` when the next one has yet to come (or the stream
+    /// has ended). For an application that reads synchronously: omni-blocking's
+    /// iterator takes what is there this way, and waits only when nothing is.
+    pub fn try_next(&mut self) -> Option<GenerateEvent> {
+        let event = match self.batch.next() {
+            Some(event) => event,
+            None => {
+                self.batch = self.batches.try_recv().ok()?.into_iter();
+                self.batch.next()?
+            }
+        };
+        self.observe(&event);
+        Some(event)
+    }
+
     /// The next event, from the batch being read or the next one.
     fn poll_event(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
         loop {

@@ -22,16 +22,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::task::Poll;
 
-use async_channel::{Receiver, Sender};
+use async_channel::Sender;
 use bytes::Bytes;
-use futures_lite::{future, StreamExt};
+use futures_lite::future;
 use omni_core::data::tool::no_handler;
 use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 
-use crate::machine::{self, Machine, INPUT_CAPACITY, SPARE_BUFFERS};
+use crate::machine::{self, Machine, SPARE_BUFFERS};
+use crate::reports::{ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Task, Transport};
 use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
@@ -85,12 +85,11 @@ pub(crate) struct Executor<R: Runtime, T> {
     runtime: R,
     transport: T,
     handlers: Handlers,
-    reports: Sender<Report>,
+    reports: ReportSender,
     /// Where decoded pieces' buffers go back to the transports, and where they take them.
     spares: Sender<Vec<u8>>,
     buffers: BodyBuffers,
-    /// Pinned: it is polled as a stream, keeping its listener between polls.
-    received: Pin<Box<Receiver<Report>>>,
+    received: ReportReceiver,
     /// Reports made here rather than by a request, taken before the channel's.
     ready: VecDeque<Report>,
     requests: BTreeMap<RequestId, R::Task>,
@@ -100,11 +99,10 @@ pub(crate) struct Executor<R: Runtime, T> {
 impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
-        let (reports, received) = async_channel::bounded(INPUT_CAPACITY);
+        let (reports, received) = crate::reports::channel();
         let (spares, buffers) = async_channel::bounded(SPARE_BUFFERS);
         let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
         let buffers = BodyBuffers::new(buffers);
-        let received = Box::pin(received);
         Self { runtime, transport, handlers, reports, spares, buffers, received, ready, requests, runs }
     }
 
@@ -153,11 +151,7 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
             if let Some(report) = ready.pop_front() {
                 return Poll::Ready(report);
             }
-            match self.received.as_mut().poll_next(cx) {
-                Poll::Ready(Some(report)) => Poll::Ready(report),
-                // The executor holds a sender while it lives: the channel never ends, in fact.
-                Poll::Ready(None) | Poll::Pending => Poll::Pending,
-            }
+            self.received.poll_recv(cx)
         })
         .await
     }

@@ -32,6 +32,7 @@ mod executor;
 pub mod exports;
 mod host;
 pub mod machine;
+mod reports;
 mod runtime;
 mod subscription;
 mod sync_tool;

@@ -16,12 +16,13 @@ use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Instant;
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
 use bytes::Bytes;
 use omni_core::machines::generate::{RequestId, TransportError};
 use omni_core::HttpRequest;
 
 use crate::executor::Report;
+use crate::reports::ReportSender;
 use crate::Error;
 
 /// Where a driver's work runs, and its clock.
@@ -76,7 +77,7 @@ pub trait Transport: Clone + Send + Sync + 'static {
 #[derive(Debug)]
 pub struct ResponseSink {
     id: RequestId,
-    reports: Sender<Report>,
+    reports: ReportSender,
     buffers: BodyBuffers,
 }
 
@@ -116,7 +117,7 @@ impl BodyBuffers {
 }
 
 impl ResponseSink {
-    pub(crate) fn new(id: RequestId, reports: Sender<Report>, buffers: BodyBuffers) -> Self {
+    pub(crate) fn new(id: RequestId, reports: ReportSender, buffers: BodyBuffers) -> Self {
         Self { id, reports, buffers }
     }
 
@@ -128,12 +129,12 @@ impl ResponseSink {
     /// The status and headers arrived. False once nobody listens (the call ended): the
     /// transport then stops.
     pub async fn head(&self, status: u16, headers: Vec<(String, String)>) -> bool {
-        self.reports.send(Report::Head { id: self.id, status, headers }).await.is_ok()
+        self.reports.send(Report::Head { id: self.id, status, headers }).await
     }
 
     /// Body bytes arrived; false once nobody listens.
     pub async fn body(&self, bytes: impl Into<Bytes>) -> bool {
-        self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await.is_ok()
+        self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await
     }
 
     /// The body ended.
