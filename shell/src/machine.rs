@@ -32,9 +32,12 @@ pub const INPUT_CAPACITY: usize = 16;
 /// thin, and [`INPUT_CAPACITY`] of them bound what is read ahead to 1 MiB.
 pub const BODY_CHUNK: usize = 64 * 1024;
 /// Body buffers a loop keeps for its transport to read into again (see
-/// [`BodyBuffers`](crate::runtime::BodyBuffers)): what is read ahead is in the report
-/// channel, so a few spares cover a steady stream, and keep at most 256 KiB per call.
-pub const SPARE_BUFFERS: usize = 4;
+/// [`BodyBuffers`](crate::runtime::BodyBuffers)). A transport waiting for room in the
+/// report channel is woken when half of it is free, and then reads half a channel of
+/// pieces in one go (`reports.rs`): that many spares let all of them reuse memory already
+/// in use, where a fresh buffer has the kernel fault in and zero new pages. At most
+/// 512 KiB per call.
+pub const SPARE_BUFFERS: usize = INPUT_CAPACITY / 2;
 /// Commands from the application's handles queued for an agent's loop before a handle
 /// waits.
 pub const COMMAND_CAPACITY: usize = 64;

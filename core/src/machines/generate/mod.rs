@@ -313,7 +313,7 @@ impl Generate {
                     if let Some(partial) = partial {
                         self.absorb(partial);
                     }
-                    let partial = self.response(StopReason::Error);
+                    let partial = self.take_response(StopReason::Error);
                     self.events.push_back(GenerateEvent::Failed { error: Box::new(error), partial: Box::new(partial) });
                 }
             }
@@ -387,7 +387,7 @@ impl Generate {
                 self.send(now);
             }
             Err(error) => {
-                let partial = self.response(StopReason::Error);
+                let partial = self.take_response(StopReason::Error);
                 self.events.push_back(GenerateEvent::Failed { error: Box::new(error), partial: Box::new(partial) });
             }
         }
@@ -428,7 +428,7 @@ impl Generate {
 
     fn finish(&mut self, stop: StopReason) {
         self.state = State::Done;
-        let response = self.response(stop);
+        let response = self.take_response(stop);
         self.events.push_back(GenerateEvent::Finished(Box::new(response)));
     }
 
@@ -446,22 +446,27 @@ impl Generate {
         self.finish(StopReason::Cancelled);
     }
 
-    /// The call's response so far, ending with `stop`.
-    fn response(&self, stop: StopReason) -> Response {
-        let mut response = match &self.last {
-            Some(last) => Response { messages: Vec::new(), warnings: Vec::new(), ..last.clone() },
+    /// The call's response, ending with `stop`, moved out of the machine: it is taken
+    /// once, when the call ends (finished or failed), so nothing is copied but the last
+    /// reply's message in the rare case where the last step's is empty.
+    fn take_response(&mut self, stop: StopReason) -> Response {
+        let mut response = match self.last.take() {
+            Some(last) => Response { messages: Vec::new(), warnings: Vec::new(), ..last },
             None => Response::empty(self.config.model.id.clone()),
         };
-        if let Some(last_assistant) = self.added.iter().rev().find(|m| m.role == Role::Assistant) {
-            response.message = last_assistant.clone();
+        // The last step's message, when not empty, is the last assistant message added.
+        if response.message.content.is_empty() {
+            if let Some(last_assistant) = self.added.iter().rev().find(|m| m.role == Role::Assistant) {
+                response.message = last_assistant.clone();
+            }
         }
-        response.messages = self.added.clone();
+        response.messages = std::mem::take(&mut self.added);
         response.stop_reason = Some(stop);
         response.usage = self.usage;
-        response.warnings = self.warnings.clone();
-        match &self.output {
-            Some(Ok(value)) => response.output = Some(value.clone()),
-            Some(Err(error)) => response.output_error = Some(error.clone()),
+        response.warnings = std::mem::take(&mut self.warnings);
+        match self.output.take() {
+            Some(Ok(value)) => response.output = Some(value),
+            Some(Err(error)) => response.output_error = Some(error),
             None => {}
         }
         response
