@@ -51,7 +51,8 @@ impl Call {
         self.0.config()
     }
 
-    /// Starts the call (its loop on a thread of its own) and returns its events.
+    /// Starts the call (the request goes out at once, on a thread of its own) and returns
+    /// its events, decoded on the thread that reads them.
     pub fn stream(self) -> Result<TextStream, Error> {
         self.0.stream().map(TextStream)
     }
@@ -92,9 +93,10 @@ impl Call {
 ///
 /// Dropping the stream (or [`TextStream::cancel`], or a [`CancelHandle`] from another
 /// thread) cancels the call: the request in flight is aborted (its connection closed)
-/// and running tools are cancelled. Events wait in a bounded queue: while the
-/// application does not read, the call stops reading the response, but its deadlines
-/// still fire.
+/// and running tools are cancelled. The response is decoded on the thread that calls
+/// `next`, as it reads: while the application does not read, the call reads no further
+/// than a bounded amount ahead, but its deadlines still fire, a cancel still closes the
+/// connection at once, and its running tools go on.
 #[derive(Debug)]
 pub struct TextStream(omni_shell::TextStream);
 
@@ -121,7 +123,7 @@ impl Iterator for TextStream {
     type Item = GenerateEvent;
 
     fn next(&mut self) -> Option<GenerateEvent> {
-        // Most events are already here, in the batch their network read made: no wait.
+        // Most events are already here, made with the others of their network read.
         self.0.try_next().or_else(|| block_on(self.0.next()))
     }
 }

@@ -117,7 +117,12 @@ fn dropping_a_stream_stops_its_running_tools() {
         let _ = tx.send(if cancelled { "cancelled" } else { "slept" });
         Ok(ToolOutput::text("late"))
     });
-    let stream = client(&server.base_url()).call(scenarios::model(), "weather?").tool(tool).stream().expect("stream");
+    let mut stream =
+        client(&server.base_url()).call(scenarios::model(), "weather?").tool(tool).stream().expect("stream");
+    // The step is read to its end (a stream decodes as it is read); its tool call then runs.
+    let step_done =
+        stream.by_ref().find(|e| matches!(e, GenerateEvent::Stream { event: StreamEvent::Done { .. }, .. }));
+    assert!(step_done.is_some());
     assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("started"));
     let dropped = Instant::now();
     drop(stream);

@@ -1,18 +1,20 @@
 //! One call: the builder and the event stream handed to the application, the same on
 //! every async driver. The call's machine runs in the driver's runtime (`drive_call`).
 
+use std::collections::VecDeque;
+use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Sender;
 use omni_core::data::schema::Validator;
 use omni_core::machines::client::{CallSpec, ModelRef};
 use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
 use omni_core::{ApiKey, Context, Options, Response};
 
 use crate::client::{Client, Driver};
-use crate::drive_call::spawn_call;
+use crate::drive_call::{spawn_call, SharedCall};
 use crate::runtime::Runtime;
 use crate::{handlers_by_name, AsyncTool, Error};
 
@@ -116,8 +118,9 @@ impl<D: Driver> Call<D> {
     }
 
     /// Starts the call and returns its events; dropping the stream cancels the call. The
-    /// call runs in its own task (omni-tokio needs a running tokio runtime here; omni-smol
-    /// works inside or outside an executor).
+    /// request goes out at once, in a task of its own (omni-tokio needs a running tokio
+    /// runtime here; omni-smol works inside or outside an executor), and the response is
+    /// decoded as the stream is read.
     pub fn stream(self) -> Result<TextStream, Error> {
         let handlers = handlers_by_name(&self.tools);
         let (client, spec) = self.into_spec();
@@ -127,13 +130,10 @@ impl<D: Driver> Call<D> {
         // retry together.
         let seed = <D::Runtime as Runtime>::random_seed();
         let machine = inner.config.start(spec, &env, seed, inner.runtime.now())?;
-        // Bounded: an application that does not read makes the call stop reading the
-        // response (see `delivery`).
-        let (events_tx, events) = async_channel::bounded(crate::delivery::EVENT_CAPACITY);
-        // Never sent on: the stream's drop closes it, which is how the driver learns of it.
+        // Never sent on: the stream's cancel closes it, which is how the loop learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
-        spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, events_tx, cancelled)?;
-        Ok(TextStream { batches: Box::pin(events), batch: Vec::new().into_iter(), cancel, terminal: None })
+        let call = spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, cancelled)?;
+        Ok(TextStream { call, events: VecDeque::new(), ended: false, cancel, terminal: None })
     }
 
     /// Runs the call to the end and returns the final response.
@@ -162,19 +162,30 @@ impl<D: Driver> Call<D> {
 /// [`CancelHandle`] from elsewhere) cancels the call: the request in flight is aborted (its
 /// connection closed) and running tools are stopped.
 ///
-/// Events wait in a bounded queue: while the application does not read, the call stops
-/// reading the response (the server is slowed by TCP), but its deadlines still fire, and
-/// the last event (`Finished` or `Failed`) comes whenever the application reads again.
-#[derive(Debug)]
+/// The call's events are made where they are read: polling the stream decodes the next
+/// piece of the response on the polling thread. While the application does not read, the
+/// call reads no further than a bounded amount ahead (the server is slowed by TCP), but
+/// its deadlines still fire, a cancel still closes the connection at once, and its tools
+/// run on; the last event (`Finished` or `Failed`) comes whenever the application reads
+/// again. (On omni-tokio, poll it inside the tokio runtime, as tokio's own streams.)
 pub struct TextStream {
-    // Boxed: async-channel's receiver is not `Unpin`. Events come in batches, all those
-    // one input made (see `drive_call`).
-    batches: Pin<Box<Receiver<Vec<GenerateEvent>>>>,
-    /// The rest of the batch being read.
-    batch: std::vec::IntoIter<GenerateEvent>,
+    call: SharedCall,
+    /// Events made and not yet read: those of one report at most.
+    events: VecDeque<GenerateEvent>,
+    /// The call is over: no more events.
+    ended: bool,
     /// Never sent on: closing it cancels the call.
     cancel: Sender<()>,
     terminal: Option<GenerateEvent>,
+}
+
+impl fmt::Debug for TextStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TextStream")
+            .field("waiting", &self.events.len())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TextStream {
@@ -208,31 +219,28 @@ impl TextStream {
         }
     }
 
-    /// The next event if one is already here (in the batch being read, or a batch that
-    /// arrived), without waiting; `None` when the next one has yet to come (or the stream
-    /// has ended). For an application that reads synchronously: omni-blocking's
-    /// iterator takes what is there this way, and waits only when nothing is.
+    /// The next event if one is already here (made by the last read), without waiting or
+    /// decoding more; `None` when the next one has yet to be made (or the stream has
+    /// ended). For an application that reads synchronously: omni-blocking's iterator
+    /// takes what is there this way, and polls the stream only when nothing is.
     pub fn try_next(&mut self) -> Option<GenerateEvent> {
-        let event = match self.batch.next() {
-            Some(event) => event,
-            None => {
-                self.batch = self.batches.try_recv().ok()?.into_iter();
-                self.batch.next()?
-            }
-        };
+        let event = self.events.pop_front()?;
         self.observe(&event);
         Some(event)
     }
 
-    /// The next event, from the batch being read or the next one.
+    /// The next event: one already made, or the next ones the loop makes.
     fn poll_event(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<GenerateEvent>> {
         loop {
-            if let Some(event) = self.batch.next() {
+            if let Some(event) = self.events.pop_front() {
                 return Poll::Ready(Some(event));
             }
-            match futures_core::Stream::poll_next(self.batches.as_mut(), cx) {
-                Poll::Ready(Some(batch)) => self.batch = batch.into_iter(),
-                Poll::Ready(None) => return Poll::Ready(None),
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            let Self { call, events, .. } = self;
+            match lock(call).poll_events(cx, events) {
+                Poll::Ready(()) => self.ended = self.events.is_empty(),
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -249,6 +257,8 @@ impl Drop for TextStream {
     fn drop(&mut self) {
         // Closed even while a `CancelHandle` keeps a sender.
         self.cancel.close();
+        // Every request and tool run stops now, on this thread.
+        lock(&self.call).stop();
     }
 }
 
@@ -274,6 +284,10 @@ impl futures_core::Stream for TextStream {
         }
         polled
     }
+}
+
+fn lock<D: ?Sized>(call: &Mutex<D>) -> MutexGuard<'_, D> {
+    call.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Whether `event` ends the call.

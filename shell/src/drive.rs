@@ -1,33 +1,32 @@
-//! The drive loop, written once for every machine and every runtime: execute the
-//! machine's effects, hand its events to the application, feed what the work in flight
-//! reports, wake at the next deadline. No decision about the machine is taken here; a
-//! driver only says how to run work, sleep and send a request ([`Runtime`],
-//! [`Transport`]), and a [`Side`] says what is on the application's side of the machine:
-//! a call's event stream ([`crate::drive_call`]) or an agent's handles and subscribers
-//! ([`crate::drive_agent`]).
+//! The drive loop, written once: execute a machine's effects, hand its events to the
+//! application, feed what the work in flight reports, wake at the next deadline. No
+//! decision about the machine is taken here; a driver only says how to run work, sleep
+//! and send a request ([`Runtime`], [`Transport`]).
 //!
 //! The order of every pass, the same for every machine:
 //!
 //! 1. every effect is executed before anything else is fed (the machines assert it);
 //! 2. the machine's events go to the application, without waiting on it;
-//! 3. a machine that is finished ends the loop: its work is stopped first, then the last
-//!    events wait until the application reads them;
+//! 3. a machine that is finished ends the loop, its work stopped;
 //! 4. an application that is gone is told to the machine (it cancels its work);
 //! 5. a deadline that has passed is acted on, before any input: a flood of input
 //!    (keep-alives as fast as the server can send) cannot hold off a stall or a timeout;
 //! 6. after [`INPUT_BUDGET`] wake-ups in a row the loop yields to its runtime, so a flood
 //!    cannot hold a runtime thread;
-//! 7. the loop waits, looking first at the application (a handle's command, a dropped
-//!    stream, room in a full event queue), then at the next input (unless the
-//!    application's event queue is full: then no input is taken and the request stops
-//!    reading, but tool runs go on, and a deadline or the application still gets in),
-//!    then at the deadline.
+//! 7. the loop waits, looking first at the application, then at the next input, then at
+//!    the deadline.
+//!
+//! Steps 1, 5 and 6 are [`execute_effects`] and [`Pacing::before_wait`], shared by the
+//! two loops built on them: an agent's, a task of its own ([`drive`], with its handles
+//! and subscribers as the [`Side`], `drive_agent`), and a call's, run by the
+//! application's own poll of its stream (`drive_call`), where the events are produced
+//! on the thread that reads them.
 
 use std::time::Instant;
 
 use futures_lite::future;
 
-use crate::delivery::{Delivery, INPUT_BUDGET};
+use crate::delivery::INPUT_BUDGET;
 use crate::executor::{Executor, Report};
 use crate::machine::Machine;
 use crate::runtime::{Runtime, Transport};
@@ -36,13 +35,56 @@ use crate::runtime::{Runtime, Transport};
 pub(crate) enum Notice<C> {
     /// A handle's command.
     Command(C),
-    /// The application read: events held back may go out again.
-    Room,
-    /// The application is gone (its stream or its last handle was dropped).
+    /// The application is gone (its last handle was dropped).
     Gone,
 }
 
-/// The application's side of a drive loop, holding the machine it drives: where the
+/// Step 1: every effect the machine has, executed.
+pub(crate) fn execute_effects<M: Machine, R: Runtime, T: Transport>(machine: &mut M, executor: &mut Executor<R, T>) {
+    while let Some(effect) = machine.poll_effect() {
+        executor.execute(effect);
+    }
+}
+
+/// What a loop does once the machine's events are out, before it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A deadline had passed and was acted on: pass again.
+    Again,
+    /// The budget of wake-ups is spent: yield to the runtime, then pass again.
+    Yield,
+    /// Wait for the application, an input or this deadline.
+    Wait(Option<Instant>),
+}
+
+/// Steps 5 and 6, with the count of wake-ups since the loop last yielded.
+#[derive(Debug)]
+pub(crate) struct Pacing {
+    budget: usize,
+}
+
+impl Pacing {
+    pub(crate) fn new() -> Self {
+        Self { budget: INPUT_BUDGET }
+    }
+
+    /// Acts on a deadline that has passed, or counts one more wake-up against the budget.
+    pub(crate) fn before_wait<M: Machine>(&mut self, machine: &mut M, now: Instant) -> Next {
+        let deadline = machine.poll_timeout().map(|(at, _)| at);
+        if deadline.is_some_and(|d| d <= now) {
+            machine.handle_timeout(now);
+            return Next::Again;
+        }
+        if self.budget == 0 {
+            self.budget = INPUT_BUDGET;
+            return Next::Yield;
+        }
+        self.budget -= 1;
+        Next::Wait(deadline)
+    }
+}
+
+/// The application's side of an agent's loop, holding the machine it drives: where the
 /// machine's events go, what else wakes the loop, and what the application's going away
 /// means.
 pub(crate) trait Side {
@@ -55,8 +97,7 @@ pub(crate) trait Side {
     fn machine(&mut self) -> &mut Self::Machine;
 
     /// Hands the machine's new events to the application without waiting on it.
-    /// [`Delivery::Full`] stops input until [`Side::wait`] gives [`Notice::Room`].
-    fn deliver(&mut self) -> Delivery;
+    fn deliver(&mut self);
 
     /// Waits for the application. Cancel-safe: the loop drops this future when it wakes
     /// for something else, and nothing may be lost then.
@@ -70,10 +111,6 @@ pub(crate) trait Side {
 
     /// Whether the loop is over.
     fn finished(&mut self) -> bool;
-
-    /// The end, once the work is stopped: the last events, whenever the application
-    /// reads them.
-    async fn close(self);
 }
 
 /// What woke the loop.
@@ -83,45 +120,28 @@ enum Wake<C> {
     Deadline,
 }
 
-/// Drives `side`'s machine to its end with `executor`'s work. Leaving the loop drops the
-/// executor, which stops whatever still runs.
+/// Drives `side`'s machine to its end with `executor`'s work, as a task of its own.
+/// Leaving the loop drops the executor, which stops whatever still runs.
 pub(crate) async fn drive<S: Side, R: Runtime, T: Transport>(mut side: S, mut executor: Executor<R, T>) {
     let runtime = executor.runtime().clone();
-    let mut budget = INPUT_BUDGET;
+    let mut pacing = Pacing::new();
     loop {
-        while let Some(effect) = side.machine().poll_effect() {
-            executor.execute(effect);
-        }
-        let delivery = side.deliver();
+        execute_effects(side.machine(), &mut executor);
+        side.deliver();
         if side.finished() {
-            drop(executor); // stops whatever still runs
-            side.close().await;
             return;
         }
-        if delivery == Delivery::Gone {
-            side.gone(runtime.now());
-            continue;
-        }
-        let deadline = side.machine().poll_timeout().map(|(at, _)| at);
-        let now = runtime.now();
-        if deadline.is_some_and(|d| d <= now) {
-            side.machine().handle_timeout(now);
-            continue;
-        }
-        if budget == 0 {
-            budget = INPUT_BUDGET;
-            future::yield_now().await;
-        }
-        budget -= 1;
-        let application = async { Wake::Application(side.wait().await) };
-        let input = async {
-            if delivery == Delivery::Full {
-                // No input is taken, but the tool runs (polled by this loop) go on.
-                match executor.run_tools().await {}
-            } else {
-                Wake::Input(executor.next_report().await)
+        let deadline = match pacing.before_wait(side.machine(), runtime.now()) {
+            Next::Again => continue,
+            Next::Yield => {
+                future::yield_now().await;
+                continue;
             }
+            Next::Wait(deadline) => deadline,
         };
+        let application = async { Wake::Application(side.wait().await) };
+        // The tool runs (polled by this loop) go on while it waits for a report.
+        let input = async { Wake::Input(executor.next_report().await) };
         let timer = async {
             sleep_until(&runtime, deadline).await;
             Wake::Deadline
@@ -131,7 +151,6 @@ pub(crate) async fn drive<S: Side, R: Runtime, T: Transport>(mut side: S, mut ex
         // it and the next one).
         match future::or(application, future::or(input, timer)).await {
             Wake::Application(Notice::Command(command)) => side.apply(command, &mut executor, runtime.now()),
-            Wake::Application(Notice::Room) => {}
             Wake::Application(Notice::Gone) => side.gone(runtime.now()),
             Wake::Input(report) => executor.feed(side.machine(), report),
             Wake::Deadline => side.machine().handle_timeout(runtime.now()),
@@ -140,7 +159,7 @@ pub(crate) async fn drive<S: Side, R: Runtime, T: Transport>(mut side: S, mut ex
 }
 
 /// Resolves at the deadline; never without one.
-async fn sleep_until<R: Runtime>(runtime: &R, deadline: Option<Instant>) {
+pub(crate) async fn sleep_until<R: Runtime>(runtime: &R, deadline: Option<Instant>) {
     match deadline {
         Some(at) => runtime.sleep_until(at).await,
         None => future::pending().await,

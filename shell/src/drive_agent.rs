@@ -1,4 +1,4 @@
-//! An agent's side of the drive loop ([`crate::drive`]): the handles' commands are looked
+//! An agent's loop: its side of the drive loop ([`crate::drive`]): the handles' commands are looked
 //! at first (a handle waits for its answer), events are published to the subscribers
 //! (whose queues are bounded: one that falls behind is dropped, so publishing never
 //! waits), and the agent is terminated once the last handle is gone.
@@ -9,7 +9,6 @@ use async_channel::{Receiver, Sender};
 use omni_core::machines::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
 
 use crate::agent::LoopMessage;
-use crate::delivery::Delivery;
 use crate::drive::{drive, Notice, Side};
 use crate::executor::Executor;
 use crate::host::Host;
@@ -75,9 +74,8 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
         self.host.agent()
     }
 
-    fn deliver(&mut self) -> Delivery {
+    fn deliver(&mut self) {
         self.host.publish();
-        Delivery::Done
     }
 
     async fn wait(&mut self) -> Notice<LoopMessage<C>> {
@@ -115,6 +113,4 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
     fn finished(&mut self) -> bool {
         self.orphaned
     }
-
-    async fn close(self) {}
 }

@@ -21,8 +21,7 @@
 //! on the channel it is the reader of.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use async_channel::Sender;
 use bytes::Bytes;
@@ -141,31 +140,54 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     }
 
     /// The next report; pending while none can come. Polls the tool runs (those woken):
-    /// a run makes progress while the loop waits here or in [`Executor::run_tools`],
-    /// which it does whenever it has nothing else to do. Cancel-safe: dropped, it loses
-    /// nothing.
+    /// a run makes progress while the loop waits here, which it does whenever it has
+    /// nothing else to do. Cancel-safe: dropped, it loses nothing.
     pub(crate) async fn next_report(&mut self) -> Report {
         future::poll_fn(|cx| {
-            let ready = &mut self.ready;
-            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
-            if let Some(report) = ready.pop_front() {
-                return Poll::Ready(report);
-            }
-            self.received.poll_recv(cx)
+            self.poll_tools(cx);
+            self.poll_report(cx)
         })
         .await
     }
 
-    /// Keeps the tool runs going without taking a report: while the application's event
-    /// queue is full the loop takes no input, but the runs go on as they would as tasks
-    /// (their outcomes wait here). Never resolves.
-    pub(crate) async fn run_tools(&mut self) -> Infallible {
-        future::poll_fn(|cx| {
-            let ready = &mut self.ready;
-            self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
-            Poll::Pending
-        })
-        .await
+    /// Polls the tool runs woken since the last time; their outcomes wait in the
+    /// executor's own queue, for [`Executor::poll_report`] or [`Executor::take_ready`].
+    pub(crate) fn poll_tools(&mut self, cx: &mut Context<'_>) {
+        let ready = &mut self.ready;
+        self.runs.poll(cx, |id, outcome| ready.push_back(Report::Tool { id, outcome }));
+    }
+
+    /// The next report the executor made itself (a tool's outcome, work that could not
+    /// start), without looking at the requests' channel.
+    pub(crate) fn take_ready(&mut self) -> Option<Report> {
+        self.ready.pop_front()
+    }
+
+    /// The next report: the executor's own first, then the requests' channel (woken
+    /// through `cx` when one comes). Tool runs are not polled here.
+    pub(crate) fn poll_report(&mut self, cx: &mut Context<'_>) -> Poll<Report> {
+        if let Some(report) = self.ready.pop_front() {
+            return Poll::Ready(report);
+        }
+        self.received.poll_recv(cx)
+    }
+
+    /// A report that has arrived on the requests' channel, without waiting.
+    pub(crate) fn take_arrived(&mut self) -> Option<Report> {
+        self.received.try_recv()
+    }
+
+    /// Whether a tool run is in flight.
+    pub(crate) fn runs_tools(&self) -> bool {
+        !self.runs.is_empty()
+    }
+
+    /// Stops every request and tool run now (their tasks and futures dropped here, the
+    /// reports channel closed), as dropping the executor would.
+    pub(crate) fn stop(&mut self) {
+        self.requests.clear();
+        self.runs = ToolRuns::default();
+        self.received.close();
     }
 
     /// Feeds a report to the machine, letting go of work that has ended.
@@ -224,7 +246,7 @@ mod tests {
     use crate::{AsyncTool, Client, Driver, Error};
 
     /// Quick tool calls before the slow one: more results than the call's event queue holds.
-    const QUICK: usize = 2 * crate::delivery::EVENT_CAPACITY;
+    const QUICK: usize = 16;
 
     fn sse(event: &str, data: serde_json::Value) -> String {
         format!("event: {event}\ndata: {data}\n\n")

@@ -12,10 +12,11 @@
 //! for their futures on the caller's thread. Applications use the drivers.
 //!
 //! ```text
-//!  Client ─► Call::stream ─► drive_call (the call's side) ─────────┐  one loop, drive.rs, per
-//!  Client ─► AgentBuilder::start ─► drive_agent (the agent's side) ─┤  machine, on the Runtime:
-//!     effects ─► Executor ─► Transport::send / tool runs            │
-//!     reports (bounded) ◄─ ResponseSink, tool outcomes ◄────────────┘
+//!  Client ─► Call::stream ─► drive_call: run by the stream's poll, ──┐  one pass, drive.rs:
+//!                            beside a watchdog task                  │  effects out, events
+//!  Client ─► AgentBuilder::start ─► drive_agent: a task ─────────────┤  out, deadlines, then
+//!     effects ─► Executor ─► Transport::send / tool runs             │  one input
+//!     reports (bounded) ◄─ ResponseSink, tool outcomes ◄─────────────┘
 //! ```
 
 mod agent;

@@ -7,8 +7,8 @@
 //! stops reading its response, and TCP slows the server down), and it looks at
 //! [`Machine::poll_timeout`] before every input, so a flood of input cannot hold off a
 //! deadline. One input can make many events (a body chunk of many small SSE events): they
-//! wait beside the channel, bounded by the largest chunk a transport reads (16 KiB to a
-//! few hundred KiB), not by how long the application leaves the stream unread.
+//! wait for the application, bounded by the largest chunk a transport reads
+//! ([`BODY_CHUNK`]), not by how long the application leaves the stream unread.
 
 use std::time::Instant;
 
@@ -17,11 +17,6 @@ pub use omni_core::machines::generate::Report;
 use omni_core::machines::generate::{Effect, Generate, GenerateEvent, Input};
 use omni_core::machines::timer::Timer;
 
-/// Room for a call's batches of events between its loop and the application (a batch is
-/// every event one input made: at most what one body chunk holds). Eight batches keep a
-/// reading application from making the loop wait, and bound what waits unread to eight
-/// chunks' worth of events.
-pub const EVENT_CAPACITY: usize = 8;
 /// Room for reports (head, body chunks, end, tool outcomes) between a machine's request
 /// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is
 /// read ahead of the machine stays within a few MiB.

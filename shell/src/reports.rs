@@ -73,22 +73,38 @@ impl ReportReceiver {
     /// The next report, or pending (woken when one comes). Cancel-safe.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Report> {
         match self.rx.as_mut().poll_next(cx) {
-            Poll::Ready(Some(report)) => {
-                if self.rx.len() == LOW_WATER {
-                    self.drained.notify(usize::MAX);
-                }
-                Poll::Ready(report)
-            }
+            Poll::Ready(Some(report)) => Poll::Ready(self.taken(report)),
             // The executor holds a sender while it lives: the channel never ends, in fact.
             Poll::Ready(None) | Poll::Pending => Poll::Pending,
         }
+    }
+
+    /// The next report if one is there.
+    pub(crate) fn try_recv(&mut self) -> Option<Report> {
+        self.rx.try_recv().ok().map(|report| self.taken(report))
+    }
+
+    /// Wakes the reports waiting for room once the channel is down to the low-water mark.
+    fn taken(&self, report: Report) -> Report {
+        if self.rx.len() == LOW_WATER {
+            self.drained.notify(usize::MAX);
+        }
+        report
+    }
+}
+
+impl ReportReceiver {
+    /// Takes no more reports: those waiting for room learn it now (their sends fail, and
+    /// a transport blocked on one returns and closes its connection).
+    pub(crate) fn close(&mut self) {
+        self.rx.close();
+        self.drained.notify(usize::MAX);
     }
 }
 
 impl Drop for ReportReceiver {
     fn drop(&mut self) {
-        // The loop is gone: reports waiting for room learn it now.
-        self.rx.close();
-        self.drained.notify(usize::MAX);
+        // The loop is gone.
+        self.close();
     }
 }

@@ -77,6 +77,11 @@ impl ToolRuns {
         self.woken.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
     }
 
+    /// Whether no run is in flight.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
     /// Stops a run: its future is dropped here and now.
     pub(crate) fn cancel(&mut self, id: ToolRunId) {
         drop(self.running.remove(&id));
