@@ -3,14 +3,20 @@
 //!
 //! - [`pipeline`]: omni's whole path, bytes in 16 KiB chunks to consumer events and a
 //!   response (framing, dialect parsing, accumulation).
+//! - [`machine`]: the same bytes through a whole call's `Generate` machine, offline (the
+//!   request machine around the decoder, and every event queued for `poll_event`).
 //! - [`baseline`]: the least any decoder must do: a memchr scan for event boundaries and a
-//!   typed, borrowed serde_json decode of each payload down to the text delta.
+//!   typed, borrowed serde_json decode of each payload down to the text delta;
+//!   [`baseline_tool`] the same down to a tool call's argument fragment.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use omni_core::{Dialect, StreamDecoder};
+use std::time::Instant;
+
+use omni_core::machines::generate::{Effect, Generate, Input, Report};
+use omni_core::{Dialect, Model, Provider, StreamDecoder};
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
@@ -30,6 +36,31 @@ pub fn pipeline(body: &[u8], dialect: Dialect) -> usize {
     }
     decoder.finish(&mut events);
     count + events.len() + decoder.response().message.content.len()
+}
+
+/// Runs `body` through a call's machine: a `Generate` for `dialect`, started offline, fed
+/// the response head, then the body in [`CHUNK`]s with its events taken after each (as a
+/// driver does), then the body's end. Returns the number of events.
+#[inline(never)]
+pub fn machine(body: &[u8], dialect: Dialect) -> usize {
+    let now = Instant::now();
+    let mut config = crate::scenarios::offline_call();
+    config.model = Model { dialect, ..config.model };
+    config.provider = Provider { dialect, ..config.provider };
+    config.max_response_bytes = u64::MAX;
+    let mut machine = Generate::new(config, now).expect("a valid call");
+    let Some(Effect::SendRequest { id, .. }) = machine.poll_effect() else { panic!("the call sends a request") };
+    machine.handle_input(Input::Report(crate::scenarios::stream_head(id)), now).expect("the head is taken");
+    let mut count = 0;
+    for chunk in body.chunks(CHUNK) {
+        machine.handle_input(Input::Report(Report::Body { id, bytes: chunk }), now).expect("the body is taken");
+        while let Some(event) = machine.poll_event() {
+            std::hint::black_box(&event);
+            count += 1;
+        }
+    }
+    machine.handle_input(Input::Report(Report::BodyEnd { id }), now).expect("the end is taken");
+    count + std::iter::from_fn(|| machine.poll_event()).count()
 }
 
 // The floor: typed, borrowed payloads down to the text of each delta. Text fields are
@@ -203,12 +234,24 @@ pub fn tool_args_len(dialect: Dialect, payload: &str) -> usize {
 /// Returns the total text length.
 #[inline(never)]
 pub fn baseline(body: &[u8], dialect: Dialect) -> usize {
+    floor_with(body, dialect, text_len)
+}
+
+/// The floor of a tool call's stream ([`crate::synth::tool_call_stream`]): event
+/// boundaries by memchr, each payload decoded down to its argument fragment. Returns the
+/// total fragment length.
+#[inline(never)]
+pub fn baseline_tool(body: &[u8], dialect: Dialect) -> usize {
+    floor_with(body, dialect, tool_args_len)
+}
+
+fn floor_with(body: &[u8], dialect: Dialect, decode: fn(Dialect, &str) -> usize) -> usize {
     let text = std::str::from_utf8(body).unwrap_or("");
     let mut total = 0;
     if dialect == Dialect::OllamaChat {
         let mut start = 0;
         for end in memchr::memchr_iter(b'\n', body) {
-            total += text_len(dialect, text.get(start..end).unwrap_or(""));
+            total += decode(dialect, text.get(start..end).unwrap_or(""));
             start = end + 1;
         }
         return total;
@@ -219,7 +262,7 @@ pub fn baseline(body: &[u8], dialect: Dialect) -> usize {
     for end in memchr::memmem::find_iter(body, sep) {
         let event = body.get(start..end).unwrap_or_default();
         if let Some(pos) = data.find(event) {
-            total += text_len(dialect, text.get(start + pos + 6..end).unwrap_or(""));
+            total += decode(dialect, text.get(start + pos + 6..end).unwrap_or(""));
         }
         start = end + sep.len();
     }

@@ -2,21 +2,23 @@
 //! stall and timeout, under the agent's own request ids); its end either starts the tool
 //! round or ends the turn, and its failure goes to `handle_error`.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
-use std::sync::Arc;
-
 use super::{
-    Agent, AgentCallbacks, AgentEvent, ErrorDecision, RetryKind, State, Status, StepRun, Turn, TurnDecision, TurnEnd,
+    Agent, AgentCallbacks, AgentEvent, ErrorDecision, PartialMessage, RetryKind, State, Status, StepRun, Turn,
+    TurnDecision, TurnEnd,
 };
 use crate::data::error::RequestError;
+use crate::data::event::StreamEvent;
 use crate::data::message::{Block, Context, Message, Role, ToolResult, ToolUse};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
 use crate::machines::generate::structured;
 use crate::machines::generate::{GenerateError, Report, DEFAULT_MAX_STEPS};
-use crate::machines::request::{Limits, Out, Request, RequestEvent};
+use crate::machines::request::{Limits, Out, Request, RequestEvent, StreamSink};
 use crate::wire::dialect::RequestSpec;
 
 use crate::machines::tool_round::ToolRound;
@@ -118,7 +120,13 @@ impl<C: AgentCallbacks> Agent<C> {
     /// Feeds a report to the step's exchange (it ignores those of other requests).
     pub(super) fn route_to_step(&mut self, report: Report<'_>, now: Instant) {
         let State::Streaming(run) = &mut self.state else { return };
-        run.request.handle_report(report, now, &mut Out { next_id: &mut self.next_id, effects: &mut self.effects });
+        let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
+        run.request.handle_report(
+            report,
+            now,
+            &mut out,
+            &mut StepEvents { partial: &mut self.partial, events: &mut self.events },
+        );
         self.drain_step(now);
     }
 
@@ -129,7 +137,8 @@ impl<C: AgentCallbacks> Agent<C> {
         self.drain_step(now);
     }
 
-    /// Forwards what the step's exchange said; acts on its end.
+    /// Forwards what the step's exchange said (its stream events are already queued, see
+    /// [`StepEvents`]); acts on its end.
     pub(super) fn drain_step(&mut self, now: Instant) {
         // One event at a time (no buffer per input): the exchange's end changes the state,
         // and nothing follows it.
@@ -137,11 +146,6 @@ impl<C: AgentCallbacks> Agent<C> {
             let State::Streaming(run) = &mut self.state else { return };
             let Some(event) = run.request.poll_event() else { return };
             match event {
-                RequestEvent::Stream(crate::StreamEvent::Done { .. }) => {}
-                RequestEvent::Stream(event) => {
-                    self.partial.apply(&event);
-                    self.events.push_back(AgentEvent::Stream(event));
-                }
                 RequestEvent::Retry { attempt, delay, error } => {
                     self.partial.clear();
                     self.events.push_back(AgentEvent::Retry { kind: RetryKind::Request, attempt, delay, error });
@@ -286,4 +290,23 @@ fn step_response(mut response: Response, warnings: Vec<Warning>, validator: Opti
         }
     }
     response
+}
+
+/// A step's stream events, applied to the message being streamed and queued for the
+/// application as they are decoded. The stream's `Done` is not an agent event: the step's
+/// end is told by [`AgentEvent::Step`].
+struct StepEvents<'a> {
+    partial: &'a mut PartialMessage,
+    events: &'a mut VecDeque<AgentEvent>,
+}
+
+impl StreamSink for StepEvents<'_> {
+    #[inline]
+    fn stream(&mut self, event: StreamEvent) {
+        if matches!(event, StreamEvent::Done { .. }) {
+            return;
+        }
+        self.partial.apply(&event);
+        self.events.push_back(AgentEvent::Stream(event));
+    }
 }

@@ -38,6 +38,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::data::event::StreamEvent;
 use crate::data::message::{Context, Message, Role};
 use crate::data::model::Model;
 use crate::data::options::Options;
@@ -45,7 +46,7 @@ use crate::data::provider::{ApiKey, Provider};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
-use crate::machines::request::{Limits, Out, Request, RequestEvent};
+use crate::machines::request::{Limits, Out, Request, RequestEvent, StreamSink};
 use crate::machines::timer::{Timer, TimerTable};
 use crate::machines::tool_round::{Decided, Runner, ToolRound};
 use crate::wire::dialect::RequestSpec;
@@ -254,6 +255,7 @@ impl Generate {
                         report,
                         now,
                         &mut Out { next_id: &mut self.next_id, effects: &mut self.effects },
+                        &mut StepEvents { step: self.step, events: &mut self.events },
                     );
                     self.pump(now);
                 }
@@ -293,8 +295,9 @@ impl Generate {
         self.state = State::Requesting(Box::new(request));
     }
 
-    /// Takes what the step's exchange said: stream events and retries go to the
-    /// application; its end finishes the step or fails the call.
+    /// Takes what the step's exchange said (its stream events are already queued, see
+    /// [`StepEvents`]): retries go to the application; its end finishes the step or
+    /// fails the call.
     fn pump(&mut self, now: Instant) {
         // One event at a time (no buffer per input): the exchange's end changes the state,
         // and nothing follows it.
@@ -302,7 +305,6 @@ impl Generate {
             let State::Requesting(request) = &mut self.state else { return };
             let Some(event) = request.poll_event() else { return };
             match event {
-                RequestEvent::Stream(event) => self.events.push_back(GenerateEvent::Stream { step: self.step, event }),
                 RequestEvent::Retry { attempt, delay, error } => {
                     self.events.push_back(GenerateEvent::Retry { step: self.step, attempt, delay, error })
                 }
@@ -470,6 +472,19 @@ impl Generate {
             None => {}
         }
         response
+    }
+}
+
+/// A step's stream events, queued for the application as they are decoded.
+struct StepEvents<'a> {
+    step: u32,
+    events: &'a mut VecDeque<GenerateEvent>,
+}
+
+impl StreamSink for StepEvents<'_> {
+    #[inline]
+    fn stream(&mut self, event: StreamEvent) {
+        self.events.push_back(GenerateEvent::Stream { step: self.step, event });
     }
 }
 

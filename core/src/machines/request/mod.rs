@@ -52,18 +52,28 @@ pub(crate) struct Limits {
     pub(crate) max_response_bytes: u64,
 }
 
-/// What an exchange tells its owner. As small as a stream event (the rare ones are
-/// boxed): every delta passes through here.
+/// What an exchange tells its owner, but for the stream's events, which go straight
+/// to the owner's [`StreamSink`].
 #[derive(Debug)]
 pub(crate) enum RequestEvent {
-    /// A decoded event (the last one is `Done`, just before `Finished`).
-    Stream(StreamEvent),
     /// The request failed and goes out again after `delay`.
     Retry { attempt: u32, delay: Duration, error: Box<GenerateError> },
-    /// The response, complete.
+    /// The response, complete (after the stream's `Done`).
     Finished(Box<Response>),
     /// The exchange failed for good; `partial` is what was decoded, if anything.
     Failed(Box<(GenerateError, Option<Response>)>),
+}
+
+/// Where the decoded events of a stream go: into the owner's own queue, as they are
+/// decoded. Every delta passes through here, so it is moved once, not queued again by
+/// the exchange and then taken out by its owner. A stream's events come before the
+/// [`RequestEvent`] that ends the exchange (`Finished` after `Done`, `Failed` after
+/// what was delivered), so an owner that takes its request events after each report
+/// sees everything in order.
+pub(crate) trait StreamSink {
+    /// One decoded event (content, or the final `Done`; a stream's error ends the
+    /// attempt instead and becomes a [`RequestEvent`]).
+    fn stream(&mut self, event: StreamEvent);
 }
 
 /// Where a request's new ids come from and its effects go: the owner's.
@@ -168,14 +178,20 @@ impl<I: Moment> Request<I> {
     }
 
     /// Feeds a report about the request in flight (others are ignored).
-    pub(crate) fn handle_report(&mut self, report: Report<'_>, now: I, out: &mut Out<'_>) {
+    pub(crate) fn handle_report(
+        &mut self,
+        report: Report<'_>,
+        now: I,
+        out: &mut Out<'_>,
+        stream: &mut impl StreamSink,
+    ) {
         if !self.owns(&report) {
             return;
         }
         match report {
             Report::ResponseHead { status, headers, .. } => self.on_head(status, headers, now, out),
-            Report::Body { bytes, .. } => self.on_body(bytes, now, out),
-            Report::BodyEnd { .. } => self.on_body_end(now, out),
+            Report::Body { bytes, .. } => self.on_body(bytes, now, out, stream),
+            Report::BodyEnd { .. } => self.on_body_end(now, out, stream),
             Report::TransportFailed { mut error, .. } => {
                 let State::Sending(attempt) = &self.state else { return };
                 // One rule for every driver: what breaks before the response head is a
@@ -267,7 +283,7 @@ impl<I: Moment> Request<I> {
         }
     }
 
-    fn on_body(&mut self, bytes: &[u8], now: I, out: &mut Out<'_>) {
+    fn on_body(&mut self, bytes: &[u8], now: I, out: &mut Out<'_>, stream: &mut impl StreamSink) {
         let State::Sending(a) = &mut self.state else { return };
         let id = a.id;
         // The size limit: what fits is taken as usual (and kept), then the call fails.
@@ -282,7 +298,7 @@ impl<I: Moment> Request<I> {
                 if progress.progressed {
                     a.stall_at = now + self.limits.stall_timeout;
                 }
-                self.drain_stream_events(now, out);
+                self.drain_stream_events(now, out, stream);
             }
             Phase::ErrorBody { status, headers, body } => {
                 let room = MAX_ERROR_BODY.saturating_sub(body.len());
@@ -307,12 +323,12 @@ impl<I: Moment> Request<I> {
         }
     }
 
-    fn on_body_end(&mut self, now: I, out: &mut Out<'_>) {
+    fn on_body_end(&mut self, now: I, out: &mut Out<'_>, stream: &mut impl StreamSink) {
         let State::Sending(a) = &mut self.state else { return };
         match &mut a.phase {
             Phase::Streaming { decoder, .. } => {
                 decoder.finish(&mut self.scratch);
-                self.drain_stream_events(now, out);
+                self.drain_stream_events(now, out, stream);
             }
             Phase::ErrorBody { status, headers, body } => {
                 let error = error_response(self.model.dialect, *status, headers, body);
@@ -330,7 +346,7 @@ impl<I: Moment> Request<I> {
 
     /// Forwards decoded events; a terminal `done` finishes the exchange, an `error`
     /// fails the attempt.
-    fn drain_stream_events(&mut self, now: I, out: &mut Out<'_>) {
+    fn drain_stream_events(&mut self, now: I, out: &mut Out<'_>, stream: &mut impl StreamSink) {
         let mut events = std::mem::take(&mut self.scratch);
         for event in events.drain(..) {
             match event {
@@ -345,7 +361,7 @@ impl<I: Moment> Request<I> {
                     self.fail_attempt(error, true, now, out);
                 }
                 StreamEvent::Done { .. } => {
-                    self.events.push_back(RequestEvent::Stream(event));
+                    stream.stream(event);
                     self.finish();
                 }
                 event @ (StreamEvent::TextStart { .. }
@@ -360,7 +376,7 @@ impl<I: Moment> Request<I> {
                     if let State::Sending(Attempt { phase: Phase::Streaming { delivered, .. }, .. }) = &mut self.state {
                         *delivered = true;
                     }
-                    self.events.push_back(RequestEvent::Stream(event));
+                    stream.stream(event);
                 }
             }
         }

@@ -18,6 +18,13 @@ struct Owner {
     effects: VecDeque<Effect>,
 }
 
+/// Where the stream's events go (these tests look only at what ends an exchange).
+struct Streamed;
+
+impl StreamSink for Streamed {
+    fn stream(&mut self, _: StreamEvent) {}
+}
+
 impl Owner {
     fn out(&mut self) -> Out<'_> {
         Out { next_id: &mut self.next_id, effects: &mut self.effects }
@@ -47,7 +54,6 @@ fn start(owner: &mut Owner, timeout: Option<Duration>) -> (Request<Duration>, Re
 /// A request event, unboxed for patterns.
 #[derive(Debug)]
 enum Said {
-    Stream(#[allow(dead_code)] StreamEvent),
     Retry { attempt: u32, delay: Duration, error: GenerateError },
     Finished(Response),
     Failed { error: GenerateError, partial: Option<Response> },
@@ -56,7 +62,6 @@ enum Said {
 fn events(request: &mut Request<Duration>) -> Vec<Said> {
     std::iter::from_fn(|| request.poll_event())
         .map(|event| match event {
-            RequestEvent::Stream(event) => Said::Stream(event),
             RequestEvent::Retry { attempt, delay, error } => Said::Retry { attempt, delay, error: *error },
             RequestEvent::Finished(response) => Said::Finished(*response),
             RequestEvent::Failed(failure) => Said::Failed { error: failure.0, partial: failure.1 },
@@ -80,8 +85,8 @@ fn a_server_error_is_retried_after_its_backoff_under_a_new_id() {
     let mut owner = Owner { next_id: 0, effects: VecDeque::new() };
     let (mut request, first) = start(&mut owner, None);
     let now = Duration::ZERO;
-    request.handle_report(head(first, 500), now, &mut owner.out());
-    request.handle_report(Report::BodyEnd { id: first }, now, &mut owner.out());
+    request.handle_report(head(first, 500), now, &mut owner.out(), &mut Streamed);
+    request.handle_report(Report::BodyEnd { id: first }, now, &mut owner.out(), &mut Streamed);
     let [Said::Retry { attempt: 1, delay, error: GenerateError::Provider(_) }] = events(&mut request)[..] else {
         panic!("a retry")
     };
@@ -92,11 +97,16 @@ fn a_server_error_is_retried_after_its_backoff_under_a_new_id() {
     let [Effect::SendRequest { id: second, .. }] = owner.take()[..] else { panic!("sent again") };
     assert_ne!(second, first);
     // The first request's late reports are ignored; the second one answers.
-    request.handle_report(Report::BodyEnd { id: first }, delay, &mut owner.out());
+    request.handle_report(Report::BodyEnd { id: first }, delay, &mut owner.out(), &mut Streamed);
     assert!(events(&mut request).is_empty());
-    request.handle_report(head(second, 200), delay, &mut owner.out());
-    request.handle_report(Report::Body { id: second, bytes: ANSWER.as_bytes() }, delay, &mut owner.out());
-    request.handle_report(Report::BodyEnd { id: second }, delay, &mut owner.out());
+    request.handle_report(head(second, 200), delay, &mut owner.out(), &mut Streamed);
+    request.handle_report(
+        Report::Body { id: second, bytes: ANSWER.as_bytes() },
+        delay,
+        &mut owner.out(),
+        &mut Streamed,
+    );
+    request.handle_report(Report::BodyEnd { id: second }, delay, &mut owner.out(), &mut Streamed);
     let said = events(&mut request);
     assert!(matches!(said.last(), Some(Said::Finished(r)) if r.text() == "Hi"), "{said:?}");
     assert_eq!(request.timers().next(), None);
@@ -139,11 +149,11 @@ fn a_break_after_content_reached_the_owner_is_not_retried_and_keeps_it() {
     let mut owner = Owner { next_id: 0, effects: VecDeque::new() };
     let (mut request, id) = start(&mut owner, None);
     let now = Duration::from_secs(1);
-    request.handle_report(head(id, 200), now, &mut owner.out());
-    request.handle_report(Report::Body { id, bytes: HALF.as_bytes() }, now, &mut owner.out());
+    request.handle_report(head(id, 200), now, &mut owner.out(), &mut Streamed);
+    request.handle_report(Report::Body { id, bytes: HALF.as_bytes() }, now, &mut owner.out(), &mut Streamed);
     assert_eq!(request.timers().next(), Some((now + STALL, Timer::Stall)), "content is progress");
     let broken = TransportError { kind: TransportErrorKind::Other, message: "gone".into() };
-    request.handle_report(Report::TransportFailed { id, error: broken }, now, &mut owner.out());
+    request.handle_report(Report::TransportFailed { id, error: broken }, now, &mut owner.out(), &mut Streamed);
     let said = events(&mut request);
     let Some(Said::Failed { error: GenerateError::Transport(error), partial: Some(partial) }) = said.last() else {
         panic!("{said:?}")
@@ -158,7 +168,12 @@ fn a_break_before_the_head_is_a_connect_failure_and_retried() {
     let mut owner = Owner { next_id: 0, effects: VecDeque::new() };
     let (mut request, id) = start(&mut owner, None);
     let refused = TransportError { kind: TransportErrorKind::Reset, message: "refused".into() };
-    request.handle_report(Report::TransportFailed { id, error: refused }, Duration::ZERO, &mut owner.out());
+    request.handle_report(
+        Report::TransportFailed { id, error: refused },
+        Duration::ZERO,
+        &mut owner.out(),
+        &mut Streamed,
+    );
     let said = events(&mut request);
     let [Said::Retry { error: GenerateError::Transport(error), .. }] = &said[..] else { panic!("{said:?}") };
     assert_eq!(error.kind, TransportErrorKind::Connect);
@@ -168,8 +183,8 @@ fn a_break_before_the_head_is_a_connect_failure_and_retried() {
 fn cancel_closes_the_request_in_flight_and_returns_what_came() {
     let mut owner = Owner { next_id: 0, effects: VecDeque::new() };
     let (mut request, id) = start(&mut owner, None);
-    request.handle_report(head(id, 200), Duration::ZERO, &mut owner.out());
-    request.handle_report(Report::Body { id, bytes: HALF.as_bytes() }, Duration::ZERO, &mut owner.out());
+    request.handle_report(head(id, 200), Duration::ZERO, &mut owner.out(), &mut Streamed);
+    request.handle_report(Report::Body { id, bytes: HALF.as_bytes() }, Duration::ZERO, &mut owner.out(), &mut Streamed);
     let partial = request.cancel(&mut owner.out()).expect("what came");
     assert_eq!(partial.text(), "Hi");
     assert_eq!(owner.take(), [Effect::CancelRequest { id }]);

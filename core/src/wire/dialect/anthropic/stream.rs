@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::hot::{BlockDeltaBody, DeltaEvent, DeltaKind};
+use super::hot::{exact, BlockDeltaBody, DeltaEvent, DeltaKind};
 use crate::data::error::StreamError;
 use crate::data::response::StopReason;
 use crate::wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
@@ -175,7 +175,10 @@ impl StreamState {
             return Ok(()); // comments and `[DONE]` carry nothing here
         };
         if data.starts_with(DELTA_PREFIX) {
-            let hot: DeltaEvent<'_> = parse_json(data)?;
+            let hot: DeltaEvent<'_> = match exact(data) {
+                Some(hot) => hot,
+                None => parse_json(data)?,
+            };
             self.block_delta(hot.index, hot.delta, out);
             return Ok(());
         }

@@ -22,6 +22,7 @@
 //!   sent back only under the provider's `quirks.reasoning_field`, and only on messages
 //!   this dialect produced.
 
+mod fast;
 mod request;
 mod stream;
 mod wire;

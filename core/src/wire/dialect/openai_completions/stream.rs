@@ -89,8 +89,15 @@ impl StreamState {
         if data.is_empty() {
             return Ok(());
         }
-        let mut chunk = Chunk::default();
-        in_place::parse_into(data, &mut chunk)?;
+        // The plain shape nearly every chunk has is read by its parts; any other is decoded.
+        let mut chunk = match super::fast::chunk(data) {
+            Some(chunk) => chunk,
+            None => {
+                let mut chunk = Chunk::default();
+                in_place::parse_into(data, &mut chunk)?;
+                chunk
+            }
+        };
         self.metadata(&chunk, out);
         let mut finish_error = false;
         let mut usage = chunk.usage.take().or(chunk.x_groq.take().and_then(|x| x.usage));

@@ -141,6 +141,13 @@ pub(super) struct ToolCalls<'a> {
     rest: Vec<ToolCallDelta<'a>>,
 }
 
+impl<'a> ToolCalls<'a> {
+    /// The array of one call.
+    pub(super) fn one(call: ToolCallDelta<'a>) -> Self {
+        Self { first: Some(call), rest: Vec::new() }
+    }
+}
+
 impl<'a> IntoIterator for ToolCalls<'a> {
     type Item = ToolCallDelta<'a>;
     type IntoIter = std::iter::Chain<std::option::IntoIter<ToolCallDelta<'a>>, std::vec::IntoIter<ToolCallDelta<'a>>>;
