@@ -31,6 +31,8 @@ use crate::wire::http::{Header, HttpRequest, Method};
 pub use common::BlockIndexer;
 
 #[cfg(test)]
+mod near_json;
+#[cfg(test)]
 mod shared_tests;
 
 /// A wire format.
