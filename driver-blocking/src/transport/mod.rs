@@ -43,14 +43,15 @@ use omni_core::{HttpRequest, Method};
 
 mod classify;
 mod keep_alive;
+mod resolve;
 mod splice;
 
 use classify::{classify_before_head, classify_in_body, closed_before_response};
 use keep_alive::{IdleAgents, Server, IDLE_LIMIT};
+use resolve::AddressFirst;
 use splice::{take_sensitive, SpliceHeaders};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
-use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{Connector, DefaultConnector};
 
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
@@ -204,10 +205,10 @@ impl Http {
     fn fresh_agent(&self, url: &str, lines: &[u8]) -> ureq::Agent {
         let config = self.config_for(url).clone();
         if lines.is_empty() {
-            return ureq::Agent::new_with_config(config);
+            return ureq::Agent::with_parts(config, DefaultConnector::default(), AddressFirst::default());
         }
         let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.to_vec()));
-        ureq::Agent::with_parts(config, connector, DefaultResolver::default())
+        ureq::Agent::with_parts(config, connector, AddressFirst::default())
     }
 
     /// The configuration whose proxy the rules name for `url`'s server.
