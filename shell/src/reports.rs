@@ -50,6 +50,11 @@ pub(crate) fn channel() -> (ReportSender, ReportReceiver) {
 }
 
 impl ReportSender {
+    /// Whether the loop is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     /// Puts `report` in the channel, waiting while it is full until the loop has taken it
     /// down to the low-water mark; false once the loop is gone.
     pub(crate) async fn send(&self, mut report: Report) -> bool {

@@ -14,6 +14,7 @@
 use std::fmt;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use async_channel::Receiver;
@@ -79,6 +80,8 @@ pub struct ResponseSink {
     id: RequestId,
     reports: ReportSender,
     buffers: BodyBuffers,
+    /// The head, until the next report takes it along.
+    head: Mutex<Option<Report>>,
 }
 
 /// Buffers for pieces of body, recycled: the loop gives back each piece's buffer once it
@@ -118,7 +121,7 @@ impl BodyBuffers {
 
 impl ResponseSink {
     pub(crate) fn new(id: RequestId, reports: ReportSender, buffers: BodyBuffers) -> Self {
-        Self { id, reports, buffers }
+        Self { id, reports, buffers, head: Mutex::new(None) }
     }
 
     /// Where the next pieces of body should be read (or copied) into: see [`BodyBuffers`].
@@ -128,23 +131,44 @@ impl ResponseSink {
 
     /// The status and headers arrived. False once nobody listens (the call ended): the
     /// transport then stops.
+    ///
+    /// The head is held until the next report (the first piece of body, the end or a
+    /// failure) and goes with it: the reader of a call's events is woken once for both
+    /// rather than once for a head that makes no event. Nothing the application sees
+    /// comes sooner for it, and a server that stalls after its head is still caught by
+    /// the stall limit, which runs from the request.
     pub async fn head(&self, status: u16, headers: Vec<(String, String)>) -> bool {
-        self.reports.send(Report::Head { id: self.id, status, headers }).await
+        let mut held = self.head.lock().unwrap_or_else(PoisonError::into_inner);
+        *held = Some(Report::Head { id: self.id, status, headers });
+        !self.reports.is_closed()
     }
 
     /// Body bytes arrived; false once nobody listens.
     pub async fn body(&self, bytes: impl Into<Bytes>) -> bool {
-        self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await
+        self.send_head().await && self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await
     }
 
     /// The body ended.
     pub async fn end(self) {
         // Fails only when the loop is gone, and then nobody needs to know.
-        let _ = self.reports.send(Report::End { id: self.id }).await;
+        if self.send_head().await {
+            let _ = self.reports.send(Report::End { id: self.id }).await;
+        }
     }
 
     /// The request failed below HTTP.
     pub async fn fail(self, error: TransportError) {
-        let _ = self.reports.send(Report::Failed { id: self.id, error }).await;
+        if self.send_head().await {
+            let _ = self.reports.send(Report::Failed { id: self.id, error }).await;
+        }
+    }
+
+    /// Sends the head held by [`ResponseSink::head`], if any; false once nobody listens.
+    async fn send_head(&self) -> bool {
+        let head = self.head.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match head {
+            Some(head) => self.reports.send(head).await,
+            None => true,
+        }
     }
 }

@@ -120,10 +120,15 @@ impl Transport for Canned {
             if !sink.head(200, headers).await {
                 return;
             }
+            // Held open after the first event (`message_start`): the head goes with it.
+            let (first, rest) = REPLY.split_at(REPLY.find("\n\n").map_or(0, |at| at + 2));
+            if !sink.body(first.as_bytes().to_vec()).await {
+                return;
+            }
             if hold {
                 future::pending::<()>().await;
             }
-            if sink.body(REPLY.as_bytes().to_vec()).await {
+            if sink.body(rest.as_bytes().to_vec()).await {
                 sink.end().await;
             }
             guard.1 = true;
