@@ -9,11 +9,13 @@
 //! its decisions: a *request* (one HTTP exchange with its retries, backoff, stall,
 //! timeout, redirects and size limit) and a *tool round* (validation, a decision policy,
 //! parallel runs with deadlines, results in call order). [`client`] turns a client's
-//! configuration and a call's arguments into a machine's configuration.
+//! configuration and a call's arguments into a machine's configuration. [`session`] holds
+//! a session's message tree and what a store keeps of it (the session machine is to come).
 
 pub mod agent;
 pub mod client;
 pub mod generate;
 mod request;
+pub mod session;
 pub mod timer;
 mod tool_round;
