@@ -1,0 +1,1 @@
+//! The conformance suite every [`Store`] passes, written once (see [`run`]).
