@@ -7,9 +7,11 @@
 //! and [`MemoryStore`] for sessions that need not outlive the process. The first two block while they read or write: the drivers call them off their executor's
 //! threads. [`suite`] is the conformance suite every store passes.
 
+mod file;
 mod memory;
 pub mod suite;
 
+pub use file::FileStore;
 pub use memory::MemoryStore;
 pub use omni_core::machines::session::store::{
     Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
