@@ -7,8 +7,10 @@
 //! Both block while they read or write: the drivers call them off their executor's
 //! threads. [`suite`] is the conformance suite every store passes.
 
+mod sqlite;
 pub mod suite;
 
 pub use omni_core::machines::session::store::{
     Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
+pub use sqlite::SqliteStore;
