@@ -1,5 +1,8 @@
-//! Sessions: a persistent, branching conversation over the agent. So far its data: the
-//! message tree ([`tree`]) and what a store keeps of a session ([`store`]).
+//! Sessions: a persistent, branching conversation over the agent. The message tree
+//! ([`tree`]), what a store keeps of a session ([`store`]), and the session machine
+//! ([`machine`]) that joins the agent's committed turns to the tree and writes them to a
+//! store through effects.
 
+pub mod machine;
 pub mod store;
 pub mod tree;

@@ -1,0 +1,531 @@
+//! The session machine: an [`Agent`] with a conversation identity, a branching message
+//! tree and persistence through a store, as one sans-IO machine. The agent's effects
+//! (requests, tool runs) pass through; store writes are effects of their own
+//! ([`SessionEffect::Store`]), whose results come back as [`SessionInput::Stored`].
+//!
+//! ```text
+//!   prompt / regenerate / edit ──► the agent's turn ──► turn committed: its messages join
+//!        (idle only; the path       (effects pass        the tree under the head; events
+//!        moved first, the           through)             `turn`, `tree`, then `store` when
+//!        position kept)                                   the write is reported
+//!                               └─► cancelled or failed: the tree's position and the
+//!                                   agent's history go back to where they were
+//! ```
+//!
+//! Writes go one at a time, in order: the session's creation, then the nodes the store
+//! does not have yet (one append), then the state map when it changed. A failed write is
+//! reported and never stops the session; the next change writes everything still
+//! unsaved, so nothing the tree holds is lost to a store that failed for a while.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Instant;
+
+use super::store::{SessionId, SessionState, StoreError};
+use super::tree::{Node, NodeId, Position, Tree, TreeError};
+use crate::data::message::{Block, Message, Role};
+use crate::machines::agent::ToolDecision;
+use crate::machines::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, StatePatch, Status};
+use crate::machines::generate::{Effect, Report};
+use crate::machines::timer::Timer;
+
+/// A store write, numbered so that its result finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WriteId(pub u64);
+
+/// What a write does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreOp {
+    /// Create the session with this state (fails if the id exists).
+    Create(SessionState),
+    /// Append these nodes.
+    Append(Vec<Node>),
+    /// Replace the state map.
+    SaveState(SessionState),
+}
+
+/// What the session asks its driver to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEffect {
+    /// The agent's: send or cancel a request, run or cancel a tool.
+    Agent(Effect),
+    /// Write to the store, then report [`SessionInput::Stored`] with `write`.
+    Store {
+        /// Which write.
+        write: WriteId,
+        /// What to write.
+        op: StoreOp,
+    },
+}
+
+/// What was written, in a [`SessionEvent::Store`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The session was created.
+    Session,
+    /// New nodes (this many).
+    Nodes(usize),
+    /// The state map.
+    State,
+}
+
+/// What the application observes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent {
+    /// Every agent event, as the agent emits it.
+    Agent(AgentEvent),
+    /// The tree changed: nodes added (a committed turn) or the path moved.
+    Tree {
+        /// The new nodes, oldest first.
+        added: Vec<Node>,
+        /// The active path now.
+        path: Vec<NodeId>,
+    },
+    /// The title changed.
+    Title(Option<String>),
+    /// A store write ended.
+    Store {
+        /// What it wrote.
+        written: Written,
+        /// Saved, or why not.
+        result: Result<(), StoreError>,
+    },
+}
+
+/// Something the application or the driver tells the session.
+#[derive(Debug, Clone)]
+pub enum SessionInput<'a> {
+    /// A user message as a new turn under the head (idle only).
+    Prompt(String),
+    /// Moves the path through this node and on to a tip; `None` clears it (idle only).
+    Navigate(Option<NodeId>),
+    /// Asks again for the reply to this user message: the new reply becomes another child
+    /// of it (idle only).
+    Regenerate(NodeId),
+    /// A new user message under this assistant node (a new root without one), and its
+    /// reply (idle only).
+    Edit(Option<NodeId>, String),
+    /// Sets the title.
+    Title(Option<String>),
+    /// Passed to the agent.
+    Cancel,
+    /// Passed to the agent.
+    Resume(ToolDecision),
+    /// A request or tool run reported (passed to the agent).
+    Report(Report<'a>),
+    /// A store write ended.
+    Stored {
+        /// Which write.
+        write: WriteId,
+        /// Its result.
+        result: Result<(), StoreError>,
+    },
+}
+
+/// Why the session refused an input (nothing changed).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionError {
+    /// A turn is in flight.
+    Busy,
+    /// The agent waits for a decision about a tool call.
+    Paused,
+    /// No node has this id.
+    NotFound(NodeId),
+    /// Regenerate needs a user message (not a tool result).
+    NotAUserNode(NodeId),
+    /// Edit hangs the new message under an assistant message.
+    NotAnAssistantNode(NodeId),
+    /// A store result for a write that is not in flight.
+    UnknownWrite(WriteId),
+    /// The agent refused.
+    Agent(AgentError),
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Busy => f.write_str("the session is busy: a turn is in flight"),
+            Self::Paused => f.write_str("the session is paused: a tool call waits for a decision"),
+            Self::NotFound(id) => write!(f, "no node {id}"),
+            Self::NotAUserNode(id) => write!(f, "node {id} is not a user message"),
+            Self::NotAnAssistantNode(id) => write!(f, "node {id} is not an assistant message"),
+            Self::UnknownWrite(id) => write!(f, "no store write {} is in flight", id.0),
+            Self::Agent(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+impl From<TreeError> for SessionError {
+    fn from(e: TreeError) -> Self {
+        match e {
+            TreeError::NotFound(id) => Self::NotFound(id),
+            other => Self::Agent(AgentError::InvalidMessages(other.to_string())),
+        }
+    }
+}
+
+/// How the turn in flight joins the tree, and where to go back to if it does not.
+#[derive(Debug, Clone)]
+struct Turn {
+    /// A regenerated reply: the turn's user message is the head already.
+    regenerate: bool,
+    /// The position before the turn moved the path.
+    rollback: Position,
+}
+
+/// The session machine (see the module's doc).
+#[derive(Debug)]
+pub struct Session<C: AgentCallbacks> {
+    id: SessionId,
+    agent: Agent<C>,
+    tree: Tree,
+    /// Model, system, options and title (the position is the tree's).
+    state: SessionState,
+    turn: Option<Turn>,
+    /// The store knows the session.
+    created: bool,
+    /// How many of the tree's nodes the store holds.
+    saved: usize,
+    /// Bumped at every change of the state map; `state_saved` is the last one written.
+    state_version: u64,
+    state_saved: u64,
+    in_flight: Option<(WriteId, Written, u64)>,
+    next_write: u64,
+    effects: VecDeque<SessionEffect>,
+    events: VecDeque<SessionEvent>,
+}
+
+impl<C: AgentCallbacks> Session<C> {
+    /// A new session `id` over `agent` (whose history should be empty): its creation is
+    /// the first write.
+    pub fn create(id: SessionId, agent: Agent<C>, state: SessionState) -> Self {
+        let mut session = Self::with(id, agent, Tree::new(), state, false);
+        session.flush();
+        session
+    }
+
+    /// A session loaded from a store: `tree` with its position, `state` its map. The
+    /// agent's history becomes the tree's active path.
+    pub fn resume(
+        id: SessionId,
+        agent: Agent<C>,
+        tree: Tree,
+        state: SessionState,
+        now: Instant,
+    ) -> Result<Self, SessionError> {
+        let mut session = Self::with(id, agent, tree, state, true);
+        session.sync_history(now)?;
+        Ok(session)
+    }
+
+    fn with(id: SessionId, agent: Agent<C>, tree: Tree, state: SessionState, created: bool) -> Self {
+        let saved = if created { tree.len() } else { 0 };
+        Self {
+            id,
+            agent,
+            tree,
+            state,
+            turn: None,
+            created,
+            saved,
+            state_version: 0,
+            state_saved: 0,
+            in_flight: None,
+            next_write: 0,
+            effects: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Agent<C> {
+        &self.agent
+    }
+
+    /// The title.
+    pub fn title(&self) -> Option<&str> {
+        self.state.title.as_deref()
+    }
+
+    /// Whether everything the session holds is in the store.
+    pub fn is_saved(&self) -> bool {
+        self.created && self.saved == self.tree.len() && self.state_saved == self.state_version
+    }
+
+    /// The next effect to execute.
+    pub fn poll_effect(&mut self) -> Option<SessionEffect> {
+        if let Some(effect) = self.effects.pop_front() {
+            return Some(effect);
+        }
+        self.agent.poll_effect().map(SessionEffect::Agent)
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.events.pop_front()
+    }
+
+    /// The agent's next deadline (a session has none of its own).
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.agent.poll_timeout()
+    }
+
+    /// Acts on the agent's deadlines.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.agent.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// Feeds an input; a refused one changes nothing.
+    pub fn handle_input(&mut self, input: SessionInput<'_>, now: Instant) -> Result<(), SessionError> {
+        let result = match input {
+            SessionInput::Prompt(text) => self.start(false, text, now),
+            SessionInput::Navigate(id) => self.navigate(id, now),
+            SessionInput::Regenerate(id) => self.regenerate(id, now),
+            SessionInput::Edit(parent, text) => self.edit(parent, text, now),
+            SessionInput::Title(title) => {
+                self.state.title.clone_from(&title);
+                self.events.push_back(SessionEvent::Title(title));
+                self.changed();
+                Ok(())
+            }
+            SessionInput::Cancel => self.agent.handle_input(AgentInput::Cancel, now).map_err(SessionError::Agent),
+            SessionInput::Resume(decision) => {
+                self.agent.handle_input(AgentInput::Resume(decision), now).map_err(SessionError::Agent)
+            }
+            SessionInput::Report(report) => {
+                let _ = self.agent.handle_input(AgentInput::Report(report), now);
+                Ok(())
+            }
+            SessionInput::Stored { write, result } => self.stored(write, result),
+        };
+        self.pump(now);
+        result
+    }
+
+    fn idle(&self) -> Result<(), SessionError> {
+        match self.agent.status() {
+            Status::Idle => Ok(()),
+            Status::Busy => Err(SessionError::Busy),
+            Status::Paused => Err(SessionError::Paused),
+        }
+    }
+
+    /// Queues the agent's effects as the session's: the agent is fed nothing before its
+    /// effects are out, and they go to the driver in the order the agent made them.
+    fn take_agent_effects(&mut self) {
+        while let Some(effect) = self.agent.poll_effect() {
+            self.effects.push_back(SessionEffect::Agent(effect));
+        }
+    }
+
+    /// Gives the agent the active path as its history.
+    fn sync_history(&mut self, now: Instant) -> Result<(), SessionError> {
+        self.take_agent_effects();
+        let patch = StatePatch { messages: Some(self.tree.messages()), ..StatePatch::default() };
+        self.agent.handle_input(AgentInput::SetState(Box::new(patch)), now).map_err(SessionError::Agent)
+    }
+
+    /// Starts a turn from where the path now stands; `rollback` is where it stood.
+    fn start(&mut self, regenerate: bool, text: String, now: Instant) -> Result<(), SessionError> {
+        self.idle()?;
+        let rollback = self.tree.position();
+        self.begin(regenerate, rollback, text, now)
+    }
+
+    fn begin(&mut self, regenerate: bool, rollback: Position, text: String, now: Instant) -> Result<(), SessionError> {
+        self.take_agent_effects();
+        match self.agent.handle_input(AgentInput::Prompt(text), now) {
+            Ok(()) => {
+                self.turn = Some(Turn { regenerate, rollback });
+                Ok(())
+            }
+            Err(e) => {
+                self.go_back(&rollback, now);
+                Err(SessionError::Agent(e))
+            }
+        }
+    }
+
+    fn navigate(&mut self, id: Option<NodeId>, now: Instant) -> Result<(), SessionError> {
+        self.idle()?;
+        let before = self.tree.position();
+        self.tree.navigate(id)?;
+        if let Err(e) = self.sync_history(now) {
+            self.go_back(&before, now);
+            return Err(e);
+        }
+        self.tree_changed(Vec::new());
+        Ok(())
+    }
+
+    fn regenerate(&mut self, id: NodeId, now: Instant) -> Result<(), SessionError> {
+        self.idle()?;
+        let message = self.tree.message(id).ok_or(SessionError::NotFound(id))?;
+        let is_user = message.role == Role::User && !message.content.iter().any(|b| matches!(b, Block::ToolResult(_)));
+        if !is_user {
+            return Err(SessionError::NotAUserNode(id));
+        }
+        let text = message.text();
+        let rollback = self.tree.position();
+        self.tree.truncate_to(id)?;
+        // The agent is given the messages before the user message, which it is prompted with again.
+        let mut before = self.tree.messages();
+        before.pop();
+        let patch = StatePatch { messages: Some(before), ..StatePatch::default() };
+        self.take_agent_effects();
+        if let Err(e) = self.agent.handle_input(AgentInput::SetState(Box::new(patch)), now) {
+            self.go_back(&rollback, now);
+            return Err(SessionError::Agent(e));
+        }
+        self.begin(true, rollback, text, now)
+    }
+
+    fn edit(&mut self, parent: Option<NodeId>, text: String, now: Instant) -> Result<(), SessionError> {
+        self.idle()?;
+        if let Some(id) = parent {
+            let message = self.tree.message(id).ok_or(SessionError::NotFound(id))?;
+            if message.role != Role::Assistant {
+                return Err(SessionError::NotAnAssistantNode(id));
+            }
+        }
+        let rollback = self.tree.position();
+        match parent {
+            Some(id) => self.tree.truncate_to(id)?,
+            None => self.tree.navigate(None)?,
+        }
+        if let Err(e) = self.sync_history(now) {
+            self.go_back(&rollback, now);
+            return Err(e);
+        }
+        self.begin(false, rollback, text, now)
+    }
+
+    /// Puts the path back where it was, and the agent's history with it.
+    fn go_back(&mut self, position: &Position, now: Instant) {
+        // A position taken from this tree is always one it can take back.
+        if self.tree.restore(position).is_ok() {
+            let _ = self.sync_history(now);
+        }
+    }
+
+    /// Takes the agent's effects and events: a committed turn joins the tree, a
+    /// cancelled or failed one is rolled back.
+    fn pump(&mut self, now: Instant) {
+        self.take_agent_effects();
+        let mut roll_back = false;
+        while let Some(event) = self.agent.poll_event() {
+            let commit = match &event {
+                AgentEvent::Turn { messages, usage, end, .. } => Some((messages.clone(), **usage, *end)),
+                AgentEvent::Cancelled | AgentEvent::Error(_) => {
+                    roll_back = true;
+                    None
+                }
+                _ => None,
+            };
+            self.events.push_back(SessionEvent::Agent(event));
+            if let Some((messages, usage, end)) = commit {
+                self.commit(messages, usage, end == crate::machines::agent::TurnEnd::Continue);
+            }
+        }
+        if roll_back {
+            if let Some(turn) = self.turn.take() {
+                self.go_back(&turn.rollback, now);
+                self.tree_changed(Vec::new());
+            }
+        }
+    }
+
+    fn commit(&mut self, mut messages: Vec<Message>, usage: crate::Usage, continues: bool) {
+        let turn = self.turn.take();
+        if turn.as_ref().is_some_and(|t| t.regenerate) && !messages.is_empty() {
+            // The user message is in the tree already: the reply hangs under it.
+            messages.remove(0);
+        }
+        let added = self.tree.append(messages, Some(usage));
+        let added = added.iter().filter_map(|&id| self.tree.node(id)).cloned().collect();
+        self.tree_changed(added);
+        if continues {
+            // The agent goes on with a new turn (its own, or a staged prompt).
+            self.turn = Some(Turn { regenerate: false, rollback: self.tree.position() });
+        }
+    }
+
+    fn tree_changed(&mut self, added: Vec<Node>) {
+        self.events.push_back(SessionEvent::Tree { added, path: self.tree.path().to_vec() });
+        self.changed();
+    }
+
+    /// The state map changed: written at the next chance.
+    fn changed(&mut self) {
+        self.state_version += 1;
+        self.flush();
+    }
+
+    fn stored_state(&self) -> SessionState {
+        SessionState { position: self.tree.position(), ..self.state.clone() }
+    }
+
+    /// Sends the next write, unless one is in flight.
+    fn flush(&mut self) {
+        if self.in_flight.is_some() {
+            return;
+        }
+        let (op, written) = if !self.created {
+            (StoreOp::Create(self.stored_state()), Written::Session)
+        } else if self.saved < self.tree.len() {
+            let nodes = self.tree.nodes()[self.saved..].to_vec();
+            let count = nodes.len();
+            (StoreOp::Append(nodes), Written::Nodes(count))
+        } else if self.state_saved != self.state_version {
+            (StoreOp::SaveState(self.stored_state()), Written::State)
+        } else {
+            return;
+        };
+        let write = WriteId(self.next_write);
+        self.next_write += 1;
+        self.in_flight = Some((write, written, self.state_version));
+        self.effects.push_back(SessionEffect::Store { write, op });
+    }
+
+    fn stored(&mut self, write: WriteId, result: Result<(), StoreError>) -> Result<(), SessionError> {
+        let Some((id, written, version)) = self.in_flight else { return Err(SessionError::UnknownWrite(write)) };
+        if id != write {
+            return Err(SessionError::UnknownWrite(write));
+        }
+        self.in_flight = None;
+        let ok = result.is_ok();
+        if ok {
+            match written {
+                Written::Session => {
+                    self.created = true;
+                    self.state_saved = version;
+                }
+                Written::Nodes(count) => self.saved += count,
+                Written::State => self.state_saved = version,
+            }
+        }
+        self.events.push_back(SessionEvent::Store { written, result });
+        // After a failure the next change writes again (no loop against a store that
+        // keeps failing); after a success, whatever else is unsaved goes now.
+        if ok {
+            self.flush();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
