@@ -12,7 +12,8 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use omni_core::machines::session::store::assemble;
 use omni_core::machines::session::tree::{Node, Tree};
@@ -75,7 +76,7 @@ impl SqliteStore {
         // Before anything that locks: every later statement waits this long for a lock.
         connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // The first statement to read the file: a file that is not a database fails here.
-        let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(fail)?;
+        let mode = wal_mode(&connection).map_err(fail)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(StoreErrorKind::Io, location, format!("journal mode is {mode}, not WAL")));
         }
@@ -314,6 +315,23 @@ fn migrate(connection: &mut Connection, location: &str) -> Result<(), StoreError
         }
     }
     tx.commit().map_err(fail)
+}
+
+/// Puts the database in WAL mode (a no-op once it is: the mode is kept in the file), and
+/// the mode it is in. Switching a new file to WAL needs every other connection out of the
+/// way, and SQLite answers `SQLITE_BUSY` at once then, without calling the busy handler
+/// (seen with eight handles opening one new file together): so this waits and tries again
+/// itself, for as long as the busy timeout.
+fn wal_mode(connection: &Connection) -> rusqlite::Result<String> {
+    let started = Instant::now();
+    loop {
+        match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && started.elapsed() < BUSY_TIMEOUT => {
+                thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
 }
 
 /// A node's id as SQLite's integer. Ids count nodes, so they are far below 2^63.

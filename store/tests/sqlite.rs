@@ -293,3 +293,11 @@ fn a_writer_that_holds_the_lock_too_long_is_an_io_error_after_the_timeout() {
     blocker.execute_batch("ROLLBACK").unwrap();
     store.create(&id("late"), &state("late", &Tree::new())).unwrap();
 }
+
+/// The conformance suite every store passes, each call a new handle on one database file.
+#[test]
+fn passes_the_store_suite() {
+    let dir = TempDir::new("suite");
+    let db = dir.db();
+    omni_store::suite::run(|| SqliteStore::open(&db).unwrap());
+}
