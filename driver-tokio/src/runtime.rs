@@ -10,9 +10,21 @@ use tokio::task::JoinHandle;
 
 use crate::transport::{self, Reqwest};
 
-/// Runs the shell's tasks on the tokio runtime the application runs in.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Tokio;
+/// Runs the shell's tasks on the tokio runtime the application runs in: the one current
+/// where a task is spawned, else the one current when the client was built. A call's
+/// stream starts work (a redirect followed, a correction sent) from whatever thread polls
+/// it, which need not be one of the runtime's.
+#[derive(Debug, Clone)]
+pub struct Tokio {
+    built_in: Option<tokio::runtime::Handle>,
+}
+
+impl Default for Tokio {
+    /// The runtime current here, if any, as the fallback for spawning.
+    fn default() -> Self {
+        Self { built_in: tokio::runtime::Handle::try_current().ok() }
+    }
+}
 
 /// A tokio task that is aborted when dropped (tokio's own handle would let it run).
 #[derive(Debug)]
@@ -23,7 +35,9 @@ impl Runtime for Tokio {
 
     fn spawn<F: Future<Output = ()> + Send + 'static>(&self, future: F) -> Result<TokioTask, Error> {
         let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
+            .ok()
+            .or_else(|| self.built_in.clone())
+            .ok_or_else(|| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
         Ok(TokioTask(Some(runtime.spawn(future))))
     }
 

@@ -148,3 +148,33 @@ fn streaming_outside_a_runtime_is_an_error_not_a_panic() {
     let err = c.stream_text(scenarios::model(), "hi", Options::default()).unwrap_err();
     assert!(err.to_string().contains("tokio runtime"), "{err}");
 }
+
+/// A stream may be polled from a thread outside the runtime (here a plain thread): work it
+/// starts there (the redirect's request, sent when the reader decodes the 307) goes to the
+/// runtime the client was built in.
+#[test]
+fn a_stream_polled_outside_the_runtime_starts_its_work_on_the_clients_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let redirect =
+        Reply::Http { status: 307, headers: vec![("location".to_string(), "/v1/messages".to_string())], body: vec![] };
+    let server = ReplayServer::start(vec![redirect, paced(&text_events(&["Moved", " here"]), Duration::ZERO)]).unwrap();
+    let stream = runtime.block_on(async { client(&server).stream_text(scenarios::model(), "hi", Options::default()) });
+    let stream = stream.unwrap();
+    let events = std::thread::spawn(move || {
+        let mut stream = stream;
+        futures_lite::future::block_on(async move {
+            let mut events = Vec::new();
+            while let Some(event) = next(&mut stream).await {
+                events.push(event);
+            }
+            events
+        })
+    })
+    .join()
+    .unwrap();
+    // Sent at once: not failed to start, then retried after a backoff by the watchdog.
+    assert!(!events.iter().any(|e| matches!(e, GenerateEvent::Retry { .. })), "{events:?}");
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(response.text(), "Moved here");
+    assert_eq!(server.requests().len(), 2);
+}
