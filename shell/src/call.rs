@@ -167,7 +167,8 @@ impl<D: Driver> Call<D> {
 /// call reads no further than a bounded amount ahead (the server is slowed by TCP), but
 /// its deadlines still fire, a cancel still closes the connection at once, and its tools
 /// run on; the last event (`Finished` or `Failed`) comes whenever the application reads
-/// again. (On omni-tokio, poll it inside the tokio runtime, as tokio's own streams.)
+/// again. It may be polled from any thread: omni-tokio starts the call's work on the
+/// runtime the client was built in when the polling thread has none.
 pub struct TextStream {
     call: SharedCall,
     /// Events made and not yet read: those of one report at most.
