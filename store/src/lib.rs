@@ -9,6 +9,7 @@
 
 mod file;
 mod memory;
+mod sqlite;
 pub mod suite;
 
 pub use file::FileStore;
@@ -16,3 +17,4 @@ pub use memory::MemoryStore;
 pub use omni_core::machines::session::store::{
     Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
+pub use sqlite::SqliteStore;

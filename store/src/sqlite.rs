@@ -1,0 +1,391 @@
+//! The SQLite store: one database file for many sessions. WAL mode with `synchronous=FULL`
+//! (a commit reported saved is in the synced WAL, so it survives the process being killed
+//! or the machine losing power), a busy timeout (several handles and processes share one
+//! file: they wait for each other instead of failing), and a transaction per write, begun
+//! `IMMEDIATE` so that concurrent writers queue for the write lock up front instead of
+//! failing when a read lock cannot be upgraded.
+//!
+//! The schema is the store's own, versioned with `PRAGMA user_version`: a session is a row
+//! of `sessions` (its state as JSON, the title copied out for `list`, its times and a
+//! write counter) and its nodes are rows of `nodes` (each node as JSON, keyed by session
+//! and node id, deleted with their session by a cascading foreign key).
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use omni_core::machines::session::store::assemble;
+use omni_core::machines::session::tree::{Node, Tree};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
+
+use crate::{Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind};
+
+/// The schema version this code writes and reads.
+const VERSION: i64 = 1;
+
+/// How long a handle waits for another one's write lock before giving up with
+/// [`StoreErrorKind::Io`].
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Version 1. `seq` orders sessions written in the same millisecond: every write sets it
+/// one above the highest, so `updated_ms DESC, seq DESC` is the order of the writes.
+const SCHEMA_V1: &str = "
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY NOT NULL,
+        state TEXT NOT NULL,
+        title TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_recent ON sessions (updated_ms DESC, seq DESC);
+    CREATE INDEX sessions_seq ON sessions (seq);
+    CREATE TABLE nodes (
+        session TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        id INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session, id)
+    ) WITHOUT ROWID;
+";
+
+/// Stamps a session as written now: its time, and the next write counter.
+const TOUCH: &str = "UPDATE sessions SET updated_ms = ?2, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions)
+    WHERE id = ?1";
+
+/// Sessions in one SQLite database file (see the module's doc). Each handle holds one
+/// connection; open several on one file, in one process or many, and they take turns.
+#[derive(Debug)]
+pub struct SqliteStore {
+    /// rusqlite's connection is `Send` but not `Sync`: one call at a time per handle.
+    connection: Mutex<Connection>,
+    /// The database's path, as every error names it.
+    path: String,
+}
+
+impl SqliteStore {
+    /// Opens (creating it if need be) the database at `path`, and its schema. A file that
+    /// is not a database is [`StoreErrorKind::Corrupt`]; a database written by a newer
+    /// version of this store is [`StoreErrorKind::Io`] (nothing is wrong with it, this
+    /// code is too old to read it; never `Corrupt`, which might invite deleting it).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let location = path.display().to_string();
+        let fail = |e| sql_error(e, &location);
+        let mut connection = Connection::open(path).map_err(fail)?;
+        // Before anything that locks: every later statement waits this long for a lock.
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        // The first statement to read the file: a file that is not a database fails here.
+        let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(fail)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::new(StoreErrorKind::Io, location, format!("journal mode is {mode}, not WAL")));
+        }
+        // Per connection: sync the WAL at every commit; enforce the cascade on delete.
+        connection.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(fail)?;
+        migrate(&mut connection, &location)?;
+        Ok(Self { connection: Mutex::new(connection), path: location })
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        // A panic while the lock was held cannot have left a transaction open (dropping it
+        // rolls back), so the connection is as good as before.
+        self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn fail(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |e| sql_error(e, &self.path)
+    }
+
+    /// Runs `write` in one `IMMEDIATE` transaction and commits it; an error rolls it back.
+    fn write<T>(&self, write: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut connection = self.connection();
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(self.fail())?;
+        let value = write(&tx)?;
+        tx.commit().map_err(self.fail())?;
+        Ok(value)
+    }
+
+    /// Stamps session `id` as written now, or [`StoreErrorKind::NotFound`].
+    fn touch(&self, tx: &Transaction<'_>, id: &SessionId) -> Result<(), StoreError> {
+        match tx.execute(TOUCH, params![id.as_str(), now_ms()]).map_err(self.fail())? {
+            0 => Err(self.not_found(id)),
+            _ => Ok(()),
+        }
+    }
+
+    fn insert_nodes(&self, tx: &Transaction<'_>, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
+        let mut insert =
+            tx.prepare_cached("INSERT INTO nodes (session, id, body) VALUES (?1, ?2, ?3)").map_err(self.fail())?;
+        for node in nodes {
+            let body = serde_json::to_string(node).map_err(|e| self.unwritable(e))?;
+            insert.execute(params![id.as_str(), node_key(node), body]).map_err(|e| match e.sqlite_error_code() {
+                // Checked before for appends; a backstop that names the node.
+                Some(ErrorCode::ConstraintViolation) => StoreError::new(
+                    StoreErrorKind::Corrupt,
+                    self.node_location(id, node_key(node)),
+                    "the session has this node already",
+                ),
+                _ => sql_error(e, &self.path),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn not_found(&self, id: &SessionId) -> StoreError {
+        StoreError::new(StoreErrorKind::NotFound, format!("{}:sessions({id})", self.path), "no such session")
+    }
+
+    fn node_location(&self, id: &SessionId, node: i64) -> String {
+        format!("{}:nodes({id},{node})", self.path)
+    }
+
+    fn unwritable(&self, e: serde_json::Error) -> StoreError {
+        StoreError::new(StoreErrorKind::Io, &self.path, format!("cannot write as JSON: {e}"))
+    }
+
+    fn state_json(&self, state: &SessionState) -> Result<String, StoreError> {
+        serde_json::to_string(state).map_err(|e| self.unwritable(e))
+    }
+}
+
+impl Store for SqliteStore {
+    fn create(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+        let json = self.state_json(state)?;
+        self.write(|tx| {
+            let now = now_ms();
+            // The primary key decides, atomically: no check-then-write.
+            let inserted = tx.execute(
+                "INSERT INTO sessions (id, state, title, created_ms, updated_ms, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?4, (SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions))",
+                params![id.as_str(), json, state.title, now],
+            );
+            match inserted {
+                Ok(_) => Ok(()),
+                Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => Err(StoreError::new(
+                    StoreErrorKind::Exists,
+                    format!("{}:sessions({id})", self.path),
+                    "a session with this id exists",
+                )),
+                Err(e) => Err(sql_error(e, &self.path)),
+            }
+        })
+    }
+
+    /// Refuses ([`StoreErrorKind::Corrupt`], nothing written) nodes that are not the
+    /// session's next ids in order, or whose parent does not precede them: stored, they
+    /// would make a tree that no longer loads.
+    fn append_nodes(&self, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            self.touch(tx, id)?;
+            let next: i64 = tx
+                .query_row("SELECT COALESCE(MAX(id) + 1, 0) FROM nodes WHERE session = ?1", [id.as_str()], |row| {
+                    row.get(0)
+                })
+                .map_err(self.fail())?;
+            for (expected, node) in (next..).zip(nodes) {
+                let found = node_key(node);
+                let why = if found != expected {
+                    format!("node {found} appended where node {expected} is next")
+                } else if node.parent.is_some_and(|parent| parent >= node.id) {
+                    format!("node {found} names a parent that does not precede it")
+                } else {
+                    continue;
+                };
+                return Err(StoreError::new(StoreErrorKind::Corrupt, self.node_location(id, found), why));
+            }
+            self.insert_nodes(tx, id, nodes)
+        })
+    }
+
+    fn save_tree(&self, id: &SessionId, tree: &Tree) -> Result<(), StoreError> {
+        self.write(|tx| {
+            self.touch(tx, id)?;
+            tx.execute("DELETE FROM nodes WHERE session = ?1", [id.as_str()]).map_err(self.fail())?;
+            self.insert_nodes(tx, id, tree.nodes())
+        })
+    }
+
+    fn save_state(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+        let json = self.state_json(state)?;
+        self.write(|tx| {
+            self.touch(tx, id)?;
+            tx.execute(
+                "UPDATE sessions SET state = ?2, title = ?3 WHERE id = ?1",
+                params![id.as_str(), json, state.title],
+            )
+            .map_err(self.fail())?;
+            Ok(())
+        })
+    }
+
+    fn load(&self, id: &SessionId) -> Result<Loaded, StoreError> {
+        let mut connection = self.connection();
+        // One read transaction: the state and the nodes from the same snapshot, even while
+        // another handle writes.
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Deferred).map_err(self.fail())?;
+        let state: String = tx
+            .query_row("SELECT state FROM sessions WHERE id = ?1", [id.as_str()], |row| row.get(0))
+            .optional()
+            .map_err(self.fail())?
+            .ok_or_else(|| self.not_found(id))?;
+        let state: SessionState = serde_json::from_str(&state).map_err(|e| {
+            StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({id})", self.path), e.to_string())
+        })?;
+        let mut select =
+            tx.prepare("SELECT id, body FROM nodes WHERE session = ?1 ORDER BY id").map_err(self.fail())?;
+        let mut rows = select.query([id.as_str()]).map_err(self.fail())?;
+        let mut nodes = Vec::new();
+        while let Some(row) = rows.next().map_err(self.fail())? {
+            let key: i64 = row.get(0).map_err(self.fail())?;
+            let corrupt = |why: String| StoreError::new(StoreErrorKind::Corrupt, self.node_location(id, key), why);
+            let body: String = row.get(1).map_err(|e| corrupt(e.to_string()))?;
+            let node: Node = serde_json::from_str(&body).map_err(|e| corrupt(e.to_string()))?;
+            if node_key(&node) != key {
+                return Err(corrupt(format!("the row holds node {}", node.id)));
+            }
+            nodes.push(node);
+        }
+        assemble(nodes, state, Vec::new(), &format!("{}:nodes({id})", self.path))
+    }
+
+    fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>, StoreError> {
+        let connection = self.connection();
+        let mut select = connection
+            .prepare_cached(
+                "SELECT id, title, created_ms, updated_ms FROM sessions
+                 ORDER BY updated_ms DESC, seq DESC LIMIT ?1 OFFSET ?2",
+            )
+            .map_err(self.fail())?;
+        // SQLite's integers are i64; usize::MAX (list everything) saturates.
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let rows = select
+            .query_map(params![limit, offset], |row| {
+                Ok((row.get::<_, String>(0)?, row.get(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
+            })
+            .map_err(self.fail())?;
+        rows.map(|row| {
+            let (id, title, created_ms, updated_ms) = row.map_err(self.fail())?;
+            let id = SessionId::new(id).map_err(|e| {
+                StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({})", self.path, e.0), e.to_string())
+            })?;
+            // Times before the epoch (a clock set far back) read as the epoch.
+            let ms = |t: i64| u64::try_from(t).unwrap_or(0);
+            Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
+        })
+        .collect()
+    }
+
+    fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
+        // The nodes go with the row (ON DELETE CASCADE), in the same transaction.
+        self.write(|tx| Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", [id.as_str()]).map_err(self.fail())? > 0))
+    }
+
+    fn exists(&self, id: &SessionId) -> Result<bool, StoreError> {
+        self.connection()
+            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id.as_str()], |_| Ok(()))
+            .optional()
+            .map(|row| row.is_some())
+            .map_err(self.fail())
+    }
+}
+
+/// Creates the schema in a new database, checks it in an old one.
+fn migrate(connection: &mut Connection, location: &str) -> Result<(), StoreError> {
+    let fail = |e| sql_error(e, location);
+    // IMMEDIATE: two handles opening one new file both see version 0; the second to get
+    // the write lock reads the version again and finds the first one's work.
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(fail)?;
+    match version {
+        0 => {
+            tx.execute_batch(SCHEMA_V1).map_err(fail)?;
+            tx.pragma_update(None, "user_version", VERSION).map_err(fail)?;
+        }
+        VERSION => {}
+        // Newer (or nonsense): leave it untouched, never downgrade what a newer omni wrote.
+        other => {
+            return Err(StoreError::new(
+                StoreErrorKind::Io,
+                location,
+                format!(
+                    "the database's schema is version {other}; this omni-store knows up to {VERSION}: use a newer one"
+                ),
+            ))
+        }
+    }
+    tx.commit().map_err(fail)
+}
+
+/// A node's id as SQLite's integer. Ids count nodes, so they are far below 2^63.
+fn node_key(node: &Node) -> i64 {
+    i64::try_from(node.id.0).unwrap_or(i64::MAX)
+}
+
+/// Now, in milliseconds since the Unix epoch (a clock before it reads as the epoch).
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A SQLite failure as a store's: a lock still held when the busy timeout ran out is
+/// [`StoreErrorKind::Io`], a refused permission [`StoreErrorKind::Denied`], a file that is
+/// not a database or a damaged one [`StoreErrorKind::Corrupt`].
+fn sql_error(e: rusqlite::Error, location: &str) -> StoreError {
+    let kind = match e.sqlite_error_code() {
+        Some(ErrorCode::PermissionDenied | ErrorCode::ReadOnly) => StoreErrorKind::Denied,
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreErrorKind::Corrupt,
+        _ => StoreErrorKind::Io,
+    };
+    let message = match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            format!("{e} (another handle held the database for more than {} s)", BUSY_TIMEOUT.as_secs())
+        }
+        _ => e.to_string(),
+    };
+    StoreError::new(kind, location, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `open` promised is in force on the handle's own connection (the crash test's
+    /// guarantee rests on `synchronous = FULL`, which is per connection and not stored).
+    #[test]
+    fn a_handle_runs_in_wal_with_full_sync_and_foreign_keys() {
+        let dir = std::env::temp_dir().join(format!("omni-sqlite-pragmas-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = SqliteStore::open(dir.join("s.db")).unwrap();
+        let connection = store.connection();
+        let pragma = |name: &str| -> String {
+            connection.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0)).map_or_else(
+                |e| e.to_string(),
+                |value| match value {
+                    rusqlite::types::Value::Integer(n) => n.to_string(),
+                    rusqlite::types::Value::Text(s) => s,
+                    other => format!("{other:?}"),
+                },
+            )
+        };
+        assert_eq!(pragma("journal_mode"), "wal");
+        assert_eq!(pragma("synchronous"), "2", "FULL");
+        assert_eq!(pragma("foreign_keys"), "1");
+        assert_eq!(pragma("user_version"), VERSION.to_string());
+        drop(connection);
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sqlite_failures_map_to_kinds() {
+        let failure = |code: i32| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None);
+        let kind = |code| sql_error(failure(code), "db").kind;
+        assert_eq!(kind(rusqlite::ffi::SQLITE_READONLY), StoreErrorKind::Denied);
+        assert_eq!(kind(rusqlite::ffi::SQLITE_PERM), StoreErrorKind::Denied);
+        assert_eq!(kind(rusqlite::ffi::SQLITE_NOTADB), StoreErrorKind::Corrupt);
+        assert_eq!(kind(rusqlite::ffi::SQLITE_CORRUPT), StoreErrorKind::Corrupt);
+        assert_eq!(kind(rusqlite::ffi::SQLITE_FULL), StoreErrorKind::Io);
+        let busy = sql_error(failure(rusqlite::ffi::SQLITE_BUSY), "db");
+        assert_eq!(busy.kind, StoreErrorKind::Io);
+        assert!(busy.message.contains("more than 5 s"), "{busy}");
+    }
+}
