@@ -20,9 +20,9 @@
 //! then it would start over with a new session in the same store.
 //!
 //! A kill between a turn's append and its state write leaves the stored position one turn
-//! behind the nodes (valid, and nothing reported saved is lost); the next child moves the
-//! path down to the newest turn before it goes on, as an application would, so the turns
-//! stay one chain: `user 0`, `reply 0`, `user 1`, ...
+//! behind the nodes (valid, and nothing reported saved is lost); `Session::resume` takes
+//! that turn onto the path, which the next child checks, so the turns stay one chain:
+//! `user 0`, `reply 0`, `user 1`, ...
 #![cfg(unix)] // SIGKILL, and the exit status that tells it
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)] // a test: assertions and a clock
 
@@ -202,23 +202,17 @@ impl ChildRun {
         // The creation, if this run makes the session.
         self.drive();
         // A kill between a turn's append and its state leaves the stored position one turn
-        // behind the nodes: carry on from the newest whole turn, as an application would.
+        // behind the nodes: `Session::resume` takes that turn onto the path (and saves the
+        // position), so the head is the newest reply. What may remain is a user node
+        // without its reply (a batch torn between its lines): the first turn is then an
+        // edit under the newest reply (or a new root).
         let tree = self.session.tree();
         let newest = newest_reply(tree);
-        let lagging = tree.head() != newest;
         let mut first = None;
-        if lagging {
-            let newest = newest.filter(|&reply| tree.children(reply).is_empty());
-            match newest {
-                // The path moves down to it (the position is saved).
-                Some(reply) => {
-                    self.input(SessionInput::Navigate(Some(reply)));
-                    self.drive();
-                }
-                // A user node without its reply (a batch torn between its lines) is in
-                // the way: the first turn is an edit under the newest reply (or a new root).
-                None => first = Some(newest_reply(self.session.tree())),
-            }
+        if tree.head() != newest {
+            let whole = newest.filter(|&reply| tree.children(reply).is_empty());
+            assert!(whole.is_none(), "resume left the path behind the newest turn, reply node {whole:?}");
+            first = Some(newest);
         }
         self.turn = match first {
             Some(Some(reply)) => self.session.tree().path_to(reply).expect("a path").len() / 2,

@@ -208,15 +208,26 @@ impl<C: AgentCallbacks> Session<C> {
 
     /// A session loaded from a store: `tree` with its position, `state` its map. The
     /// agent's history becomes the tree's active path.
+    ///
+    /// A saved path always ends on a leaf, so a head with children means the process
+    /// stopped between a turn's nodes being written and the state that moves the path onto
+    /// them: the path is extended onto that turn (and the state written again), so a turn
+    /// reported saved is on the path, not left on a branch the next prompt would start.
     pub fn resume(
         id: SessionId,
         agent: Agent<C>,
-        tree: Tree,
+        mut tree: Tree,
         state: SessionState,
         now: Instant,
     ) -> Result<Self, SessionError> {
+        let before = tree.path().len();
+        tree.extend();
+        let moved = tree.path().len() != before;
         let mut session = Self::with(id, agent, tree, state, true);
         session.sync_history(now)?;
+        if moved {
+            session.changed();
+        }
         Ok(session)
     }
 

@@ -277,3 +277,27 @@ fn a_resumed_session_gives_the_agent_its_path() {
     assert!(resumed.is_saved());
     assert_eq!(resumed.title(), Some("chat"));
 }
+
+#[test]
+fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_path() {
+    let mut h = Harness::new();
+    h.store(Ok(()));
+    h.input(SessionInput::Prompt("one".into())).unwrap();
+    h.answer(200, &reply("1"));
+    h.store(Ok(()));
+    let saved = h.session.stored_state();
+    // The next turn's nodes reach the store, then the process stops before the state does.
+    h.input(SessionInput::Prompt("two".into())).unwrap();
+    h.answer(200, &reply("2"));
+    let mut tree = h.session.tree().clone();
+    tree.restore(&saved.position).unwrap();
+    let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
+    let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
+    let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, h.now).unwrap();
+    let mut resumed = Session::resume(SessionId::new("test").unwrap(), agent, tree, saved, h.now).unwrap();
+    let texts: Vec<String> = resumed.tree().messages().iter().map(Message::text).collect();
+    assert_eq!(texts, ["one", "1", "two", "2"]);
+    assert_eq!(resumed.agent().messages().len(), 4);
+    let write = resumed.poll_effect();
+    assert!(matches!(write, Some(SessionEffect::Store { op: StoreOp::SaveState(_), .. })), "{write:?}");
+}
