@@ -176,6 +176,7 @@ fn state(tree: &Tree) -> SessionState {
         options: Some(serde_json::json!({"max_tokens": 1024})),
         title: Some("A long session".into()),
         position: tree.position(),
+        nodes: tree.len() as u64,
     }
 }
 

@@ -48,6 +48,7 @@ fn state(title: &str, tree: &Tree) -> SessionState {
         options: Some(serde_json::json!({"max_tokens": 256})),
         title: Some(title.into()),
         position: tree.position(),
+        nodes: tree.len() as u64,
     }
 }
 

@@ -47,6 +47,7 @@ fn state(title: &str, tree: &Tree) -> SessionState {
         options: Some(serde_json::json!({"temperature": 0.5})),
         title: Some(title.into()),
         position: tree.position(),
+        nodes: tree.len() as u64,
     }
 }
 

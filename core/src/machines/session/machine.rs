@@ -209,9 +209,9 @@ impl<C: AgentCallbacks> Session<C> {
     /// A session loaded from a store: `tree` with its position, `state` its map. The
     /// agent's history becomes the tree's active path.
     ///
-    /// A saved path always ends on a leaf, so a head with children means the process
-    /// stopped between a turn's nodes being written and the state that moves the path onto
-    /// them: the path is extended onto that turn (and the state written again), so a turn
+    /// Nodes beyond those the state counts were committed after it was saved: the process
+    /// stopped between a turn's nodes and the state that moves the path onto them. The
+    /// path is moved onto the newest of them (and the state written again), so a turn
     /// reported saved is on the path, not left on a branch the next prompt would start.
     pub fn resume(
         id: SessionId,
@@ -220,12 +220,14 @@ impl<C: AgentCallbacks> Session<C> {
         state: SessionState,
         now: Instant,
     ) -> Result<Self, SessionError> {
-        let before = tree.path().len();
-        tree.extend();
-        let moved = tree.path().len() != before;
+        let behind = (tree.len() as u64) > state.nodes;
+        if behind {
+            let newest = NodeId(tree.len() as u64 - 1);
+            tree.navigate(Some(newest))?;
+        }
         let mut session = Self::with(id, agent, tree, state, true);
         session.sync_history(now)?;
-        if moved {
+        if behind {
             session.changed();
         }
         Ok(session)
@@ -295,12 +297,14 @@ impl<C: AgentCallbacks> Session<C> {
 
     /// Acts on the agent's deadlines.
     pub fn handle_timeout(&mut self, now: Instant) {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         self.agent.handle_timeout(now);
         self.pump(now);
     }
 
     /// Feeds an input; a refused one changes nothing.
     pub fn handle_input(&mut self, input: SessionInput<'_>, now: Instant) -> Result<(), SessionError> {
+        debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         let result = match input {
             SessionInput::Prompt(text) => self.start(false, text, now),
             SessionInput::Navigate(id) => self.navigate(id, now),
@@ -486,7 +490,7 @@ impl<C: AgentCallbacks> Session<C> {
     }
 
     fn stored_state(&self) -> SessionState {
-        SessionState { position: self.tree.position(), ..self.state.clone() }
+        SessionState { position: self.tree.position(), nodes: self.tree.len() as u64, ..self.state.clone() }
     }
 
     /// Sends the next write, unless one is in flight.

@@ -102,6 +102,11 @@ pub struct SessionState {
     /// Where the path stands, and the cursors.
     #[serde(default)]
     pub position: Position,
+    /// How many nodes the tree held when this state was saved: nodes beyond them were
+    /// committed after it (a process that stopped between a turn's nodes and its state),
+    /// and the session takes the newest onto its path when it resumes.
+    #[serde(default)]
+    pub nodes: u64,
 }
 
 /// One session in a store's list.

@@ -301,3 +301,34 @@ fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_pat
     let write = resumed.poll_effect();
     assert!(matches!(write, Some(SessionEffect::Store { op: StoreOp::SaveState(_), .. })), "{write:?}");
 }
+
+#[test]
+fn resuming_tells_a_lost_state_write_from_a_path_cleared_on_purpose() {
+    let resume = |tree: Tree, state: SessionState, now| {
+        let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
+        let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
+        let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, now).unwrap();
+        Session::resume(SessionId::new("test").unwrap(), agent, tree, state, now).unwrap()
+    };
+    let mut h = Harness::new();
+    h.store(Ok(()));
+    let created = h.session.stored_state();
+    h.input(SessionInput::Prompt("first".into())).unwrap();
+    h.answer(200, &reply("turn"));
+    // The first turn's nodes were written, its state not: the path the creation saved is
+    // empty, and the turn goes onto it.
+    let mut tree = h.session.tree().clone();
+    tree.restore(&created.position).unwrap();
+    let resumed = resume(tree, created, h.now);
+    assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1)]);
+    // A path cleared and saved stays cleared: the next prompt starts a new root.
+    h.store(Ok(()));
+    h.input(SessionInput::Navigate(None)).unwrap();
+    h.store(Ok(()));
+    let cleared = h.session.stored_state();
+    let mut tree = h.session.tree().clone();
+    tree.restore(&cleared.position).unwrap();
+    let resumed = resume(tree, cleared, h.now);
+    assert!(resumed.tree().path().is_empty());
+    assert!(resumed.is_saved());
+}
