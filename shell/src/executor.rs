@@ -6,11 +6,11 @@
 //!   poll (omni-blocking's ureq exchange), which must not hold up the loop.
 //! - A tool run is not a task: the executor holds each run's future (boxed, by
 //!   [`ToolRunId`]) and polls the runs itself, concurrently, inside
-//!   [`Executor::next_report`]. So a run costs no task (on omni-blocking, no thread that
-//!   only waits for the tool pool's answer), and a cancel effect, or dropping the
-//!   executor, drops the run's future at once, on the loop's task. The consequence for
-//!   an [`AsyncTool`]: its future runs on the call's (or agent's) loop task, concurrently
-//!   with the other runs and the loop itself; CPU-heavy or blocking work belongs on the
+//!   [`Executor::next_report`] or [`Executor::poll_tools`]. So a run costs no task (on
+//!   omni-blocking, no thread that only waits for the tool pool's answer), and a cancel
+//!   effect, or dropping the executor, drops the run's future at once. The consequence
+//!   for an [`AsyncTool`]: its future runs on the task that polls the runs (a call's
+//!   watchdog, an agent's loop), concurrently with the other runs; CPU-heavy or blocking work belongs on the
 //!   runtime's blocking pool (`tokio::task::spawn_blocking`, `blocking::unblock`), as
 //!   omni-blocking's tools do with their pool of threads.
 //!

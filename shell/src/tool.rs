@@ -28,8 +28,8 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>>
 pub type AsyncHandler = Arc<dyn Fn(Value) -> ToolFuture + Send + Sync>;
 
 /// A tool: what the model is told, and optionally an async handler. The handler's future
-/// runs on the call's loop task, concurrently with the other runs (see the module doc):
-/// await, never block, in it.
+/// runs on the task that polls the call's tool runs (a call's watchdog, an agent's loop),
+/// concurrently with the other runs (see the module doc): await, never block, in it.
 #[derive(Clone)]
 pub struct AsyncTool {
     spec: ToolSpec,
