@@ -38,6 +38,18 @@ fn reply(text: &str) -> Vec<u8> {
     body.into_bytes()
 }
 
+/// An agent answered by [`Harness::answer`] (its requests go nowhere).
+fn agent(now: Instant) -> Agent<NoCallbacks> {
+    let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
+    let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
+    Agent::new(AgentConfig::new(model, provider), NoCallbacks, now).unwrap()
+}
+
+/// A session resumed from `tree` and `state` over a fresh agent.
+fn resume(tree: Tree, state: SessionState, now: Instant) -> Session<NoCallbacks> {
+    Session::resume(SessionId::new("test").unwrap(), agent(now), tree, state, now).unwrap()
+}
+
 struct Harness {
     session: Session<NoCallbacks>,
     now: Instant,
@@ -53,9 +65,7 @@ impl Harness {
     fn new() -> Self {
         #[allow(clippy::disallowed_methods)] // a test's clock
         let now = Instant::now();
-        let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
-        let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
-        let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, now).unwrap();
+        let agent = agent(now);
         let id = SessionId::new("test").unwrap();
         let state = SessionState { title: Some("chat".into()), ..SessionState::default() };
         let mut harness =
@@ -269,10 +279,7 @@ fn a_resumed_session_gives_the_agent_its_path() {
     h.answer(200, &reply("hello"));
     h.store(Ok(()));
     let (tree, state) = (h.session.tree().clone(), h.session.stored_state());
-    let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
-    let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
-    let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, h.now).unwrap();
-    let resumed = Session::resume(SessionId::new("test").unwrap(), agent, tree.clone(), state, h.now).unwrap();
+    let resumed = resume(tree.clone(), state, h.now);
     assert_eq!(resumed.agent().messages(), tree.messages());
     assert!(resumed.is_saved());
     assert_eq!(resumed.title(), Some("chat"));
@@ -291,10 +298,7 @@ fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_pat
     h.answer(200, &reply("2"));
     let mut tree = h.session.tree().clone();
     tree.restore(&saved.position).unwrap();
-    let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
-    let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
-    let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, h.now).unwrap();
-    let mut resumed = Session::resume(SessionId::new("test").unwrap(), agent, tree, saved, h.now).unwrap();
+    let mut resumed = resume(tree, saved, h.now);
     let texts: Vec<String> = resumed.tree().messages().iter().map(Message::text).collect();
     assert_eq!(texts, ["one", "1", "two", "2"]);
     assert_eq!(resumed.agent().messages().len(), 4);
@@ -304,12 +308,6 @@ fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_pat
 
 #[test]
 fn resuming_tells_a_lost_state_write_from_a_path_cleared_on_purpose() {
-    let resume = |tree: Tree, state: SessionState, now| {
-        let model = Model::new("anthropic", "claude-sonnet-4-5", Dialect::AnthropicMessages);
-        let provider = Provider::openai_compatible("anthropic", "http://127.0.0.1:9", None);
-        let agent = Agent::new(AgentConfig::new(model, provider), NoCallbacks, now).unwrap();
-        Session::resume(SessionId::new("test").unwrap(), agent, tree, state, now).unwrap()
-    };
     let mut h = Harness::new();
     h.store(Ok(()));
     let created = h.session.stored_state();
