@@ -75,6 +75,16 @@ impl Harness {
     }
 
     /// Events first, then effects: each line where the application would see it.
+    /// A session created, with one turn committed and saved.
+    fn after_a_turn(prompt: &str, answer: &str) -> Self {
+        let mut h = Self::new();
+        h.store(Ok(()));
+        h.input(SessionInput::Prompt(prompt.into())).unwrap();
+        h.answer(200, &reply(answer));
+        h.store(Ok(()));
+        h
+    }
+
     fn drain(&mut self) {
         while let Some(event) = self.session.poll_event() {
             if let Some(line) = event_line(&event) {
@@ -221,11 +231,7 @@ fn editing_makes_a_branch_and_a_new_root() {
 
 #[test]
 fn a_cancelled_or_failed_regenerate_rolls_the_tree_and_history_back() {
-    let mut h = Harness::new();
-    h.store(Ok(()));
-    h.input(SessionInput::Prompt("hi".into())).unwrap();
-    h.answer(200, &reply("hello"));
-    h.store(Ok(()));
+    let mut h = Harness::after_a_turn("hi", "hello");
     h.input(SessionInput::Regenerate(NodeId(0))).unwrap();
     assert_eq!(h.input(SessionInput::Navigate(None)), Err(SessionError::Busy), "idle only");
     h.input(SessionInput::Cancel).unwrap();
@@ -273,11 +279,7 @@ fn a_failing_store_is_reported_and_the_next_write_carries_everything_unsaved() {
 
 #[test]
 fn a_resumed_session_gives_the_agent_its_path() {
-    let mut h = Harness::new();
-    h.store(Ok(()));
-    h.input(SessionInput::Prompt("hi".into())).unwrap();
-    h.answer(200, &reply("hello"));
-    h.store(Ok(()));
+    let h = Harness::after_a_turn("hi", "hello");
     let (tree, state) = (h.session.tree().clone(), h.session.stored_state());
     let resumed = resume(tree.clone(), state, h.now);
     assert_eq!(resumed.agent().messages(), tree.messages());
@@ -287,11 +289,7 @@ fn a_resumed_session_gives_the_agent_its_path() {
 
 #[test]
 fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_path() {
-    let mut h = Harness::new();
-    h.store(Ok(()));
-    h.input(SessionInput::Prompt("one".into())).unwrap();
-    h.answer(200, &reply("1"));
-    h.store(Ok(()));
+    let mut h = Harness::after_a_turn("one", "1");
     let saved = h.session.stored_state();
     // The next turn's nodes reach the store, then the process stops before the state does.
     h.input(SessionInput::Prompt("two".into())).unwrap();
