@@ -25,7 +25,7 @@ use super::store::{SessionId, SessionState, StoreError};
 use super::tree::{Node, NodeId, Position, Tree, TreeError};
 use crate::data::message::{Block, Message, Role};
 use crate::machines::agent::ToolDecision;
-use crate::machines::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, StatePatch, Status};
+use crate::machines::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, Snapshot, StatePatch, Status};
 use crate::machines::generate::{Effect, Report};
 use crate::machines::timer::Timer;
 
@@ -166,6 +166,17 @@ impl From<TreeError> for SessionError {
     }
 }
 
+/// What a subscriber needs to catch up with a session: everything before the next event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// The tree, with its path.
+    pub tree: Tree,
+    /// The agent's snapshot (status, committed history, the turn in flight).
+    pub agent: Snapshot,
+    /// The title.
+    pub title: Option<String>,
+}
+
 /// How the turn in flight joins the tree, and where to go back to if it does not.
 #[derive(Debug, Clone)]
 struct Turn {
@@ -270,6 +281,12 @@ impl<C: AgentCallbacks> Session<C> {
     /// The title.
     pub fn title(&self) -> Option<&str> {
         self.state.title.as_deref()
+    }
+
+    /// Everything before the next event, for a subscriber that joins now: taken together
+    /// with the event feed, it misses nothing and repeats nothing.
+    pub fn snapshot(&self) -> SessionSnapshot {
+        SessionSnapshot { tree: self.tree.clone(), agent: self.agent.snapshot(), title: self.state.title.clone() }
     }
 
     /// Whether everything the session holds is in the store.

@@ -328,3 +328,18 @@ fn resuming_tells_a_lost_state_write_from_a_path_cleared_on_purpose() {
     assert!(resumed.tree().path().is_empty());
     assert!(resumed.is_saved());
 }
+
+#[test]
+fn a_snapshot_is_everything_before_the_next_event() {
+    let mut h = Harness::after_a_turn("hi", "hello");
+    h.input(SessionInput::Prompt("and then".into())).unwrap();
+    let snapshot = h.session.snapshot();
+    assert_eq!(snapshot.tree.messages().len(), 2, "the committed path");
+    assert_eq!(snapshot.agent.status, Status::Busy);
+    assert_eq!(snapshot.agent.committed.len(), 2);
+    assert_eq!(snapshot.agent.pending.len(), 1, "the prompt of the turn in flight");
+    assert_eq!(snapshot.title.as_deref(), Some("chat"));
+    // What follows is the turn's commit: the snapshot's tree plus its nodes is the tree.
+    h.answer(200, &reply("more"));
+    assert_eq!(h.session.tree().len(), snapshot.tree.len() + 2);
+}
