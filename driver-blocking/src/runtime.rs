@@ -114,6 +114,14 @@ impl Runtime for Threads {
         Ok(ThreadTask { stop: Some((sender, stop)) })
     }
 
+    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        omni_shell::run_on_a_thread(work)
+    }
+
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
         let timer = async_io::Timer::at(deadline);
         async move {
@@ -190,6 +198,15 @@ mod tests {
         drop(stopped);
         assert_eq!(finished.recv_blocking().ok(), Some("detached"));
         assert_eq!(finished.recv_blocking().ok(), None, "the stopped task never sent, and both senders are gone");
+    }
+
+    #[test]
+    fn blocking_work_runs_on_a_thread_and_its_panic_is_an_error() {
+        let here = thread::current().id();
+        let work = Threads.run_blocking(move || thread::current().id() != here);
+        assert_eq!(future::block_on(work), Ok(true), "not on the caller's thread");
+        let panicked = future::block_on(Threads.run_blocking(|| -> u8 { panic!("the store broke") }));
+        assert_eq!(panicked, Err("the store broke".to_string()));
     }
 
     #[test]

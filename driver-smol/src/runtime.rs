@@ -37,6 +37,16 @@ impl Runtime for Smol {
         }))
     }
 
+    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // smol's pool of threads for blocking work; the panic caught there, since `unblock`
+        // would resume it in the awaiting task.
+        smol::unblock(move || omni_shell::catch_panic(work))
+    }
+
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
         let timer = Timer::at(deadline);
         async move {
@@ -73,5 +83,43 @@ impl fmt::Debug for Smol {
             Self::Global => f.write_str("global smol executor"),
             Self::Executor(_) => f.write_str("application executor"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // A test of timing on a real executor: it reads the clock.
+    #![allow(clippy::disallowed_methods)]
+
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use omni_shell::Runtime;
+    use smol::{Executor, Timer};
+
+    use super::Smol;
+
+    /// On an executor run by this one thread, a timer fires on time while blocking work
+    /// runs: the work is not on that thread.
+    #[test]
+    fn blocking_work_holds_up_no_task_and_its_panic_is_an_error() {
+        let executor = Arc::new(Executor::new());
+        let smol = Smol::Executor(executor.clone());
+        smol::block_on(executor.run(async {
+            let started = Instant::now();
+            let work = smol.run_blocking(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                7
+            });
+            let timer = async {
+                Timer::after(Duration::from_millis(50)).await;
+                started.elapsed()
+            };
+            let (value, fired) = smol::future::zip(work, timer).await;
+            assert_eq!(value, Ok(7));
+            assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
+            let panicked = smol.run_blocking(|| -> u8 { panic!("the store broke") }).await;
+            assert_eq!(panicked, Err("the store broke".to_string()));
+        }));
     }
 }

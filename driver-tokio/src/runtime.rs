@@ -41,6 +41,22 @@ impl Runtime for Tokio {
         Ok(TokioTask(Some(runtime.spawn(future))))
     }
 
+    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // tokio's blocking pool, on the runtime current here, else the client's.
+        let runtime = tokio::runtime::Handle::try_current().ok().or_else(|| self.built_in.clone());
+        let work = runtime.map(|runtime| runtime.spawn_blocking(move || omni_shell::catch_panic(work)));
+        async move {
+            match work {
+                Some(work) => work.await.unwrap_or_else(|e| Err(format!("the blocking work did not finish: {e}"))),
+                None => Err("omni-tokio needs a running tokio runtime".into()),
+            }
+        }
+    }
+
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
         tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
     }
@@ -66,5 +82,41 @@ impl Drop for TokioTask {
         if let Some(task) = self.0.take() {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // A test of timing on a real runtime: it reads the clock.
+    #![allow(clippy::disallowed_methods)]
+
+    use std::time::{Duration, Instant};
+
+    use omni_shell::Runtime;
+
+    use super::Tokio;
+
+    /// On a current-thread runtime (one thread for every task), a timer fires on time
+    /// while blocking work runs: the work is not on that thread.
+    #[test]
+    fn blocking_work_holds_up_no_task_and_its_panic_is_an_error() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
+        runtime.block_on(async {
+            let tokio = Tokio::default();
+            let started = Instant::now();
+            let work = tokio.run_blocking(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                7
+            });
+            let timer = async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                started.elapsed()
+            };
+            let (value, fired) = futures_lite::future::zip(work, timer).await;
+            assert_eq!(value, Ok(7));
+            assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
+            let panicked = tokio.run_blocking(|| -> u8 { panic!("the store broke") }).await;
+            assert_eq!(panicked, Err("the store broke".to_string()));
+        });
     }
 }

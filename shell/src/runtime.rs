@@ -43,6 +43,14 @@ pub trait Runtime: Clone + fmt::Debug + Send + Sync + 'static {
     /// Resolves at `deadline` (at once when it passed).
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static;
 
+    /// Runs `work`, which may block (a session store's write and its sync), where it
+    /// holds up none of the runtime's tasks (tokio's blocking pool, smol's `unblock`, a
+    /// thread), and resolves to its result, or to the message of its panic.
+    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static;
+
     /// The time the machines are given (the system's monotonic clock unless a runtime
     /// has its own).
     #[allow(clippy::disallowed_methods)] // the shell's one clock, overridable per runtime
@@ -171,4 +179,27 @@ impl ResponseSink {
             None => true,
         }
     }
+}
+
+/// Runs `work` on a thread of its own, its panic caught: [`Runtime::run_blocking`] for a
+/// runtime made of threads.
+pub fn run_on_a_thread<T, F>(work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (done, result) = async_channel::bounded(1);
+    let started = std::thread::Builder::new().name("omni-blocking-work".into()).spawn(move || {
+        let _ = done.try_send(catch_panic(work));
+    });
+    async move {
+        started.map_err(|e| format!("could not start a thread: {e}"))?;
+        result.recv().await.unwrap_or_else(|_| Err("the thread ended without a result".into()))
+    }
+}
+
+/// `work`'s result, or the message of its panic.
+pub fn catch_panic<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .map_err(|payload| omni_core::data::tool::panic_message(&*payload))
 }

@@ -47,6 +47,14 @@ impl Runtime for Threads {
         Ok(ThreadTask(Some(stop)))
     }
 
+    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        crate::runtime::run_on_a_thread(work)
+    }
+
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
         let (ring, rung) = async_channel::bounded::<()>(1);
         std::thread::spawn(move || {
