@@ -506,7 +506,8 @@ impl<C: AgentCallbacks> Session<C> {
         self.flush();
     }
 
-    fn stored_state(&self) -> SessionState {
+    /// The state map as the store keeps it: the position and node count of the tree now.
+    pub fn state(&self) -> SessionState {
         SessionState { position: self.tree.position(), nodes: self.tree.len() as u64, ..self.state.clone() }
     }
 
@@ -516,13 +517,13 @@ impl<C: AgentCallbacks> Session<C> {
             return;
         }
         let (op, written) = if !self.created {
-            (StoreOp::Create(self.stored_state()), Written::Session)
+            (StoreOp::Create(self.state()), Written::Session)
         } else if self.saved < self.tree.len() {
             let nodes = self.tree.nodes()[self.saved..].to_vec();
             let count = nodes.len();
             (StoreOp::Append(nodes), Written::Nodes(count))
         } else if self.state_saved != self.state_version {
-            (StoreOp::SaveState(self.stored_state()), Written::State)
+            (StoreOp::SaveState(self.state()), Written::State)
         } else {
             return;
         };
@@ -558,6 +559,3 @@ impl<C: AgentCallbacks> Session<C> {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests;

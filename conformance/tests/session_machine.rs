@@ -1,16 +1,20 @@
 //! The session machine driven by hand: a real agent whose requests are answered with
 //! Anthropic Messages streams (the documented event shapes), and a store that is a list
-//! of writes, answered as the test says.
-#![allow(clippy::unwrap_used)]
+//! of writes, answered as the test says. Kept out of `core/src` because the core reads no
+//! clock, even in tests: each test reads it once.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
 
 use std::time::Instant;
 
+use omni_core::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Status};
+use omni_core::machines::generate::{Effect, Report, RequestId};
+use omni_core::machines::session::machine::{
+    Session, SessionEffect, SessionError, SessionEvent, SessionInput, StoreOp, WriteId,
+};
+use omni_core::machines::session::store::{SessionId, SessionState, StoreError, StoreErrorKind};
+use omni_core::machines::session::tree::{NodeId, Tree};
+use omni_core::{Dialect, Message, Model, Provider};
 use serde_json::json;
-
-use super::*;
-use crate::machines::agent::{AgentConfig, NoCallbacks};
-use crate::machines::session::store::StoreErrorKind;
-use crate::{Dialect, Model, Provider};
 
 fn sse(event: &str, data: serde_json::Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
@@ -58,12 +62,11 @@ struct Harness {
     /// Writes not yet answered.
     writes: Vec<(WriteId, StoreOp)>,
     /// Requests sent, not yet answered.
-    requests: Vec<crate::machines::generate::RequestId>,
+    requests: Vec<RequestId>,
 }
 
 impl Harness {
     fn new() -> Self {
-        #[allow(clippy::disallowed_methods)] // a test's clock
         let now = Instant::now();
         let agent = agent(now);
         let id = SessionId::new("test").unwrap();
@@ -280,7 +283,7 @@ fn a_failing_store_is_reported_and_the_next_write_carries_everything_unsaved() {
 #[test]
 fn a_resumed_session_gives_the_agent_its_path() {
     let h = Harness::after_a_turn("hi", "hello");
-    let (tree, state) = (h.session.tree().clone(), h.session.stored_state());
+    let (tree, state) = (h.session.tree().clone(), h.session.state());
     let resumed = resume(tree.clone(), state, h.now);
     assert_eq!(resumed.agent().messages(), tree.messages());
     assert!(resumed.is_saved());
@@ -290,7 +293,7 @@ fn a_resumed_session_gives_the_agent_its_path() {
 #[test]
 fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_path() {
     let mut h = Harness::after_a_turn("one", "1");
-    let saved = h.session.stored_state();
+    let saved = h.session.state();
     // The next turn's nodes reach the store, then the process stops before the state does.
     h.input(SessionInput::Prompt("two".into())).unwrap();
     h.answer(200, &reply("2"));
@@ -308,7 +311,7 @@ fn a_resumed_session_whose_state_lags_its_nodes_takes_the_last_turn_onto_its_pat
 fn resuming_tells_a_lost_state_write_from_a_path_cleared_on_purpose() {
     let mut h = Harness::new();
     h.store(Ok(()));
-    let created = h.session.stored_state();
+    let created = h.session.state();
     h.input(SessionInput::Prompt("first".into())).unwrap();
     h.answer(200, &reply("turn"));
     // The first turn's nodes were written, its state not: the path the creation saved is
@@ -321,7 +324,7 @@ fn resuming_tells_a_lost_state_write_from_a_path_cleared_on_purpose() {
     h.store(Ok(()));
     h.input(SessionInput::Navigate(None)).unwrap();
     h.store(Ok(()));
-    let cleared = h.session.stored_state();
+    let cleared = h.session.state();
     let mut tree = h.session.tree().clone();
     tree.restore(&cleared.position).unwrap();
     let resumed = resume(tree, cleared, h.now);
