@@ -114,11 +114,7 @@ impl Runtime for Threads {
         Ok(ThreadTask { stop: Some((sender, stop)) })
     }
 
-    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
+    fn run_blocking(&self, work: omni_shell::BlockingWork) -> impl Future<Output = ()> + Send + 'static {
         omni_shell::run_on_a_thread(work)
     }
 
@@ -203,9 +199,9 @@ mod tests {
     #[test]
     fn blocking_work_runs_on_a_thread_and_its_panic_is_an_error() {
         let here = thread::current().id();
-        let work = Threads.run_blocking(move || thread::current().id() != here);
+        let work = omni_shell::off_executor(&Threads, move || thread::current().id() != here);
         assert_eq!(future::block_on(work), Ok(true), "not on the caller's thread");
-        let panicked = future::block_on(Threads.run_blocking(|| -> u8 { panic!("the store broke") }));
+        let panicked = future::block_on(omni_shell::off_executor(&Threads, || -> u8 { panic!("the store broke") }));
         assert_eq!(panicked, Err("the store broke".to_string()));
     }
 

@@ -37,14 +37,9 @@ impl Runtime for Smol {
         }))
     }
 
-    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        // smol's pool of threads for blocking work; the panic caught there, since `unblock`
-        // would resume it in the awaiting task.
-        smol::unblock(move || omni_shell::catch_panic(work))
+    fn run_blocking(&self, work: omni_shell::BlockingWork) -> impl Future<Output = ()> + Send + 'static {
+        // smol's pool of threads for blocking work.
+        smol::unblock(work)
     }
 
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
@@ -94,7 +89,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use omni_shell::Runtime;
+    use omni_shell::off_executor;
     use smol::{Executor, Timer};
 
     use super::Smol;
@@ -107,7 +102,7 @@ mod tests {
         let smol = Smol::Executor(executor.clone());
         smol::block_on(executor.run(async {
             let started = Instant::now();
-            let work = smol.run_blocking(|| {
+            let work = off_executor(&smol, || {
                 std::thread::sleep(Duration::from_millis(400));
                 7
             });
@@ -118,7 +113,7 @@ mod tests {
             let (value, fired) = smol::future::zip(work, timer).await;
             assert_eq!(value, Ok(7));
             assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
-            let panicked = smol.run_blocking(|| -> u8 { panic!("the store broke") }).await;
+            let panicked = off_executor(&smol, || -> u8 { panic!("the store broke") }).await;
             assert_eq!(panicked, Err("the store broke".to_string()));
         }));
     }

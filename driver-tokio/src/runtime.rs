@@ -41,18 +41,14 @@ impl Runtime for Tokio {
         Ok(TokioTask(Some(runtime.spawn(future))))
     }
 
-    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        // tokio's blocking pool, on the runtime current here, else the client's.
+    fn run_blocking(&self, work: omni_shell::BlockingWork) -> impl Future<Output = ()> + Send + 'static {
+        // tokio's blocking pool, on the runtime current here, else the client's (without
+        // either the work is dropped unrun, which `off_executor` reports).
         let runtime = tokio::runtime::Handle::try_current().ok().or_else(|| self.built_in.clone());
-        let work = runtime.map(|runtime| runtime.spawn_blocking(move || omni_shell::catch_panic(work)));
+        let work = runtime.map(|runtime| runtime.spawn_blocking(work));
         async move {
-            match work {
-                Some(work) => work.await.unwrap_or_else(|e| Err(format!("the blocking work did not finish: {e}"))),
-                None => Err("omni-tokio needs a running tokio runtime".into()),
+            if let Some(work) = work {
+                let _ = work.await;
             }
         }
     }
@@ -92,7 +88,7 @@ mod tests {
 
     use std::time::{Duration, Instant};
 
-    use omni_shell::Runtime;
+    use omni_shell::off_executor;
 
     use super::Tokio;
 
@@ -104,7 +100,7 @@ mod tests {
         runtime.block_on(async {
             let tokio = Tokio::default();
             let started = Instant::now();
-            let work = tokio.run_blocking(|| {
+            let work = off_executor(&tokio, || {
                 std::thread::sleep(Duration::from_millis(400));
                 7
             });
@@ -115,7 +111,7 @@ mod tests {
             let (value, fired) = futures_lite::future::zip(work, timer).await;
             assert_eq!(value, Ok(7));
             assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
-            let panicked = tokio.run_blocking(|| -> u8 { panic!("the store broke") }).await;
+            let panicked = off_executor(&tokio, || -> u8 { panic!("the store broke") }).await;
             assert_eq!(panicked, Err("the store broke".to_string()));
         });
     }

@@ -49,7 +49,7 @@ pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
 pub use error::Error;
 pub use host::{Command, EventSink, Host, Reply};
-pub use runtime::{catch_panic, run_on_a_thread, BodyBuffers, ResponseSink, Runtime, Task, Transport};
+pub use runtime::{off_executor, run_on_a_thread, BlockingWork, BodyBuffers, ResponseSink, Runtime, Task, Transport};
 pub use subscription::{Subscriber, Subscription};
 pub use sync_tool::{RunSync, SyncHandler, SyncTool};
 pub use tool::{handlers_by_name, AsyncHandler, AsyncTool, ToolFuture};

@@ -45,11 +45,8 @@ pub trait Runtime: Clone + fmt::Debug + Send + Sync + 'static {
 
     /// Runs `work`, which may block (a session store's write and its sync), where it
     /// holds up none of the runtime's tasks (tokio's blocking pool, smol's `unblock`, a
-    /// thread), and resolves to its result, or to the message of its panic.
-    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static;
+    /// thread); resolves once it has run. [`off_executor`] gives its result.
+    fn run_blocking(&self, work: BlockingWork) -> impl Future<Output = ()> + Send + 'static;
 
     /// The time the machines are given (the system's monotonic clock unless a runtime
     /// has its own).
@@ -181,25 +178,42 @@ impl ResponseSink {
     }
 }
 
-/// Runs `work` on a thread of its own, its panic caught: [`Runtime::run_blocking`] for a
-/// runtime made of threads.
-pub fn run_on_a_thread<T, F>(work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
+/// Blocking work for [`Runtime::run_blocking`].
+pub type BlockingWork = Box<dyn FnOnce() + Send>;
+
+/// `work`'s result, or the message of its panic, run by `runtime` where it holds up none
+/// of its tasks ([`Runtime::run_blocking`]).
+pub fn off_executor<R: Runtime, T: Send + 'static>(
+    runtime: &R,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> impl Future<Output = Result<T, String>> + Send + 'static {
     let (done, result) = async_channel::bounded(1);
-    let started = std::thread::Builder::new().name("omni-blocking-work".into()).spawn(move || {
+    let work: BlockingWork = Box::new(move || {
         let _ = done.try_send(catch_panic(work));
     });
+    let runtime = runtime.clone();
     async move {
-        started.map_err(|e| format!("could not start a thread: {e}"))?;
-        result.recv().await.unwrap_or_else(|_| Err("the thread ended without a result".into()))
+        runtime.run_blocking(work).await;
+        // Empty when the runtime could not run it (its sender dropped unrun).
+        result.try_recv().unwrap_or_else(|_| Err("the runtime could not run the blocking work".into()))
+    }
+}
+
+/// [`Runtime::run_blocking`] for a runtime made of threads: `work` on a thread of its own.
+pub fn run_on_a_thread(work: BlockingWork) -> impl Future<Output = ()> + Send + 'static {
+    let (done, ran) = async_channel::bounded::<()>(1);
+    // Closed when the thread ends, or at once when it cannot start.
+    let _ = std::thread::Builder::new().name("omni-blocking-work".into()).spawn(move || {
+        work();
+        drop(done);
+    });
+    async move {
+        let _ = ran.recv().await;
     }
 }
 
 /// `work`'s result, or the message of its panic.
-pub fn catch_panic<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+fn catch_panic<T>(work: impl FnOnce() -> T) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
         .map_err(|payload| omni_core::data::tool::panic_message(&*payload))
 }

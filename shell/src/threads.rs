@@ -47,11 +47,7 @@ impl Runtime for Threads {
         Ok(ThreadTask(Some(stop)))
     }
 
-    fn run_blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, String>> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
+    fn run_blocking(&self, work: crate::runtime::BlockingWork) -> impl Future<Output = ()> + Send + 'static {
         crate::runtime::run_on_a_thread(work)
     }
 
