@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use async_channel::Sender;
@@ -14,7 +14,7 @@ use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
 use omni_core::{ApiKey, Context, Options, Response};
 
 use crate::client::{Client, Driver};
-use crate::drive_call::{spawn_call, SharedCall};
+use crate::drive_call::{lock, spawn_call, SharedCall};
 use crate::runtime::Runtime;
 use crate::{handlers_by_name, AsyncTool, Error};
 
@@ -285,10 +285,6 @@ impl futures_core::Stream for TextStream {
         }
         polled
     }
-}
-
-fn lock<D: ?Sized>(call: &Mutex<D>) -> MutexGuard<'_, D> {
-    call.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Whether `event` ends the call.

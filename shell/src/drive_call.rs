@@ -79,8 +79,17 @@ pub(crate) fn spawn_call<R: Runtime, T: Transport>(
     Ok(call)
 }
 
-fn lock<D: ?Sized>(call: &Mutex<D>) -> MutexGuard<'_, D> {
+/// The call's loop, for one turn of the reader or the watchdog; a lock poisoned by a
+/// panic is taken anyway, as the shell's other locks are.
+pub(crate) fn lock<D: ?Sized>(call: &Mutex<D>) -> MutexGuard<'_, D> {
     call.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Keeps `cx`'s waker in `slot`, unless the one there wakes the same task.
+fn remember(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    if !slot.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+        *slot = Some(cx.waker().clone());
+    }
 }
 
 struct CallLoop<R: Runtime, T: Transport> {
@@ -173,9 +182,7 @@ impl<R: Runtime, T: Transport> CallLoop<R, T> {
         if self.over || self.machine.is_done() {
             return Poll::Ready(Watch::Over);
         }
-        if !self.watchdog.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            self.watchdog = Some(cx.waker().clone());
-        }
+        remember(&mut self.watchdog, cx);
         let (mut acted, mut kept) = (false, false);
         loop {
             execute_effects(&mut self.machine, &mut self.executor);
@@ -265,9 +272,7 @@ impl<R: Runtime, T: Transport> Drive for CallLoop<R, T> {
                 // something else, then the reader comes back.
                 Next::Yield => cx.waker().wake_by_ref(),
             }
-            if !self.reader.as_ref().is_some_and(|r| r.will_wake(cx.waker())) {
-                self.reader = Some(cx.waker().clone());
-            }
+            remember(&mut self.reader, cx);
             self.tell_watchdog();
             return Poll::Pending;
         }

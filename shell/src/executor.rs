@@ -10,9 +10,9 @@
 //!   omni-blocking, no thread that only waits for the tool pool's answer), and a cancel
 //!   effect, or dropping the executor, drops the run's future at once. The consequence
 //!   for an [`AsyncTool`]: its future runs on the task that polls the runs (a call's
-//!   watchdog, an agent's loop), concurrently with the other runs; CPU-heavy or blocking work belongs on the
-//!   runtime's blocking pool (`tokio::task::spawn_blocking`, `blocking::unblock`), as
-//!   omni-blocking's tools do with their pool of threads.
+//!   watchdog, an agent's loop), concurrently with the other runs; CPU-heavy or
+//!   blocking work belongs on the runtime's blocking pool (`tokio::task::spawn_blocking`,
+//!   `blocking::unblock`), as omni-blocking's tools do with their pool of threads.
 //!
 //! Requests report on one bounded channel ([`INPUT_CAPACITY`]): a request whose report
 //! does not fit waits, so it stops reading its response until the loop catches up.
@@ -245,7 +245,8 @@ mod tests {
     use crate::threads::{within, Threads};
     use crate::{AsyncTool, Client, Driver, Error};
 
-    /// Quick tool calls before the slow one: more results than the call's event queue holds.
+    /// Quick tool calls before the slow one: their results wait for the application while
+    /// the slow one runs on.
     const QUICK: usize = 16;
 
     fn sse(event: &str, data: serde_json::Value) -> String {
