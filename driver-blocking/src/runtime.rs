@@ -197,12 +197,8 @@ mod tests {
     }
 
     #[test]
-    fn blocking_work_runs_on_a_thread_and_its_panic_is_an_error() {
-        let here = thread::current().id();
-        let work = omni_shell::off_executor(&Threads, move || thread::current().id() != here);
-        assert_eq!(future::block_on(work), Ok(true), "not on the caller's thread");
-        let panicked = future::block_on(omni_shell::off_executor(&Threads, || -> u8 { panic!("the store broke") }));
-        assert_eq!(panicked, Err("the store broke".to_string()));
+    fn blocking_work_holds_up_no_task_and_its_panic_is_an_error() {
+        future::block_on(omni_conformance::blocking_work::holds_up_no_task(&Threads));
     }
 
     #[test]

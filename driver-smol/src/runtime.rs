@@ -83,14 +83,9 @@ impl fmt::Debug for Smol {
 
 #[cfg(test)]
 mod tests {
-    // A test of timing on a real executor: it reads the clock.
-    #![allow(clippy::disallowed_methods)]
-
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
 
-    use omni_shell::off_executor;
-    use smol::{Executor, Timer};
+    use smol::Executor;
 
     use super::Smol;
 
@@ -100,21 +95,6 @@ mod tests {
     fn blocking_work_holds_up_no_task_and_its_panic_is_an_error() {
         let executor = Arc::new(Executor::new());
         let smol = Smol::Executor(executor.clone());
-        smol::block_on(executor.run(async {
-            let started = Instant::now();
-            let work = off_executor(&smol, || {
-                std::thread::sleep(Duration::from_millis(400));
-                7
-            });
-            let timer = async {
-                Timer::after(Duration::from_millis(50)).await;
-                started.elapsed()
-            };
-            let (value, fired) = smol::future::zip(work, timer).await;
-            assert_eq!(value, Ok(7));
-            assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
-            let panicked = off_executor(&smol, || -> u8 { panic!("the store broke") }).await;
-            assert_eq!(panicked, Err("the store broke".to_string()));
-        }));
+        smol::block_on(executor.run(omni_conformance::blocking_work::holds_up_no_task(&smol)));
     }
 }

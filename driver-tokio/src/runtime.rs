@@ -83,13 +83,6 @@ impl Drop for TokioTask {
 
 #[cfg(test)]
 mod tests {
-    // A test of timing on a real runtime: it reads the clock.
-    #![allow(clippy::disallowed_methods)]
-
-    use std::time::{Duration, Instant};
-
-    use omni_shell::off_executor;
-
     use super::Tokio;
 
     /// On a current-thread runtime (one thread for every task), a timer fires on time
@@ -97,22 +90,6 @@ mod tests {
     #[test]
     fn blocking_work_holds_up_no_task_and_its_panic_is_an_error() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
-        runtime.block_on(async {
-            let tokio = Tokio::default();
-            let started = Instant::now();
-            let work = off_executor(&tokio, || {
-                std::thread::sleep(Duration::from_millis(400));
-                7
-            });
-            let timer = async {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                started.elapsed()
-            };
-            let (value, fired) = futures_lite::future::zip(work, timer).await;
-            assert_eq!(value, Ok(7));
-            assert!(fired < Duration::from_millis(300), "the timer waited for the work: {fired:?}");
-            let panicked = off_executor(&tokio, || -> u8 { panic!("the store broke") }).await;
-            assert_eq!(panicked, Err("the store broke".to_string()));
-        });
+        runtime.block_on(omni_conformance::blocking_work::holds_up_no_task(&Tokio::default()));
     }
 }
