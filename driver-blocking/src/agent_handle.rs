@@ -10,14 +10,13 @@
 //!
 //! The callbacks run on the agent's thread. A handle's methods called from them (or from
 //! an [`Agent::with_callbacks`] closure) would wait for the agent, which waits for them:
-//! they return [`AgentError::CalledFromAgent`] instead.
+//! they return [`AgentError::CalledFromAgent`](crate::AgentError::CalledFromAgent) instead.
 
 use std::fmt;
 use std::future::Future;
-use std::thread::{self, ThreadId};
+use std::thread::ThreadId;
 
-use futures_lite::future::block_on;
-use omni_core::machines::agent::{AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
+use omni_core::machines::agent::{AgentCallbacks, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
 use omni_core::Message;
 
 use crate::{Client, Error, Subscription, Tool};
@@ -34,7 +33,7 @@ pub type AgentBuilder<C = NoCallbacks> = omni_shell::AgentBuilder<Client, Tool, 
 /// A running agent. Clones are handles on the same agent (`Send + Sync`, usable from any
 /// thread); dropping the last one stops it. Every method blocks until the agent's
 /// thread answers, which it does between inputs, never waiting on the network or a tool.
-/// A stopped agent answers [`AgentError::Terminated`].
+/// A stopped agent answers [`AgentError::Terminated`](crate::AgentError::Terminated).
 ///
 /// ```no_run
 /// use omni_blocking::{AgentEvent, Client, StreamEvent};
@@ -109,17 +108,6 @@ impl<C> fmt::Debug for WeakAgent<C> {
     }
 }
 
-/// Methods that wait ([`Agent::wait`]) for the shell handle's method of the same name,
-/// given the same arguments.
-macro_rules! waiting {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self, $($arg: $ty),*) -> Result<$out, Error> {
-            self.wait(self.inner.$name($($arg),*))
-        }
-    )*};
-}
-
 impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     waiting! {
         /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
@@ -148,8 +136,7 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Subscribes to every later event. The snapshot is taken at the same moment, so
     /// together they miss nothing. Dropping the subscription unsubscribes.
     pub fn subscribe(&self) -> Result<(Snapshot, Subscription), Error> {
-        let (snapshot, events) = self.wait(self.inner.subscribe())?;
-        Ok((snapshot, Subscription::from(events)))
+        self.wait(self.inner.subscribe()).map(Subscription::with_snapshot)
     }
 
     /// Runs `f` on the callbacks (the application's private state) on the agent's
@@ -161,9 +148,6 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Waits for the agent's answer on this thread; refused on the agent's own thread,
     /// where waiting for the agent would wait for itself.
     fn wait<T>(&self, answer: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
-        if thread::current().id() == self.thread {
-            return Err(Error::Agent(AgentError::CalledFromAgent));
-        }
-        block_on(answer)
+        crate::wait_unless_on(self.thread, answer)
     }
 }

@@ -7,10 +7,11 @@ use omni_core::machines::client::{ClientConfig, ModelRef};
 use omni_core::machines::generate::ToolDecl;
 use omni_core::wire::proxy::ProxyRules;
 use omni_core::{Context, Options, Response};
-use omni_shell::{Built, Connect, Driver, Host, Launch};
+use omni_shell::{Built, Connect, Driver, Host, Launch, Open};
 
 use crate::agent_handle::{Agent, AgentBuilder};
 use crate::runtime::Threads;
+use crate::session_handle::{Session, SessionBuilder};
 use crate::transport::Http;
 use crate::{Call, Error, TextStream, Tool};
 
@@ -140,5 +141,14 @@ impl Launch<Tool> for Client {
         // for itself.
         let thread = block_on(agent.with_callbacks(|_| std::thread::current().id()))?;
         Ok(Agent::new(agent, thread))
+    }
+
+    type Opening<C: AgentCallbacks + Send + 'static> = Result<Session<C>, Error>;
+
+    fn open<C: AgentCallbacks + Send + 'static>(builder: SessionBuilder<C>, open: Open) -> Result<Session<C>, Error> {
+        let client = builder.client().0.clone();
+        let shell = builder.with_launcher(client, Into::into);
+        block_on(<omni_shell::Client<Blocking> as Launch<omni_shell::AsyncTool>>::open(shell, open))
+            .and_then(Session::new)
     }
 }

@@ -56,10 +56,35 @@
 //! the type, with corrections asked for invalid replies).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+/// Methods that wait (the handle's own `wait`) for the shell handle's method of the same
+/// name, given the same arguments: the agent's and the session's blocking handles.
+macro_rules! waiting {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $($arg: $ty),*) -> Result<$out, Error> {
+            self.wait(self.inner.$name($($arg),*))
+        }
+    )*};
+}
+
+/// Waits for a handle's answer on this thread; refused on `own`, the thread of the agent
+/// or session itself (a callback's), where waiting for the answer would wait for itself.
+/// The agent's and the session's handles wait through this.
+fn wait_unless_on<T>(
+    own: std::thread::ThreadId,
+    answer: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    if std::thread::current().id() == own {
+        return Err(Error::Agent(AgentError::CalledFromAgent));
+    }
+    futures_lite::future::block_on(answer)
+}
+
 mod agent_handle;
 mod blocking_client;
 mod call;
 mod runtime;
+mod session_handle;
 mod subscription;
 mod tool_pool;
 mod tools;
@@ -74,6 +99,7 @@ pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
 pub use omni_core::machines::client::ClientConfig;
+pub use session_handle::{Session, SessionBuilder};
 pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
 pub use tools::{CancelToken, Tool, ToolPool};

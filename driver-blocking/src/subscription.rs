@@ -12,18 +12,18 @@ use futures_lite::future::{self, block_on};
 use omni_core::machines::agent::AgentEvent;
 pub use omni_shell::Subscriber;
 
-/// The agent's events after a subscription, as a blocking [`Iterator`]: `next` waits for
+/// The agent's (or a session's) events after a subscription, as a blocking [`Iterator`]: `next` waits for
 /// the next event. It ends when the agent stops, or when this subscriber fell behind by
 /// more than the agent's subscriber capacity ([`Subscription::lagged`]); events queued
 /// before that point are still delivered. Dropping it unsubscribes.
 #[derive(Debug)]
-pub struct Subscription(Mutex<omni_shell::Subscription>, PhantomData<Cell<()>>);
+pub struct Subscription<E = AgentEvent>(Mutex<omni_shell::Subscription<E>>, PhantomData<Cell<()>>);
 
-impl Subscription {
+impl<E> Subscription<E> {
     /// A subscription whose queue holds up to `capacity` unread events, and the agent's
     /// end of it, for the agent builder's `subscriber`:
     /// `let (subscriber, events) = Subscription::channel(1_000);`
-    pub fn channel(capacity: usize) -> (Subscriber, Self) {
+    pub fn channel(capacity: usize) -> (Subscriber<E>, Self) {
         let (subscriber, events) = omni_shell::Subscription::channel(capacity);
         (subscriber, events.into())
     }
@@ -31,13 +31,13 @@ impl Subscription {
     /// The shell's subscription. (Behind a lock only so that the waiting methods take
     /// `&self`, as a channel's receiver does. The subscription is not `Sync`, as that
     /// receiver is not: the lock is never waited for.)
-    fn events(&self) -> MutexGuard<'_, omni_shell::Subscription> {
+    fn events(&self) -> MutexGuard<'_, omni_shell::Subscription<E>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits at most `limit` for the next event. `Err(Timeout)` when none came in time,
     /// `Err(Disconnected)` once the subscription ended.
-    pub fn recv_timeout(&self, limit: Duration) -> Result<AgentEvent, RecvTimeoutError> {
+    pub fn recv_timeout(&self, limit: Duration) -> Result<E, RecvTimeoutError> {
         let mut events = self.events();
         let next = async { events.next_event().await.ok_or(RecvTimeoutError::Disconnected) };
         let timeout = async {
@@ -49,7 +49,7 @@ impl Subscription {
     }
 
     /// The next event if one is queued, without waiting.
-    pub fn try_recv(&self) -> Result<AgentEvent, TryRecvError> {
+    pub fn try_recv(&self) -> Result<E, TryRecvError> {
         match block_on(future::poll_once(self.events().next_event())) {
             Some(Some(event)) => Ok(event),
             Some(None) => Err(TryRecvError::Disconnected),
@@ -64,17 +64,24 @@ impl Subscription {
     }
 }
 
-impl From<omni_shell::Subscription> for Subscription {
-    fn from(events: omni_shell::Subscription) -> Self {
+impl<E> Subscription<E> {
+    /// A handle's `subscribe` answer, its subscription made blocking.
+    pub(crate) fn with_snapshot<S>((snapshot, events): (S, omni_shell::Subscription<E>)) -> (S, Self) {
+        (snapshot, events.into())
+    }
+}
+
+impl<E> From<omni_shell::Subscription<E>> for Subscription<E> {
+    fn from(events: omni_shell::Subscription<E>) -> Self {
         Self(Mutex::new(events), PhantomData)
     }
 }
 
-impl Iterator for Subscription {
-    type Item = AgentEvent;
+impl<E> Iterator for Subscription<E> {
+    type Item = E;
 
     /// Blocks until the next event; `None` once the subscription ended.
-    fn next(&mut self) -> Option<AgentEvent> {
+    fn next(&mut self) -> Option<E> {
         block_on(self.events().next_event())
     }
 }

@@ -15,8 +15,13 @@ use omni_core::data::provider::ApiKey;
 use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
 use omni_core::machines::generate::{RetryPolicy, ToolDecl};
 
+use std::sync::Arc;
+
 use crate::host::{EventSink, Host};
+use crate::session_builder::{Open, SessionBuilder};
+use omni_core::machines::agent::AgentConfig;
 use omni_core::machines::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
+use omni_core::machines::session::store::Store;
 
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
@@ -44,23 +49,32 @@ pub trait Launch<T>: Connect {
         tools: Vec<T>,
         subscriber_capacity: usize,
     ) -> Result<Self::Handle<C>, Self::Error>;
+
+    /// What a session builder's `create` and `load` give: a future of the driver's
+    /// session handle (async drivers), or the handle (omni-blocking).
+    type Opening<C: AgentCallbacks + Send + 'static>;
+
+    /// Creates or loads the session `builder` describes and runs it in the driver's runtime.
+    fn open<C: AgentCallbacks + Send + 'static>(builder: SessionBuilder<Self, T, C>, open: Open) -> Self::Opening<C>
+    where
+        Self: Sized;
 }
 
 /// Sets up an agent: model, system prompt, history, tools, options, limits, callbacks.
 pub struct AgentBuilder<L, T, C = NoCallbacks> {
-    launcher: L,
-    model: ModelRef,
+    pub(crate) launcher: L,
+    pub(crate) model: ModelRef,
     api_key: Option<ApiKey>,
-    system: Option<String>,
+    pub(crate) system: Option<String>,
     messages: Vec<Message>,
-    tools: Vec<T>,
-    options: Options,
+    pub(crate) tools: Vec<T>,
+    pub(crate) options: Options,
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
     output_retries: Option<u32>,
-    capacity: usize,
-    subscribers: Vec<Box<dyn EventSink>>,
-    callbacks: C,
+    pub(crate) capacity: usize,
+    pub(crate) subscribers: Vec<Box<dyn EventSink>>,
+    pub(crate) callbacks: C,
 }
 
 impl<L, T: fmt::Debug, C> fmt::Debug for AgentBuilder<L, T, C> {
@@ -193,13 +207,29 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     /// Starts the agent: resolves the model as a call would, runs `init`, checks the
     /// history, options and tools, and runs it in the driver's runtime.
     pub fn start(self) -> Result<L::Handle<C>, L::Error> {
+        let config = self.configure(&self.model)?;
+        let agent = Agent::new(config, self.callbacks, self.launcher.now())?;
+        self.launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
+    }
+
+    /// A session over this agent, kept in `store`: then `create`, `create_with_id` or
+    /// `load` (see [`SessionBuilder`]). The agent's setters are the session's start
+    /// options; a subscriber set here sees the session's agent events.
+    pub fn session(self, store: Arc<dyn Store>) -> SessionBuilder<L, T, C> {
+        SessionBuilder::new(self, store)
+    }
+
+    /// The agent's configuration with `model` (the builder's own, or the one a loaded
+    /// session persisted): the model resolved as a call's would be, the builder's
+    /// settings over the client's.
+    pub(crate) fn configure(&self, model: &ModelRef) -> Result<AgentConfig, L::Error> {
         let launcher = &self.launcher;
         let env = |name: &str| launcher.env(name);
-        let mut config = launcher.client_config().agent(&self.model, self.api_key.as_ref(), &env, L::random_seed())?;
-        config.system = self.system;
-        config.messages = self.messages;
+        let mut config = launcher.client_config().agent(model, self.api_key.as_ref(), &env, L::random_seed())?;
+        config.system.clone_from(&self.system);
+        config.messages.clone_from(&self.messages);
         config.tools = self.tools.iter().map(L::describe).collect();
-        config.options = self.options.merged_over(&config.options);
+        config.options = self.options.clone().merged_over(&config.options);
         if let Some(limit) = self.tool_timeout {
             config.options.tool_timeout = Some(limit);
         }
@@ -209,7 +239,26 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         if let Some(corrections) = self.output_retries {
             config.output_retries = corrections;
         }
-        let agent = Agent::new(config, self.callbacks, launcher.now())?;
-        launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
+        Ok(config)
+    }
+
+    /// The same builder on another driver's client, its tools converted: for a driver
+    /// whose handles wrap the shell's (omni-blocking).
+    pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
+        AgentBuilder {
+            launcher,
+            model: self.model,
+            api_key: self.api_key,
+            system: self.system,
+            messages: self.messages,
+            tools: self.tools.into_iter().map(tool).collect(),
+            options: self.options,
+            tool_timeout: self.tool_timeout,
+            error_backoff: self.error_backoff,
+            output_retries: self.output_retries,
+            capacity: self.capacity,
+            subscribers: self.subscribers,
+            callbacks: self.callbacks,
+        }
     }
 }

@@ -174,6 +174,15 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
         let inner = &self.inner;
         spawn_agent(&inner.runtime, inner.transport.clone(), host, &tools, inner.config.clone(), capacity)
     }
+
+    type Opening<C: AgentCallbacks + Send + 'static> = crate::session_builder::Opening<C>;
+
+    fn open<C: AgentCallbacks + Send + 'static>(
+        builder: crate::SessionBuilder<Self, AsyncTool, C>,
+        open: crate::session_builder::Open,
+    ) -> Self::Opening<C> {
+        Box::pin(crate::session_builder::open(builder, open))
+    }
 }
 
 /// Reads an environment variable: the one place the shell does (keys, base URLs and

@@ -6,6 +6,8 @@ use std::fmt;
 use omni_core::machines::agent::AgentError;
 use omni_core::machines::client::{ClientError, StartError};
 use omni_core::machines::generate::GenerateError;
+use omni_core::machines::session::machine::SessionError;
+use omni_core::machines::session::store::StoreError;
 use omni_core::Response;
 
 /// Why a call failed. No variant ever carries an API key.
@@ -27,6 +29,12 @@ pub enum Error {
     /// An agent refused a command or a configuration (busy, idle, not paused, invalid
     /// history or tools, `init` refused, stopped).
     Agent(AgentError),
+    /// A session refused a command (busy, paused, no such node, not a user or an
+    /// assistant message) or a store's contents could not make one.
+    Session(SessionError),
+    /// A session's store could not create, read or find it (a store write failing later
+    /// is an event of the session's, never an error that stops it).
+    Store(StoreError),
     /// The call ended without the structured output asked for: every correction failed,
     /// the reply was cut by the token limit, or the value does not decode as the type.
     Output {
@@ -44,6 +52,8 @@ impl fmt::Display for Error {
             Self::Generate { error, .. } => write!(f, "{error}"),
             Self::Setup(m) => write!(f, "{m}"),
             Self::Agent(e) => write!(f, "{e}"),
+            Self::Session(e) => write!(f, "{e}"),
+            Self::Store(e) => write!(f, "{e}"),
             Self::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
@@ -55,6 +65,8 @@ impl std::error::Error for Error {
             Self::Client(e) => Some(e),
             Self::Generate { error, .. } => Some(error),
             Self::Agent(e) => Some(e),
+            Self::Session(e) => Some(e),
+            Self::Store(e) => Some(e),
             Self::Setup(_) | Self::Output { .. } => None,
         }
     }
@@ -78,5 +90,20 @@ impl From<StartError> for Error {
 impl From<AgentError> for Error {
     fn from(e: AgentError) -> Self {
         Self::Agent(e)
+    }
+}
+
+impl From<SessionError> for Error {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Agent(e) => Self::Agent(e),
+            other => Self::Session(other),
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
     }
 }

@@ -15,9 +15,15 @@ pub use omni_core::{
     Usage,
 };
 
+pub use omni_core::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
+pub use omni_core::machines::session::store::{
+    SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
+};
+pub use omni_core::machines::session::tree::{Node, NodeId, Tree};
+
 pub use crate::{
-    Agent, AsyncTool as Tool, CancelHandle, Error, StateChange, Subscriber, Subscription, TextStream, WeakAgent,
-    DEFAULT_SUBSCRIBER_CAPACITY,
+    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Session, StateChange, Subscriber, SubscriberCount,
+    SubscriberRole, Subscription, TextStream, WeakAgent, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 
 /// Names a driver's client, builders and call after the shell's, for its driver type:
@@ -37,5 +43,9 @@ macro_rules! driver_types {
         /// Sets up an agent (`client.agent(model)`); see
         /// [`omni_shell::AgentBuilder`]($crate::AgentBuilder).
         pub type AgentBuilder<C = $crate::exports::NoCallbacks> = $crate::AgentBuilder<Client, $crate::AsyncTool, C>;
+        /// Sets up a session (`client.agent(model)….session(store)`); see
+        /// [`omni_shell::SessionBuilder`]($crate::SessionBuilder).
+        pub type SessionBuilder<C = $crate::exports::NoCallbacks> =
+            $crate::SessionBuilder<Client, $crate::AsyncTool, C>;
     };
 }

@@ -20,19 +20,56 @@ use omni_core::machines::generate::Effect;
 /// Sends a command's answer back to the caller, over whatever channel the driver uses.
 pub type Reply<T> = Box<dyn FnOnce(T) + Send>;
 
-/// Where a subscriber's events go.
-pub trait EventSink: Send {
+/// Where a subscriber's events go: an agent's (`E` is [`AgentEvent`]) or a session's.
+pub trait EventSink<E = AgentEvent>: Send {
     /// Offers one event, owned (the host clones an event only for the subscribers
     /// before the last); `false` drops the subscriber (it went away, or it fell too far
     /// behind and was told so).
-    fn offer(&mut self, event: AgentEvent) -> bool;
+    fn offer(&mut self, event: E) -> bool;
 }
 
 /// A closure is a subscriber: it sees each event as the agent publishes it (on the
 /// agent's task or thread, so it should be quick) and returns `false` to unsubscribe.
-impl<F: FnMut(&AgentEvent) -> bool + Send> EventSink for F {
-    fn offer(&mut self, event: AgentEvent) -> bool {
+impl<E, F: FnMut(&E) -> bool + Send> EventSink<E> for F {
+    fn offer(&mut self, event: E) -> bool {
         self(&event)
+    }
+}
+
+/// The subscribers of one agent or session, each event fanned out to all of them.
+pub(crate) struct Subscribers<E> {
+    sinks: Vec<Box<dyn EventSink<E>>>,
+}
+
+impl<E: Clone> Subscribers<E> {
+    pub(crate) fn new(sinks: Vec<Box<dyn EventSink<E>>>) -> Self {
+        Self { sinks }
+    }
+
+    pub(crate) fn add(&mut self, sink: Box<dyn EventSink<E>>) {
+        self.sinks.push(sink);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.sinks.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.sinks.clear();
+    }
+
+    /// Offers `event` to every subscriber, dropping those that are gone. Each but the last
+    /// gets a clone; the last gets the event itself, so the usual single subscriber costs
+    /// no copy of a delta.
+    pub(crate) fn publish(&mut self, event: E) {
+        let Some(last) = self.sinks.len().checked_sub(1) else { return };
+        let mut index = 0;
+        let mut event = Some(event);
+        self.sinks.retain_mut(|sink| {
+            let offered = if index == last { event.take() } else { event.clone() };
+            index += 1;
+            offered.is_some_and(|event| sink.offer(event))
+        });
     }
 }
 
@@ -74,7 +111,7 @@ impl<C> fmt::Debug for Command<C> {
 /// An agent with its subscribers.
 pub struct Host<C: AgentCallbacks> {
     agent: Agent<C>,
-    subscribers: Vec<Box<dyn EventSink>>,
+    subscribers: Subscribers<AgentEvent>,
 }
 
 impl<C: AgentCallbacks> fmt::Debug for Host<C> {
@@ -92,7 +129,7 @@ impl<C: AgentCallbacks> Host<C> {
     /// Hosts an agent whose first subscribers are there from the start (the builder's
     /// `subscriber`): they see every event the agent ever publishes.
     pub fn with_subscribers(agent: Agent<C>, subscribers: Vec<Box<dyn EventSink>>) -> Self {
-        Self { agent, subscribers }
+        Self { agent, subscribers: Subscribers::new(subscribers) }
     }
 
     /// The agent, for the driver's effects, reports and deadlines.
@@ -112,7 +149,7 @@ impl<C: AgentCallbacks> Host<C> {
             Command::Subscribe(sink, reply) => {
                 // Events of earlier inputs were published already: the snapshot is current.
                 self.publish();
-                self.subscribers.push(sink);
+                self.subscribers.add(sink);
                 reply(self.agent.snapshot());
             }
             Command::Inspect(f) => f(self.agent.callbacks_mut()),
@@ -122,16 +159,7 @@ impl<C: AgentCallbacks> Host<C> {
     /// Delivers the agent's new events to every subscriber, dropping those that are gone.
     pub fn publish(&mut self) {
         while let Some(event) = self.agent.poll_event() {
-            // Each subscriber but the last gets a clone; the last gets the event itself, so
-            // the usual single subscriber costs no copy of a delta.
-            let Some(last) = self.subscribers.len().checked_sub(1) else { continue };
-            let mut index = 0;
-            let mut event = Some(event);
-            self.subscribers.retain_mut(|sink| {
-                let offered = if index == last { event.take() } else { event.clone() };
-                index += 1;
-                offered.is_some_and(|event| sink.offer(event))
-            });
+            self.subscribers.publish(event);
         }
     }
 

@@ -1,5 +1,6 @@
 //! A subscriber's end: a bounded queue of events, so a subscriber that stops reading
-//! costs bounded memory; when it is full the subscriber is dropped and told so.
+//! costs bounded memory; when it is full the subscriber is dropped and told so. The same
+//! queue carries an agent's events and a session's (`E`).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,21 +11,22 @@ use crate::EventSink;
 use async_channel::{Receiver, Sender, TrySendError};
 use omni_core::machines::agent::AgentEvent;
 
-/// The agent's events after a subscription, as a [`Stream`](futures_core::Stream). It
-/// ends when the agent stops, or when this subscriber fell behind by more than the
-/// agent's subscriber capacity ([`Subscription::lagged`]). Dropping it unsubscribes.
+/// The agent's (or a session's) events after a subscription, as a
+/// [`Stream`](futures_core::Stream). It ends when the agent stops, or when this
+/// subscriber fell behind by more than the agent's subscriber capacity
+/// ([`Subscription::lagged`]). Dropping it unsubscribes.
 #[derive(Debug)]
-pub struct Subscription {
+pub struct Subscription<E = AgentEvent> {
     // Boxed: async-channel's receiver is not `Unpin`.
-    events: Pin<Box<Receiver<AgentEvent>>>,
+    events: Pin<Box<Receiver<E>>>,
     lagged: Arc<AtomicBool>,
 }
 
-impl Subscription {
+impl<E> Subscription<E> {
     /// A subscription whose queue holds up to `capacity` unread events, and the agent's
     /// end of it, for the agent builder's `subscriber`:
     /// `let (subscriber, events) = Subscription::channel(1_000);`
-    pub fn channel(capacity: usize) -> (Subscriber, Self) {
+    pub fn channel(capacity: usize) -> (Subscriber<E>, Self) {
         let capacity = capacity.max(1);
         let (tx, rx) = async_channel::bounded(capacity);
         let lagged = Arc::new(AtomicBool::new(false));
@@ -32,7 +34,7 @@ impl Subscription {
     }
 
     /// The next event, or `None` once the subscription ended.
-    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+    pub async fn next_event(&mut self) -> Option<E> {
         self.events.recv().await.ok()
     }
 
@@ -43,10 +45,10 @@ impl Subscription {
     }
 }
 
-impl futures_core::Stream for Subscription {
-    type Item = AgentEvent;
+impl<E> futures_core::Stream for Subscription<E> {
+    type Item = E;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
         self.events.as_mut().poll_next(cx)
     }
 }
@@ -54,13 +56,13 @@ impl futures_core::Stream for Subscription {
 /// The agent's end of a subscription: given to the agent by `subscribe`, or by the
 /// builder's `subscriber` for a subscription from the start.
 #[derive(Debug)]
-pub struct Subscriber {
-    events: Sender<AgentEvent>,
+pub struct Subscriber<E = AgentEvent> {
+    events: Sender<E>,
     lagged: Arc<AtomicBool>,
 }
 
-impl EventSink for Subscriber {
-    fn offer(&mut self, event: AgentEvent) -> bool {
+impl<E: Send> EventSink<E> for Subscriber<E> {
+    fn offer(&mut self, event: E) -> bool {
         match self.events.try_send(event) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {

@@ -10,6 +10,7 @@ use omni_core::data::error::ProviderErrorKind;
 use omni_core::data::tool::ToolError;
 use omni_core::machines::agent::AgentEvent;
 use omni_core::machines::generate::{GenerateError, GenerateEvent};
+use omni_core::machines::session::tree::NodeId;
 use omni_core::{
     Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent,
     ToolChoice,
@@ -332,4 +333,26 @@ fn color_schema() -> omni_core::OutputSchema {
             "additionalProperties": false
         }),
     }
+}
+
+/// A session turn against llama-server, kept in SQLite, loaded back: the turn joins the
+/// tree (a user and an assistant node) and the store, in that order, and the loaded session
+/// has the same path, messages and model.
+pub(crate) fn session_turn_in_sqlite(clients: &Clients, driver: Driver) {
+    let dir = omni_conformance::session_drive::TempDir::new(&format!("real-session-{driver}"));
+    std::fs::create_dir_all(&dir.0).expect("a directory");
+    let store = Arc::new(omni_store::SqliteStore::open(dir.0.join("sessions.db")).expect("the database opens"));
+    let req = request(LLAMA_SERVER, Dialect::OpenaiCompletions, "unused", 24);
+    let (events, snapshot, state) = clients.run_session_turn(driver, &req, "Say hello.", store);
+    let lines: Vec<String> = events.iter().filter_map(omni_conformance::session_scenarios::event_line).collect();
+    let reply = snapshot.tree.messages().last().map(Message::text).unwrap_or_default();
+    assert!(!reply.is_empty(), "the model answered: {lines:#?}");
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert!(lines[0].starts_with("turn stop"), "{lines:#?}");
+    assert!(lines[1].starts_with(r#"tree +[0 user["Say hello."], 1<0 assistant["#), "{lines:#?}");
+    assert!(lines[1].ends_with("path=0/1"), "{lines:#?}");
+    assert_eq!(&lines[2..], ["store nodes(2) saved", "store state saved"], "{lines:#?}");
+    assert_eq!(snapshot.tree.path(), [NodeId(0), NodeId(1)], "the loaded path");
+    assert_eq!(snapshot.agent.committed, snapshot.tree.messages(), "the agent's history is the path");
+    assert_eq!(state.model.as_deref(), Some(format!("{LLAMA_SERVER}:{MODEL_ID}").as_str()), "the model kept");
 }

@@ -10,6 +10,8 @@ use futures_lite::StreamExt;
 use omni_core::data::tool::ToolError;
 use omni_core::machines::agent::{AgentEvent, NoCallbacks};
 use omni_core::machines::generate::{GenerateError, GenerateEvent};
+use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
+use omni_core::machines::session::store::{SessionState, Store};
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use omni_shell::AsyncTool;
 use omni_shell::{AgentBuilder, Launch};
@@ -237,7 +239,7 @@ impl Clients {
                 let agent = builder.start().expect("blocking: start the agent");
                 let (_, subscription) = agent.subscribe().expect("subscribe");
                 agent.prompt(text).expect("prompt");
-                let events = until_turn_end(subscription);
+                let events = through(subscription, is_turn_end);
                 (events, agent.messages().expect("messages").len())
             }
         }
@@ -261,25 +263,92 @@ where
     let agent = builder.start().expect("start the agent");
     let (_, mut subscription) = agent.subscribe().await.expect("subscribe");
     agent.prompt(text).await.expect("prompt");
-    let mut events = Vec::new();
-    while let Some(event) = subscription.next_event().await {
-        let end = is_turn_end(&event);
-        events.push(event);
-        if end {
-            break;
+    let events = through_async(&mut subscription, is_turn_end).await;
+    (events, agent.messages().await.expect("messages").len())
+}
+
+impl Clients {
+    /// One session turn (prompt `text`) with the request's model and options, kept in
+    /// `store`; then the session is dropped and loaded back. Returns the session's events
+    /// through the saved state map, and the loaded session's snapshot and state.
+    pub(crate) fn run_session_turn(
+        &self,
+        driver: Driver,
+        request: &Request,
+        text: &str,
+        store: Arc<dyn Store>,
+    ) -> (Vec<SessionEvent>, SessionSnapshot, SessionState) {
+        let req = request.clone();
+        match driver {
+            Driver::Tokio => self.runtime.block_on(async_session_turn(self.tokio.clone(), req, text, store)),
+            Driver::Smol => smol::block_on(async_session_turn(self.smol.clone(), req, text, store)),
+            Driver::Blocking => {
+                let builder =
+                    || self.blocking.agent(req.model.clone()).options(req.options.clone()).session(store.clone());
+                let session = builder().create().expect("blocking: create the session");
+                let (_, subscription) = session.subscribe().expect("subscribe");
+                session.prompt(text).expect("prompt");
+                let events = through(subscription, is_saved);
+                let id = session.id().clone();
+                drop(session);
+                let loaded = builder().load(id).expect("blocking: load the session");
+                (events, loaded.snapshot().expect("snapshot"), loaded.state().expect("state"))
+            }
         }
     }
-    (events, agent.messages().await.expect("messages").len())
+}
+
+/// The session turn through either async driver: both hand out omni-shell's session handle.
+async fn async_session_turn<L>(
+    client: L,
+    req: Request,
+    text: &str,
+    store: Arc<dyn Store>,
+) -> (Vec<SessionEvent>, SessionSnapshot, SessionState)
+where
+    L: Launch<AsyncTool, Opening<NoCallbacks> = omni_shell::Opening<NoCallbacks>> + Clone,
+{
+    let builder = || {
+        AgentBuilder::new(client.clone(), req.model.clone().into()).options(req.options.clone()).session(store.clone())
+    };
+    let session = builder().create().await.expect("create the session");
+    let (_, mut subscription) = session.subscribe().await.expect("subscribe");
+    session.prompt(text).await.expect("prompt");
+    let events = through_async(&mut subscription, is_saved).await;
+    let id = session.id().clone();
+    drop(session);
+    let loaded = builder().load(id).await.expect("load the session");
+    (events, loaded.snapshot().await.expect("snapshot"), loaded.state().await.expect("state"))
+}
+
+/// The end of a committed turn's writes: the state map saved, or a write failed.
+fn is_saved(event: &SessionEvent) -> bool {
+    matches!(event, SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. })
+        || matches!(event, SessionEvent::Agent(AgentEvent::Error(_) | AgentEvent::Cancelled))
 }
 
 fn is_turn_end(event: &AgentEvent) -> bool {
     matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
 }
 
-fn until_turn_end(events: impl IntoIterator<Item = AgentEvent>) -> Vec<AgentEvent> {
+/// The events up to and including the first for which `last` holds.
+fn through<E>(events: impl IntoIterator<Item = E>, last: fn(&E) -> bool) -> Vec<E> {
     let mut seen = Vec::new();
     for event in events {
-        let end = is_turn_end(&event);
+        let end = last(&event);
+        seen.push(event);
+        if end {
+            break;
+        }
+    }
+    seen
+}
+
+/// [`through`] for an async subscription.
+async fn through_async<E>(events: &mut omni_shell::Subscription<E>, last: fn(&E) -> bool) -> Vec<E> {
+    let mut seen = Vec::new();
+    while let Some(event) = events.next_event().await {
+        let end = last(&event);
         seen.push(event);
         if end {
             break;

@@ -10,7 +10,7 @@
 //! timeout, redirects and size limit) and a *tool round* (validation, a decision policy,
 //! parallel runs with deadlines, results in call order). [`client`] turns a client's
 //! configuration and a call's arguments into a machine's configuration. [`session`] holds
-//! a session's message tree and what a store keeps of it (the session machine is to come).
+//! a session's message tree, what a store keeps of it, and the session machine.
 
 pub mod agent;
 pub mod client;

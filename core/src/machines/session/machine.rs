@@ -278,6 +278,11 @@ impl<C: AgentCallbacks> Session<C> {
         &self.agent
     }
 
+    /// The agent's callbacks (the application's private state).
+    pub fn callbacks_mut(&mut self) -> &mut C {
+        self.agent.callbacks_mut()
+    }
+
     /// The title.
     pub fn title(&self) -> Option<&str> {
         self.state.title.as_deref()
@@ -317,6 +322,20 @@ impl<C: AgentCallbacks> Session<C> {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         self.agent.handle_timeout(now);
         self.pump(now);
+    }
+
+    /// Stops the session for good (its last handle went away): the agent's work is
+    /// cancelled through effects and `terminate` is called; a turn in flight is rolled
+    /// back. Writes still owed to the store keep coming out as effects, so that a driver
+    /// that executes them before it stops loses nothing that was committed.
+    pub fn terminate(&mut self, now: Instant) {
+        self.take_agent_effects();
+        self.agent.terminate(now);
+        self.pump(now);
+        // A stopped agent reports no cancel: the path goes back to where the turn found it.
+        if let Some(turn) = self.turn.take() {
+            let _ = self.tree.restore(&turn.rollback);
+        }
     }
 
     /// Feeds an input; a refused one changes nothing.

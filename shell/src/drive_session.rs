@@ -1,0 +1,300 @@
+//! A session's loop: its side of the drive loop ([`crate::drive`]), as an agent's is
+//! (`drive_agent`), with the store's writes besides. The session machine says what to
+//! write and when (one write at a time, in order); this side runs each write where it
+//! holds up none of the runtime's tasks ([`off_executor`]) and feeds its result back.
+//!
+//! Once the last handle is gone the agent is stopped, but the loop goes on until the
+//! store holds what the session committed (or a write failed): an application that drops
+//! its session right after a turn loses nothing.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_channel::Receiver;
+use omni_core::machines::agent::AgentCallbacks;
+use omni_core::machines::generate::{Effect, Report};
+use omni_core::machines::session::machine::{
+    Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
+    WriteId,
+};
+use omni_core::machines::session::store::{SessionId, SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::timer::Timer;
+
+use crate::drive::{drive, Notice, Side};
+use crate::executor::Executor;
+use crate::host::{EventSink, Reply, Subscribers};
+use crate::machine::Machine;
+use crate::runtime::{off_executor, Runtime, Task, Transport};
+use crate::{handlers_by_name, AsyncTool, Error};
+
+/// How a subscriber counts: a controller keeps the session in use (a manager stops idle
+/// sessions by their controllers, never by observers); an observer only watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriberRole {
+    /// Drives the session.
+    Controller,
+    /// Watches it.
+    Observer,
+}
+
+/// How many subscribers a session has, by role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SubscriberCount {
+    /// Subscribers that drive the session.
+    pub controllers: usize,
+    /// Subscribers that only watch.
+    pub observers: usize,
+}
+
+/// What a handle asks the session's loop.
+pub(crate) enum SessionMessage<C> {
+    /// An input (prompt, navigate, regenerate, edit, title, cancel, resume).
+    Input(SessionInput<'static>, Reply<Result<(), SessionError>>),
+    /// The snapshot.
+    Snapshot(Reply<SessionSnapshot>),
+    /// A new subscriber; the snapshot goes with it.
+    Subscribe(SubscriberRole, Box<dyn EventSink<SessionEvent>>, Reply<SessionSnapshot>),
+    /// Subscribers by role.
+    Subscribers(Reply<SubscriberCount>),
+    /// Whether the store holds everything.
+    Saved(Reply<bool>),
+    /// The state map, as the store keeps it.
+    State(Reply<SessionState>),
+    /// Runs a closure on the callbacks (the application's private state).
+    Inspect(Box<dyn FnOnce(&mut C) + Send>),
+}
+
+/// What wakes a session's loop besides the work of its agent.
+pub(crate) enum Wake<C> {
+    /// A handle's message.
+    Message(SessionMessage<C>),
+    /// The store write in flight ended.
+    Stored(WriteId, Result<(), StoreError>),
+}
+
+/// The session machine as the drive loop sees it: the agent's effects go to the
+/// executor; the store's are kept for the side, which runs them.
+struct Hosted<C: AgentCallbacks> {
+    session: SessionMachine<C>,
+    writes: VecDeque<(WriteId, StoreOp)>,
+}
+
+impl<C: AgentCallbacks> Machine for Hosted<C> {
+    type Event = SessionEvent;
+
+    fn poll_effect(&mut self) -> Option<Effect> {
+        loop {
+            match self.session.poll_effect()? {
+                SessionEffect::Agent(effect) => return Some(effect),
+                SessionEffect::Store { write, op } => self.writes.push_back((write, op)),
+            }
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.session.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.session.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+    }
+
+    fn handle_report(&mut self, report: Report<'_>, now: Instant) {
+        // Reports are never refused (unknown ids are ignored).
+        let _ = self.session.handle_input(SessionInput::Report(report), now);
+    }
+}
+
+type Write = Pin<Box<dyn Future<Output = (WriteId, Result<(), StoreError>)> + Send>>;
+
+/// The application's end of a session and its store.
+struct SessionSide<C: AgentCallbacks, R> {
+    hosted: Hosted<C>,
+    runtime: R,
+    store: Arc<dyn Store>,
+    controllers: Subscribers<SessionEvent>,
+    observers: Subscribers<SessionEvent>,
+    /// Closes when the last handle is dropped.
+    messages: Receiver<SessionMessage<C>>,
+    /// The store write in flight.
+    write: Option<Write>,
+    /// The last handle is gone and the agent stopped.
+    orphaned: bool,
+}
+
+impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
+    fn publish(&mut self, event: SessionEvent) {
+        match (self.controllers.len(), self.observers.len()) {
+            (_, 0) => self.controllers.publish(event),
+            (0, _) => self.observers.publish(event),
+            _ => {
+                self.controllers.publish(event.clone());
+                self.observers.publish(event);
+            }
+        }
+    }
+
+    fn snapshot(&mut self) -> SessionSnapshot {
+        // Events of earlier inputs are out already: the snapshot is current.
+        self.deliver_events();
+        self.hosted.session.snapshot()
+    }
+
+    fn deliver_events(&mut self) {
+        while let Some(event) = self.hosted.session.poll_event() {
+            self.publish(event);
+        }
+    }
+
+    /// Starts the next write unless one is in flight.
+    fn start_write(&mut self) {
+        if self.write.is_some() {
+            return;
+        }
+        let Some((write, op)) = self.hosted.writes.pop_front() else { return };
+        let store = self.store.clone();
+        let id = self.hosted.session.id().clone();
+        let done = off_executor(&self.runtime, move || execute(&*store, &id, op));
+        self.write = Some(Box::pin(async move {
+            let result = done.await.unwrap_or_else(|panic| {
+                Err(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
+            });
+            (write, result)
+        }));
+    }
+
+    fn apply_message(&mut self, message: SessionMessage<C>, now: Instant) {
+        match message {
+            SessionMessage::Input(input, reply) => reply(self.hosted.session.handle_input(input, now)),
+            SessionMessage::Snapshot(reply) => reply(self.snapshot()),
+            SessionMessage::Subscribe(role, sink, reply) => {
+                let snapshot = self.snapshot();
+                match role {
+                    SubscriberRole::Controller => self.controllers.add(sink),
+                    SubscriberRole::Observer => self.observers.add(sink),
+                }
+                reply(snapshot);
+            }
+            SessionMessage::Subscribers(reply) => {
+                reply(SubscriberCount { controllers: self.controllers.len(), observers: self.observers.len() })
+            }
+            SessionMessage::Saved(reply) => reply(self.hosted.session.is_saved()),
+            SessionMessage::State(reply) => reply(self.hosted.session.state()),
+            SessionMessage::Inspect(f) => f(self.hosted.session.callbacks_mut()),
+        }
+    }
+}
+
+/// One store write.
+fn execute(store: &dyn Store, id: &SessionId, op: StoreOp) -> Result<(), StoreError> {
+    match op {
+        StoreOp::Create(state) => store.create(id, &state),
+        StoreOp::Append(nodes) => store.append_nodes(id, &nodes),
+        StoreOp::SaveState(state) => store.save_state(id, &state),
+    }
+}
+
+impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> {
+    type Machine = Hosted<C>;
+    type Command = Wake<C>;
+
+    fn machine(&mut self) -> &mut Hosted<C> {
+        &mut self.hosted
+    }
+
+    fn deliver(&mut self) {
+        self.deliver_events();
+        self.start_write();
+    }
+
+    async fn wait(&mut self) -> Notice<Wake<C>> {
+        let write = &mut self.write;
+        let stored = async {
+            match write.as_mut() {
+                Some(pending) => {
+                    let (id, result) = pending.await;
+                    *write = None;
+                    Notice::Command(Wake::Stored(id, result))
+                }
+                None => std::future::pending().await,
+            }
+        };
+        if self.orphaned {
+            return stored.await;
+        }
+        let messages = &self.messages;
+        let message = async {
+            match messages.recv().await {
+                Ok(message) => Notice::Command(Wake::Message(message)),
+                Err(_) => Notice::Gone,
+            }
+        };
+        futures_lite::future::or(message, stored).await
+    }
+
+    fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<C>, _executor: &mut Executor<RR, T>, now: Instant) {
+        match wake {
+            Wake::Message(message) => self.apply_message(message, now),
+            Wake::Stored(write, result) => {
+                // A result always matches the write in flight: the machine sent it.
+                let _ = self.hosted.session.handle_input(SessionInput::Stored { write, result }, now);
+            }
+        }
+    }
+
+    fn gone(&mut self, now: Instant) {
+        self.hosted.session.terminate(now);
+        self.orphaned = true;
+    }
+
+    fn finished(&mut self) -> bool {
+        self.orphaned && self.write.is_none() && self.hosted.writes.is_empty()
+    }
+}
+
+/// Runs `session` as a task of `runtime`, its agent's tools run with `tools`' handlers and
+/// its requests sent over `transport`, its writes going to `store`. Returns the sender its
+/// handles talk through; dropping every clone of it stops the session.
+pub(crate) fn spawn_session<C, R, T>(
+    runtime: &R,
+    transport: T,
+    session: SessionMachine<C>,
+    store: Arc<dyn Store>,
+    tools: &[AsyncTool],
+    subscribers: Vec<(SubscriberRole, Box<dyn EventSink<SessionEvent>>)>,
+) -> Result<async_channel::Sender<SessionMessage<C>>, Error>
+where
+    C: AgentCallbacks + Send + 'static,
+    R: Runtime,
+    T: Transport,
+{
+    let (sender, messages) = async_channel::bounded(crate::machine::COMMAND_CAPACITY);
+    let (mut controllers, mut observers) = (Vec::new(), Vec::new());
+    for (role, sink) in subscribers {
+        match role {
+            SubscriberRole::Controller => controllers.push(sink),
+            SubscriberRole::Observer => observers.push(sink),
+        }
+    }
+    let side = SessionSide {
+        hosted: Hosted { session, writes: VecDeque::new() },
+        runtime: runtime.clone(),
+        store,
+        controllers: Subscribers::new(controllers),
+        observers: Subscribers::new(observers),
+        messages,
+        write: None,
+        orphaned: false,
+    };
+    let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
+    // Detached: the loop ends on its own once every handle is gone and the store is written.
+    runtime.spawn(drive(side, executor))?.detach();
+    Ok(sender)
+}

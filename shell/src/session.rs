@@ -1,0 +1,196 @@
+//! The async session handle: methods that send the session's task a message and await its
+//! answer, subscriptions as streams. The task (the agent's work, the store's writes) is
+//! the shell's session loop (`drive_session`). Dropping the last handle stops the agent;
+//! the task ends once the store holds what was committed.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_channel::Sender;
+use omni_core::machines::agent::{AgentError, NoCallbacks, ToolDecision};
+use omni_core::machines::session::machine::{SessionEvent, SessionInput, SessionSnapshot};
+use omni_core::machines::session::store::{SessionId, SessionState, StoreWarning};
+use omni_core::machines::session::tree::{NodeId, Tree};
+
+use crate::drive_session::{SessionMessage, SubscriberCount, SubscriberRole};
+use crate::host::Reply;
+use crate::subscription::Subscription;
+use crate::Error;
+
+struct Shared<C> {
+    id: SessionId,
+    messages: Sender<SessionMessage<C>>,
+    capacity: usize,
+    warnings: Vec<StoreWarning>,
+}
+
+/// A running session: an agent with a branching message tree, kept in a store. Clones are
+/// handles on the same session; dropping the last one stops its agent (a turn in flight
+/// is abandoned and rolled back), and its task ends once the store holds every committed
+/// turn.
+///
+/// The tree-changing methods (`prompt`, `navigate`, `regenerate`, `edit`) work only while
+/// the session is idle: otherwise they answer [`SessionError::Busy`] or
+/// [`SessionError::Paused`](omni_core::machines::session::machine::SessionError::Paused)
+/// inside [`Error::Session`].
+///
+/// [`SessionError::Busy`]: omni_core::machines::session::machine::SessionError::Busy
+pub struct Session<C = NoCallbacks> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C> Clone for Session<C> {
+    fn clone(&self) -> Self {
+        Self { shared: self.shared.clone() }
+    }
+}
+
+impl<C> fmt::Debug for Session<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.shared.id)
+            .field("running", &!self.shared.messages.is_closed())
+            .finish()
+    }
+}
+
+impl<C> Session<C> {
+    pub(crate) fn new(
+        id: SessionId,
+        messages: Sender<SessionMessage<C>>,
+        capacity: usize,
+        warnings: Vec<StoreWarning>,
+    ) -> Self {
+        Self { shared: Arc::new(Shared { id, messages, capacity, warnings }) }
+    }
+
+    /// The session's id, for loading it again.
+    pub fn id(&self) -> &SessionId {
+        &self.shared.id
+    }
+
+    /// What the store said while loading the session (a torn last record, from a crash
+    /// in the middle of a write, left out); empty for a new session.
+    pub fn load_warnings(&self) -> &[StoreWarning] {
+        &self.shared.warnings
+    }
+
+    /// Sends a user message as a new turn under the head of the active path.
+    pub async fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
+        self.input(SessionInput::Prompt(text.into())).await
+    }
+
+    /// Moves the active path through `node` and on to a tip (following the child last
+    /// active under each node, else the newest); `None` clears it, so that the next prompt
+    /// starts a new root. The agent's history follows the path.
+    pub async fn navigate(&self, node: Option<NodeId>) -> Result<(), Error> {
+        self.input(SessionInput::Navigate(node)).await
+    }
+
+    /// Asks again for the reply to the user message `node`: the new reply becomes another
+    /// child of it.
+    pub async fn regenerate(&self, node: NodeId) -> Result<(), Error> {
+        self.input(SessionInput::Regenerate(node)).await
+    }
+
+    /// A new user message `text` (and its reply) as a new child of the assistant message
+    /// `parent`, or as a new root with `None`: the way to edit a user message, whose
+    /// original stays on its own branch.
+    pub async fn edit(&self, parent: Option<NodeId>, text: impl Into<String>) -> Result<(), Error> {
+        self.input(SessionInput::Edit(parent, text.into())).await
+    }
+
+    /// Sets (or clears) the title, which the store keeps.
+    pub async fn set_title(&self, title: Option<String>) -> Result<(), Error> {
+        self.input(SessionInput::Title(title)).await
+    }
+
+    /// Stops the turn in flight; the tree and the agent's history go back to where the turn
+    /// found them.
+    pub async fn cancel(&self) -> Result<(), Error> {
+        self.input(SessionInput::Cancel).await
+    }
+
+    /// Answers the paused tool call.
+    pub async fn resume(&self, decision: ToolDecision) -> Result<(), Error> {
+        self.input(SessionInput::Resume(decision)).await
+    }
+
+    /// The tree, the agent's snapshot and the title.
+    pub async fn snapshot(&self) -> Result<SessionSnapshot, Error> {
+        self.ask(SessionMessage::Snapshot).await
+    }
+
+    /// The message tree, with its active path.
+    pub async fn tree(&self) -> Result<Tree, Error> {
+        Ok(self.snapshot().await?.tree)
+    }
+
+    /// Whether the store holds everything the session does (false while a write is in
+    /// flight, or after one failed until the next succeeds).
+    pub async fn is_saved(&self) -> Result<bool, Error> {
+        self.ask(SessionMessage::Saved).await
+    }
+
+    /// The state map as the store keeps it: the model (`provider:id`), system prompt,
+    /// options, title, and the tree's position and size.
+    pub async fn state(&self) -> Result<SessionState, Error> {
+        self.ask(SessionMessage::State).await
+    }
+
+    /// Subscribes as a controller to every later event. The snapshot is taken at the same
+    /// moment, so together they miss nothing. Dropping the subscription unsubscribes.
+    pub async fn subscribe(&self) -> Result<(SessionSnapshot, Subscription<SessionEvent>), Error> {
+        self.join(SubscriberRole::Controller).await
+    }
+
+    /// Subscribes as an observer: the same events as [`subscribe`](Self::subscribe), but
+    /// the subscription does not count as using the session.
+    pub async fn observe(&self) -> Result<(SessionSnapshot, Subscription<SessionEvent>), Error> {
+        self.join(SubscriberRole::Observer).await
+    }
+
+    /// The session's subscribers, by role.
+    pub async fn subscribers(&self) -> Result<SubscriberCount, Error> {
+        self.ask(SessionMessage::Subscribers).await
+    }
+
+    /// Runs `f` on the agent's callbacks (the application's private state) inside the
+    /// session, between inputs, and returns what it returns.
+    pub async fn with_callbacks<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut C) -> R + Send + 'static,
+    ) -> Result<R, Error>
+    where
+        C: 'static,
+    {
+        let (reply, answer) = async_channel::bounded(1);
+        let inspect = SessionMessage::Inspect(Box::new(move |callbacks: &mut C| {
+            let _ = reply.try_send(f(callbacks));
+        }));
+        let terminated = || Error::Agent(AgentError::Terminated);
+        self.shared.messages.send(inspect).await.map_err(|_| terminated())?;
+        answer.recv().await.map_err(|_| terminated())
+    }
+
+    async fn join(&self, role: SubscriberRole) -> Result<(SessionSnapshot, Subscription<SessionEvent>), Error> {
+        let (sink, subscription) = Subscription::channel(self.shared.capacity);
+        let snapshot = self.ask(|reply| SessionMessage::Subscribe(role, Box::new(sink), reply)).await?;
+        Ok((snapshot, subscription))
+    }
+
+    async fn input(&self, input: SessionInput<'static>) -> Result<(), Error> {
+        Ok(self.ask(|reply| SessionMessage::Input(input, reply)).await??)
+    }
+
+    /// Sends a message and waits for its answer.
+    async fn ask<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> SessionMessage<C>) -> Result<T, Error> {
+        let (reply, answer) = async_channel::bounded(1);
+        let reply: Reply<T> = Box::new(move |value| {
+            let _ = reply.try_send(value);
+        });
+        let terminated = || Error::Agent(AgentError::Terminated);
+        self.shared.messages.send(message(reply)).await.map_err(|_| terminated())?;
+        answer.recv().await.map_err(|_| terminated())
+    }
+}
