@@ -89,3 +89,120 @@ fn a_session_handle_called_on_the_sessions_own_thread_refuses_instead_of_waiting
     );
     assert_eq!(session.tree().expect("from the test's thread").len(), 0);
 }
+
+/// omni_conformance::async_session's checks, through the blocking handle.
+mod handle {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use omni_blocking::{
+        AgentEvent, Client, Error, NodeId, Session, SessionError, SessionEvent, Store, StoreErrorKind, StoreWarning,
+        SubscriberCount, Subscription, Written,
+    };
+    use omni_conformance::async_session::{handle_replies, tear_last_record, MODEL};
+    use omni_conformance::replay::ReplayServer;
+    use omni_conformance::session_drive::{replay_client, TempDir};
+    use omni_core::machines::session::store::SessionId;
+    use omni_store::{FileStore, MemoryStore};
+
+    fn until_saved(events: &Subscription<SessionEvent>) {
+        while let Ok(event) = events.recv_timeout(Duration::from_secs(20)) {
+            if matches!(
+                event,
+                SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. }
+            ) {
+                return;
+            }
+        }
+        panic!("the turn was not saved in time");
+    }
+
+    fn turn(session: &Session, events: &Subscription<SessionEvent>, text: &str) {
+        session.prompt(text).expect("prompt taken");
+        until_saved(events);
+    }
+
+    #[test]
+    fn the_session_handle_through_blocking() {
+        let server = ReplayServer::start(handle_replies()).expect("replay server");
+        let client = replay_client::<Client>(&server).expect("client");
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
+        let open = |model: &str| client.agent(model).session(store.clone());
+
+        // Ids taken and missing.
+        let id = SessionId::new("taken").expect("an id");
+        open(MODEL).create_with_id(id.clone()).expect("created");
+        let again = open(MODEL).create_with_id(id);
+        assert!(matches!(again, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::Exists), "{again:?}");
+        let missing = open(MODEL).load(SessionId::new("missing").expect("an id"));
+        assert!(matches!(missing, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::NotFound), "{missing:?}");
+
+        // Refused while busy; subscribers by role.
+        let session = open(MODEL).create().expect("created");
+        let (_, events) = session.subscribe().expect("subscribe");
+        let (_, _watching) = session.observe().expect("observe");
+        assert_eq!(session.subscribers().expect("count"), SubscriberCount { controllers: 1, observers: 1 });
+        turn(&session, &events, "Hi");
+        session.prompt("Slowly, please").expect("prompt taken");
+        let busy = |r: Result<(), Error>| matches!(r, Err(Error::Session(SessionError::Busy)));
+        assert!(busy(session.prompt("again")));
+        assert!(busy(session.regenerate(NodeId(0))));
+        assert!(busy(session.navigate(None)));
+        assert!(busy(session.edit(None, "new")));
+        until_saved(&events);
+        assert_eq!(session.tree().expect("tree").len(), 4);
+
+        // Dropped right after a commit.
+        let session = open(MODEL).create().expect("created");
+        let (_, events) = session.subscribe().expect("subscribe");
+        session.prompt("Hi").expect("prompt taken");
+        while let Ok(event) = events.recv_timeout(Duration::from_secs(20)) {
+            if matches!(event, SessionEvent::Agent(AgentEvent::Turn { .. })) {
+                break;
+            }
+        }
+        let id = session.id().clone();
+        drop((session, events));
+        let nodes = (0..200)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                store.load(&id).map(|loaded| loaded.tree.len()).unwrap_or(0)
+            })
+            .find(|&n| n == 2);
+        assert_eq!(nodes, Some(2), "the committed turn reached the store after the last handle went");
+
+        // The kept model, the builder's system prompt.
+        let created =
+            client.agent(MODEL).system("Kept system.").session(store.clone()).title("kept").create().expect("created");
+        let (_, events) = created.subscribe().expect("subscribe");
+        turn(&created, &events, "First");
+        let id = created.id().clone();
+        drop(created);
+        let loaded =
+            client.agent("openai:gpt-4o").system("New system.").session(store.clone()).load(id).expect("loaded");
+        let state = loaded.state().expect("state");
+        assert_eq!(state.model.as_deref(), Some(MODEL));
+        assert_eq!(state.system.as_deref(), Some("New system."));
+        assert_eq!(state.title.as_deref(), Some("kept"));
+        let (_, events) = loaded.subscribe().expect("subscribe");
+        turn(&loaded, &events, "Second");
+        let last = server.requests().pop().expect("a request");
+        assert_eq!(last.path, "/v1/messages");
+        let body: serde_json::Value = serde_json::from_slice(&last.body).expect("a JSON body");
+        assert_eq!(body["system"], "New system.");
+        assert_eq!(body["messages"].as_array().map_or(0, Vec::len), 3);
+
+        // A torn record in a file store.
+        let dir = TempDir::new("torn-session-blocking");
+        let files: Arc<dyn Store> = Arc::new(FileStore::open(&dir.0).expect("the store opens"));
+        let session = client.agent(MODEL).session(files.clone()).create().expect("created");
+        let (_, events) = session.subscribe().expect("subscribe");
+        turn(&session, &events, "Hi");
+        let id = session.id().clone();
+        drop(session);
+        tear_last_record(&dir, &id);
+        let loaded = client.agent(MODEL).session(files).load(id).expect("loaded");
+        assert!(matches!(loaded.load_warnings(), [StoreWarning::TornRecord { bytes: 10, .. }]));
+        assert_eq!(loaded.tree().expect("tree").len(), 2);
+    }
+}

@@ -1,0 +1,202 @@
+//! The async session handle's own behaviour (omni-shell's, under omni-tokio and
+//! omni-smol), written once, beside the scenarios: ids taken and missing as typed store
+//! errors, refusals while busy, a handle dropped right after a commit losing nothing, what
+//! a load takes from the store and what from the builder, a torn record reported, and
+//! subscribers counted by role. omni-blocking's tests make the same checks through its
+//! blocking handle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use omni_core::machines::agent::{AgentEvent, NoCallbacks};
+use omni_core::machines::session::machine::{SessionError, SessionEvent, Written};
+use omni_core::machines::session::store::{SessionId, Store, StoreErrorKind, StoreWarning};
+use omni_shell::{AgentBuilder, AsyncTool, Error, Launch, Session, SubscriberCount, Subscription};
+use omni_store::FileStore;
+
+use crate::replay::ReplayServer;
+use crate::scenarios::{paced, text_events};
+use crate::session_drive::TempDir;
+use crate::sim::Reply;
+
+/// An async driver's client: its sessions open as omni-shell's futures.
+pub trait AsyncSessionLaunch:
+    Launch<AsyncTool, Opening<NoCallbacks> = omni_shell::Opening<NoCallbacks>> + Clone
+{
+}
+
+impl<L: Launch<AsyncTool, Opening<NoCallbacks> = omni_shell::Opening<NoCallbacks>> + Clone> AsyncSessionLaunch for L {}
+
+/// The model of these checks (the replay server answers as Anthropic).
+pub const MODEL: &str = "anthropic:claude-sonnet-4-5";
+
+/// The replies of the checks below, in the order they ask: quick ones, and one that takes
+/// [`SLOW`] to finish, for the refusals while busy.
+pub fn handle_replies() -> Vec<Reply> {
+    let quick = || paced(&text_events(&["Hello", " there."]), Duration::from_millis(2));
+    vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW), quick(), quick(), quick(), quick()]
+}
+
+/// The gap between the events of the slow reply.
+pub const SLOW: Duration = Duration::from_millis(150);
+
+fn builder<L: AsyncSessionLaunch>(client: &L, model: &str) -> AgentBuilder<L, AsyncTool> {
+    AgentBuilder::new(client.clone(), model.into())
+}
+
+/// Reads events until the turn's writes are done (the state map saved), or a write failed.
+pub async fn until_saved(events: &mut Subscription<SessionEvent>) -> Vec<SessionEvent> {
+    let mut seen = Vec::new();
+    while let Some(event) = events.next_event().await {
+        let done = matches!(
+            event,
+            SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. }
+        );
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+async fn turn(session: &Session, events: &mut Subscription<SessionEvent>, text: &str) {
+    session.prompt(text).await.expect("prompt taken");
+    until_saved(events).await;
+}
+
+/// Every check, in order, against `server` (started with [`handle_replies`]) with
+/// `store` (empty).
+pub async fn every_check<L: AsyncSessionLaunch>(client: L, server: &ReplayServer, store: Arc<dyn Store>) {
+    ids_taken_and_missing(&client, store.clone()).await;
+    refused_while_busy(&client, store.clone()).await;
+    dropped_right_after_a_commit(&client, store.clone()).await;
+    load_takes_the_kept_model_and_the_builders_system(&client, server, store).await;
+    torn_record_reported(&client).await;
+}
+
+/// A file store whose last line was cut by a crash: the session loads without it, and the
+/// handle says so.
+pub async fn torn_record_reported<L: AsyncSessionLaunch>(client: &L) {
+    let dir = TempDir::new("torn-session");
+    let store: Arc<dyn Store> = Arc::new(FileStore::open(&dir.0).expect("the store opens"));
+    let session = builder(client, MODEL).session(store.clone()).create().await.expect("created");
+    let (_, mut events) = session.subscribe().await.expect("subscribe");
+    turn(&session, &mut events, "Hi").await;
+    let id = session.id().clone();
+    drop(session);
+    tear_last_record(&dir, &id);
+    let loaded = builder(client, MODEL).session(store).load(id).await.expect("loaded");
+    assert!(
+        matches!(loaded.load_warnings(), [StoreWarning::TornRecord { bytes: 10, .. }]),
+        "{:?}",
+        loaded.load_warnings()
+    );
+    assert_eq!(loaded.tree().await.expect("tree").len(), 2, "the good lines are all kept");
+}
+
+/// Appends the first 10 bytes of a node's line to the session's `nodes.jsonl`, as a crash
+/// in the middle of an append leaves it.
+pub fn tear_last_record(dir: &TempDir, id: &SessionId) {
+    use std::io::Write;
+    let path = dir.0.join(id.as_str()).join("nodes.jsonl");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).expect("the nodes file");
+    file.write_all(br#"{"id":2,"p"#).expect("appended");
+}
+
+/// An id the store has is refused at creation, atomically, and a missing one at loading:
+/// both as typed store errors.
+pub async fn ids_taken_and_missing<L: AsyncSessionLaunch>(client: &L, store: Arc<dyn Store>) {
+    let id = SessionId::new("taken").expect("an id");
+    let first = builder(client, MODEL).session(store.clone()).create_with_id(id.clone()).await.expect("created");
+    let again = builder(client, MODEL).session(store.clone()).create_with_id(id.clone()).await;
+    assert!(matches!(again, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::Exists), "{again:?}");
+    let missing = builder(client, MODEL).session(store.clone()).load(SessionId::new("missing").expect("an id")).await;
+    assert!(matches!(missing, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::NotFound), "{missing:?}");
+    let random = builder(client, MODEL).session(store).create().await.expect("created with a random id");
+    assert_eq!(random.id().as_str().len(), 22, "16 bytes in URL-safe base64: {}", random.id());
+    assert_ne!(random.id(), first.id());
+}
+
+/// While a turn is in flight, every tree-changing command is refused as busy, and the
+/// subscribers are counted by role.
+pub async fn refused_while_busy<L: AsyncSessionLaunch>(client: &L, store: Arc<dyn Store>) {
+    let session = builder(client, MODEL).session(store).create().await.expect("created");
+    let (_, mut events) = session.subscribe().await.expect("subscribe");
+    let (_, _watching) = session.observe().await.expect("observe");
+    assert_eq!(session.subscribers().await.expect("count"), SubscriberCount { controllers: 1, observers: 1 });
+    turn(&session, &mut events, "Hi").await;
+    session.prompt("Slowly, please").await.expect("prompt taken");
+    let busy = |r: Result<(), Error>| matches!(r, Err(Error::Session(SessionError::Busy)));
+    assert!(busy(session.prompt("again").await));
+    assert!(busy(session.regenerate(omni_core::machines::session::tree::NodeId(0)).await));
+    assert!(busy(session.navigate(None).await));
+    assert!(busy(session.edit(None, "new").await));
+    until_saved(&mut events).await;
+    assert_eq!(session.tree().await.expect("tree").len(), 4, "the slow turn committed");
+    assert!(session.is_saved().await.expect("saved"));
+}
+
+/// The last handle dropped right after the turn commits: the session's loop writes the
+/// turn before it ends, so loading the session again finds it.
+pub async fn dropped_right_after_a_commit<L: AsyncSessionLaunch>(client: &L, store: Arc<dyn Store>) {
+    let session = builder(client, MODEL).session(store.clone()).create().await.expect("created");
+    let (_, mut events) = session.subscribe().await.expect("subscribe");
+    session.prompt("Hi").await.expect("prompt taken");
+    while let Some(event) = events.next_event().await {
+        if matches!(event, SessionEvent::Agent(AgentEvent::Turn { .. })) {
+            break;
+        }
+    }
+    let id = session.id().clone();
+    drop(session);
+    drop(events);
+    // The old loop may still be writing: the load waits for nothing, so try until it is
+    // there (a few milliseconds at most), never longer than a generous limit.
+    let mut nodes = 0;
+    for _ in 0..200 {
+        nodes = store.load(&id).map(|loaded| loaded.tree.len()).unwrap_or(0);
+        if nodes == 2 {
+            break;
+        }
+        #[allow(clippy::disallowed_methods)] // a test's wait, on the test's own thread
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(nodes, 2, "the committed turn reached the store after the last handle went");
+    let loaded = builder(client, MODEL).session(store).load(id).await.expect("loaded");
+    assert_eq!(loaded.tree().await.expect("tree").path().len(), 2);
+}
+
+/// On load, the kept model is used (the builder's is only a fallback), the builder's
+/// system prompt wins over the kept one, and the agent's history is the kept path: the
+/// next request says so.
+pub async fn load_takes_the_kept_model_and_the_builders_system<L: AsyncSessionLaunch>(
+    client: &L,
+    server: &ReplayServer,
+    store: Arc<dyn Store>,
+) {
+    let created = builder(client, MODEL)
+        .system("Kept system.")
+        .session(store.clone())
+        .title("kept")
+        .create()
+        .await
+        .expect("created");
+    let (_, mut events) = created.subscribe().await.expect("subscribe");
+    turn(&created, &mut events, "First").await;
+    let id = created.id().clone();
+    drop(created);
+    let loaded = builder(client, "openai:gpt-4o").system("New system.").session(store).load(id).await.expect("loaded");
+    let state = loaded.state().await.expect("state");
+    assert_eq!(state.model.as_deref(), Some(MODEL));
+    assert_eq!(state.system.as_deref(), Some("New system."));
+    assert_eq!(state.title.as_deref(), Some("kept"));
+    let (_, mut events) = loaded.subscribe().await.expect("subscribe");
+    turn(&loaded, &mut events, "Second").await;
+    let last = server.requests().pop().expect("a request");
+    assert_eq!(last.path, "/v1/messages", "the kept model's provider");
+    let body: serde_json::Value = serde_json::from_slice(&last.body).expect("a JSON body");
+    assert_eq!(body["system"], "New system.", "{body}");
+    let messages = body["messages"].as_array().map_or(0, Vec::len);
+    assert_eq!(messages, 3, "the kept path (two messages) and the new prompt: {body}");
+}
