@@ -24,6 +24,7 @@
 
 pub mod data;
 pub mod machines;
+pub mod text_tools;
 pub mod wire;
 
 /// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).

@@ -1,0 +1,171 @@
+//! The properties every [`CallParser`] must have, as checks written once: each protocol's
+//! tests (unit and property) run them on its own inputs. Each returns `Err` with what was
+//! wrong, for a proptest or an assertion to show.
+
+use serde_json::{Map, Value};
+
+use super::{merged, rebuilt, CallParser, Parsed, TextProtocol};
+use crate::data::message::ToolSpec;
+
+/// `text` parsed at once: fed whole, then finished.
+pub fn parse_whole(protocol: &dyn TextProtocol, tools: &[ToolSpec], text: &str) -> Vec<Parsed> {
+    let mut parser = protocol.parser(tools);
+    let mut out = Vec::new();
+    parser.feed(text, &mut out);
+    parser.finish(&mut out);
+    out
+}
+
+/// `text` parsed in the pieces that `cuts` (byte offsets, any order, any value) make:
+/// each cut is moved back to the nearest character boundary (a parser reads `&str`; the
+/// bytes of a character split across two network reads are joined before it, by the
+/// stream's decoder). Also checks, after each piece, that what was given out plus what
+/// is held back is what was fed, and that no more is held back than `bound` allows for
+/// the text fed so far.
+pub fn parse_in_pieces(
+    protocol: &dyn TextProtocol,
+    tools: &[ToolSpec],
+    text: &str,
+    cuts: &[usize],
+    bound: &dyn Fn(&str) -> usize,
+) -> Result<Vec<Parsed>, String> {
+    let mut offsets: Vec<usize> = cuts.iter().map(|&c| floor_boundary(text, c.min(text.len()))).collect();
+    offsets.push(text.len());
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut parser: Box<dyn CallParser> = protocol.parser(tools);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in offsets {
+        if end <= start {
+            continue;
+        }
+        parser.feed(&text[start..end], &mut out);
+        start = end;
+        let fed = &text[..end];
+        let given = rebuilt(&out).len();
+        let held = parser.held();
+        // Inside a call, the call's bytes count as held until its raw span comes out.
+        if given + held != fed.len() {
+            return Err(format!(
+                "after {end} bytes: {given} given out and {held} held back do not add up (text {fed:?}, events {out:?})"
+            ));
+        }
+        let allowed = bound(fed);
+        if held > allowed {
+            return Err(format!("after {end} bytes: {held} bytes held back, at most {allowed} allowed (text {fed:?})"));
+        }
+    }
+    parser.finish(&mut out);
+    Ok(out)
+}
+
+/// The largest character boundary of `text` at or before `at`.
+pub fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The properties of one input: parsed whole and in `cuts`' pieces, the merged events are
+/// equal; both rebuild the input exactly; holding back stays within `bound`; calls are
+/// numbered 0, 1, 2… in order.
+pub fn check_parse(
+    protocol: &dyn TextProtocol,
+    tools: &[ToolSpec],
+    text: &str,
+    cuts: &[usize],
+    bound: &dyn Fn(&str) -> usize,
+) -> Result<Vec<Parsed>, String> {
+    let whole = parse_whole(protocol, tools, text);
+    let pieces = parse_in_pieces(protocol, tools, text, cuts, bound)?;
+    let (whole, pieces) = (merged(whole), merged(pieces));
+    if whole != pieces {
+        return Err(format!("split at {cuts:?}, the events differ:\n whole:  {whole:?}\n pieces: {pieces:?}"));
+    }
+    let again = rebuilt(&whole);
+    if again != text {
+        return Err(format!("lossy: the events rebuild {again:?}, not {text:?}"));
+    }
+    check_numbering(&whole)?;
+    Ok(whole)
+}
+
+/// Every call's events carry the index of its place among the reply's calls.
+fn check_numbering(events: &[Parsed]) -> Result<(), String> {
+    let mut next = 0;
+    let mut open: Option<usize> = None;
+    for event in events {
+        match event {
+            Parsed::Text(_) => {}
+            Parsed::CallStart { index, .. } => {
+                if *index != next || open.is_some() {
+                    return Err(format!("call {index} starts where call {next} was due: {events:?}"));
+                }
+                open = Some(*index);
+            }
+            Parsed::CallDelta { index, .. } => {
+                if open != Some(*index) {
+                    return Err(format!("a delta of call {index} outside it: {events:?}"));
+                }
+            }
+            Parsed::CallEnd { index, .. } | Parsed::Invalid { index, .. } => {
+                if *index != next || open.is_some_and(|o| o != *index) {
+                    return Err(format!("call {index} ends where call {next} was due: {events:?}"));
+                }
+                open = None;
+                next += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The round trip: the call `format_call` writes, alone and between two pieces of prose,
+/// parses back as one call to `tool` with exactly `arguments`, its deltas joining into the
+/// same arguments, its raw span the formatted text.
+pub fn check_round_trip(
+    protocol: &dyn TextProtocol,
+    tool: &ToolSpec,
+    arguments: &Map<String, Value>,
+) -> Result<(), String> {
+    let name = tool.name.as_str();
+    let call = protocol.format_call(name, arguments);
+    let tools = [tool.clone()];
+    for (before, after) in [("", ""), ("Let me look that up.\n", "\nDone.")] {
+        let text = format!("{before}{call}{after}");
+        let events = merged(parse_whole(protocol, &tools, &text));
+        let calls: Vec<&Parsed> = events.iter().filter(|e| !matches!(e, Parsed::Text(_))).collect();
+        let [Parsed::CallStart { index: 0, name: started }, rest @ ..] = calls.as_slice() else {
+            return Err(format!("no call start for {call:?}: {events:?}"));
+        };
+        if started != name {
+            return Err(format!("the call to {name:?} read back as {started:?}: {call:?}"));
+        }
+        let (deltas, end) = match rest {
+            [Parsed::CallDelta { json, .. }, end] => (json.clone(), end),
+            [end] => (String::new(), end),
+            other => return Err(format!("unexpected events after the start: {other:?} for {call:?}")),
+        };
+        let Parsed::CallEnd { index: 0, arguments: read, raw } = end else {
+            return Err(format!("the call did not end as a valid call: {end:?} for {call:?}"));
+        };
+        if read != arguments {
+            return Err(format!("arguments {arguments:?} read back as {read:?} from {call:?}"));
+        }
+        if *raw != call {
+            return Err(format!("the raw span {raw:?} is not the call written, {call:?}"));
+        }
+        let joined: Value = serde_json::from_str(&deltas).map_err(|e| format!("the deltas {deltas:?}: {e}"))?;
+        if joined != Value::Object(arguments.clone()) {
+            return Err(format!("the deltas join into {joined}, not the arguments {arguments:?}"));
+        }
+        let texts: String =
+            events.iter().filter_map(|e| if let Parsed::Text(t) = e { Some(t.as_str()) } else { None }).collect();
+        if texts != format!("{before}{after}") {
+            return Err(format!("the prose around the call came out as {texts:?}"));
+        }
+    }
+    Ok(())
+}
