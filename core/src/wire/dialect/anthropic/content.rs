@@ -58,15 +58,6 @@ pub(super) fn convert_messages(messages: &[Message], warnings: &mut Vec<Warning>
     out
 }
 
-/// Puts a breakpoint on the last block of the last user message.
-pub(super) fn mark_last_user_message(messages: &mut [Value], cache_control: &Value) {
-    let last_user = messages.iter_mut().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    let block = last_user.and_then(|m| m.get_mut("content")).and_then(Value::as_array_mut).and_then(|c| c.last_mut());
-    if let Some(Value::Object(block)) = block {
-        block.insert("cache_control".into(), cache_control.clone());
-    }
-}
-
 fn content_block(block: &Block, role: Role, own: bool, warnings: &mut Vec<Warning>) -> Option<Value> {
     match block {
         Block::Text(t) if t.text.is_empty() => None,

@@ -5,6 +5,7 @@
 //! - [`models`]: what a model id says about thinking modes and sampling parameters;
 //! - [`stream`]: the SSE events into [`Delta`](crate::Delta)s.
 
+mod cache;
 mod content;
 mod hot;
 mod models;

@@ -8,7 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::content::{cache_control, convert_messages, mark_last_user_message};
+use super::cache::place_breakpoints;
+use super::content::{cache_control, convert_messages};
 use super::models::ModelTraits;
 use super::NAME;
 use crate::data::error::RequestError;
@@ -57,32 +58,20 @@ pub(crate) fn build_request(
     body.insert("max_tokens".into(), max_tokens.into());
     body.insert("stream".into(), Value::Bool(true));
 
-    let cache = options.cache.map(cache_control);
     if let Some(system) = context.system.as_deref().filter(|s| !s.is_empty()) {
-        let value = match &cache {
-            // A breakpoint needs the block form of `system`.
-            Some(cc) => json!([{"type": "text", "text": system, "cache_control": cc}]),
-            None => Value::String(system.to_string()),
-        };
-        body.insert("system".into(), value);
+        body.insert("system".into(), Value::String(system.to_string()));
     }
-
-    let mut messages = convert_messages(&context.messages, warnings);
-    if let Some(cc) = &cache {
-        mark_last_user_message(&mut messages, cc);
-    }
-    body.insert("messages".into(), Value::Array(messages));
-
+    body.insert("messages".into(), Value::Array(convert_messages(&context.messages, warnings)));
     if !context.tools.is_empty() {
-        let mut tools: Vec<Value> = context
+        let tools: Vec<Value> = context
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
             .collect();
-        if let (Some(cc), Some(Value::Object(last))) = (&cache, tools.last_mut()) {
-            last.insert("cache_control".into(), cc.clone());
-        }
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(retention) = options.cache {
+        place_breakpoints(&mut body, &cache_control(retention));
     }
     if let Some(choice) = tool_choice(spec, warnings) {
         body.insert("tool_choice".into(), choice);

@@ -92,7 +92,9 @@ fn tools_choice_cache_stop_and_metadata() {
     assert_eq!(body["tools"][1]["cache_control"], cc);
     assert_eq!(body["tools"][1]["input_schema"]["type"], "object");
     assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "b"}));
-    assert_eq!(body["messages"][0]["content"][0].get("cache_control"), None);
+    // The last two user messages: this turn's prefix and the previous one's.
+    assert_eq!(body["messages"][0]["content"][0]["cache_control"], cc);
+    assert_eq!(body["messages"][1]["content"][0].get("cache_control"), None);
     assert_eq!(body["messages"][2]["content"][0]["cache_control"], cc);
     assert_eq!(body["stop_sequences"], json!(["END"]));
     assert_eq!(body["metadata"], json!({"user_id": "u-1"}));
