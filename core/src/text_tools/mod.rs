@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::data::message::ToolSpec;
 
 pub mod check;
+pub mod json;
 
 /// A text format for tool calls (see the module's doc).
 pub trait TextProtocol: fmt::Debug + Send + Sync {
