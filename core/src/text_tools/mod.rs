@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::data::message::ToolSpec;
 
 pub mod check;
+pub mod json;
 pub mod xml;
 
 /// A text format for tool calls (see the module's doc).
