@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use omni_core::machines::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_core::text_tools::ToolProtocol;
 use omni_core::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
 use serde_json::json;
 
@@ -337,5 +338,47 @@ pub fn all() -> Vec<NamedScenario> {
                 cancel_at: Some(Duration::from_millis(500)),
             },
         ),
+        text_protocol_loop("xml_tool_loop", ToolProtocol::Xml, &XML_CALL_DELTAS, weather_tools(), &final_answer),
+        text_protocol_loop("json_tool_loop", ToolProtocol::Json, &JSON_CALL_DELTAS, weather_tools(), &final_answer),
     ]
+}
+
+/// A model without native tools calling `get_weather` through the `xml` protocol: plain
+/// text deltas, cut inside the wrapper, a tag and a value.
+pub const XML_CALL_DELTAS: [&str; 5] = [
+    "Let me check the weather.\n<tool",
+    "_call>\n<get_weather>\n<ci",
+    "ty>Pa",
+    "ris</city>\n</get_wea",
+    "ther>\n</tool_call>",
+];
+
+/// The same call through the `json` protocol: cut inside the fence, a key and a value.
+pub const JSON_CALL_DELTAS: [&str; 4] = [
+    "Let me check the weather.\n```tool",
+    "_call\n{\"tool\": \"get_wea",
+    "ther\", \"arguments\": {\"city\": \"Pa",
+    "ris\"}}\n```",
+];
+
+/// A two-step tool turn on a model whose replies are plain text: the first reply's text
+/// calls `get_weather` in `protocol`'s format (split into `deltas`), the second answers.
+/// The transcript must show the same `tool_use` events, run and result as a native call.
+fn text_protocol_loop(
+    name: &'static str,
+    protocol: ToolProtocol,
+    deltas: &[&str],
+    tools: BTreeMap<String, ToolScript>,
+    final_answer: &[String],
+) -> NamedScenario {
+    NamedScenario {
+        name,
+        scenario: Scenario {
+            replies: vec![paced(&text_events(deltas), GAP), paced(final_answer, GAP)],
+            tools,
+            cancel_at: None,
+        },
+        options: Options { tool_protocol: Some(protocol), ..Options::default() },
+        stall_timeout: Duration::from_secs(2),
+    }
 }

@@ -432,6 +432,8 @@ mod wires {
                 [
                     "text_stream",
                     "two_step_tool_loop",
+                    "xml_tool_loop",
+                    "json_tool_loop",
                     "provider_error",
                     "rate_limited_then_ok",
                     "cut_stream",
@@ -495,6 +497,36 @@ mod wires {
             let expected = vec![(keys[0].clone(), "sunny".to_string()), (keys[1].clone(), "12:00".to_string())];
             assert_eq!(wire.tool_results(&second), expected, "{second}");
         });
+    }
+
+    #[test]
+    fn every_wire_runs_a_text_protocol_call_and_sends_the_result_back_as_text() {
+        for (scenario, opener) in [("xml_tool_loop", "<tool_call>"), ("json_tool_loop", "```tool_call")] {
+            each_wire(scenario, |wire, r| {
+                let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+                assert_eq!(runs.len(), 1, "{:?}", r.effects);
+                assert!(runs[0].ends_with(r#"get_weather {"city":"Paris"}"#), "{runs:?}");
+                let response = r.response.expect("a response");
+                assert_eq!(response.stop_reason, Some(StopReason::Stop));
+                assert_eq!(response.text(), "It is sunny and noon.");
+                assert_eq!(r.requests.len(), 2);
+                for (i, request) in r.requests.iter().enumerate() {
+                    let body = String::from_utf8_lossy(&request.body);
+                    let json: serde_json::Value = serde_json::from_str(&body).expect("JSON body");
+                    // No native tool field: the tools are in the system prompt, in the protocol's format.
+                    assert!(json.get("tools").is_none() && json.get("tool_choice").is_none(), "request {i}: {json}");
+                    assert!(body.contains("get_weather") && body.contains(opener), "request {i}: {body}");
+                    if i == 1 {
+                        // The call written back in the protocol's format, the result as text.
+                        assert!(
+                            body.contains(r#"<tool_result tool=\"get_weather\">\nsunny\n</tool_result>"#),
+                            "{body}"
+                        );
+                        assert!(wire.tool_results(&json).is_empty(), "no native result: {json}");
+                    }
+                }
+            });
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!   responses, events, errors, tool outputs, schemas);
 //! - [`wire`]: the five wire formats (requests out; framing, dialects, decoding and
 //!   accumulation of the bodies back to data);
-//! - [`machines`]: the generate and agent state machines a driver runs, on one contract.
+//! - [`machines`]: the generate and agent state machines a driver runs, on one contract;
+//! - [`text_tools`]: tools for models without native tool calling (text protocols).
 //!
 //! The types an application names are re-exported here.
 //!
@@ -43,6 +44,7 @@ pub use data::options::{CacheRetention, Effort, Options, OptionsError, OutputSch
 pub use data::provider::{ApiKey, Auth, Provider, Quirks};
 pub use data::response::{Response, StopReason, Warning};
 pub use data::usage::{Cost, Usage};
+pub use text_tools::{TextProtocol, ToolProtocol};
 pub use wire::accumulator::Accumulator;
 pub use wire::decoder::{decode_body, Progress, StreamDecoder};
 pub use wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};

@@ -11,8 +11,8 @@ pub use omni_core::machines::client::{ClientError, ModelRef};
 pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
 pub use omni_core::{
     ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
-    Provider, Reasoning, Response, Role, StopReason, StreamEvent, ToolChoice, ToolResult, ToolResultContent, ToolUse,
-    Usage,
+    Provider, Reasoning, Response, Role, StopReason, StreamEvent, TextProtocol, ToolChoice, ToolProtocol, ToolResult,
+    ToolResultContent, ToolUse, Usage,
 };
 
 pub use omni_core::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use omni_core::machines::generate::GenerateConfig;
+use omni_core::text_tools::ToolProtocol;
 use omni_core::{Auth, Dialect, Model, Options, Provider, ProviderErrorKind, Quirks};
 use omni_shell::{ClientBuilder, Connect};
 use serde_json::Value;
@@ -313,10 +314,21 @@ impl Wire {
             .map(|s| s.scenario.tools)
             .unwrap_or_default();
         let mut tool_loop = named("two_step_tool_loop", vec![tool_answer, final_answer.clone()]);
-        tool_loop.scenario.tools = with_tools;
+        tool_loop.scenario.tools = with_tools.clone();
+        // The same two-step turn from a model without native tools: its first reply is
+        // plain text in this wire's shape, calling the tool in a text protocol.
+        let text_loop = |name, protocol: ToolProtocol, deltas: &[&str]| {
+            let call = self.stream(&Answer { text: deltas, calls: &[], finished: true });
+            let mut scenario = named(name, vec![call, final_answer.clone()]);
+            scenario.scenario.tools = with_tools.clone();
+            scenario.options.tool_protocol = Some(protocol);
+            scenario
+        };
         vec![
             named("text_stream", vec![final_answer.clone()]),
             tool_loop,
+            text_loop("xml_tool_loop", ToolProtocol::Xml, &scenarios::XML_CALL_DELTAS),
+            text_loop("json_tool_loop", ToolProtocol::Json, &scenarios::JSON_CALL_DELTAS),
             named("provider_error", vec![Reply::error(status, &[], &not_found)]),
             named(
                 "rate_limited_then_ok",

@@ -356,3 +356,51 @@ pub(crate) fn session_turn_in_sqlite(clients: &Clients, driver: Driver) {
     assert_eq!(snapshot.agent.committed, snapshot.tree.messages(), "the agent's history is the path");
     assert_eq!(state.model.as_deref(), Some(format!("{LLAMA_SERVER}:{MODEL_ID}").as_str()), "the model kept");
 }
+
+/// llama-server without grammar-forced tool calls, asked through the `xml` text protocol
+/// to call a tool. A 135M model may or may not write a well-formed call: the suite says
+/// which, and either way the call ends well: a call read (the handler runs, its result goes
+/// back), text, or a call the tool loop answers with its error; never an error of omni's.
+pub(crate) fn xml_protocol_tool_call(clients: &Clients, driver: Driver) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut req = request(LLAMA_SERVER, Dialect::OpenaiCompletions, "What is the weather in Paris? Use the tool.", 80);
+    req.tool = Some(weather_tool(calls.clone()));
+    req.options.tool_protocol = Some(omni_core::text_tools::ToolProtocol::Xml);
+    req.options.max_steps = Some(2);
+    let run = clients.run(driver, &req);
+    // Finished, whatever the model wrote: a text protocol never fails the call.
+    let response = run.response();
+    // Each call read: its id, and whether it is a well-formed call of the tool.
+    let ends: std::collections::HashMap<String, bool> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            GenerateEvent::Stream { event: StreamEvent::ToolUseEnd { tool_use, input_error, .. }, .. } => {
+                Some((tool_use.id.clone(), input_error.is_none() && tool_use.name == "get_weather"))
+            }
+            _ => None,
+        })
+        .collect();
+    let results: Vec<(String, bool)> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            GenerateEvent::ToolResult { result, .. } => Some((result.tool_use_id.clone(), result.is_error)),
+            _ => None,
+        })
+        .collect();
+    let well_formed = ends.values().filter(|ok| **ok).count();
+    eprintln!(
+        "real-server: xml protocol [{driver}]: {} call(s) read, {well_formed} well-formed, {} answered; stop {:?}; text {:?}",
+        ends.len(),
+        results.len(),
+        response.stop_reason,
+        response.text().chars().take(120).collect::<String>()
+    );
+    for (id, is_error) in &results {
+        let ok = ends.get(id).copied().unwrap_or_else(|| panic!("a result for a call never read: {id}"));
+        assert_eq!(*is_error, !ok, "call {id}: a well-formed call runs, any other is answered with its error");
+    }
+    let ran = results.iter().filter(|(_, is_error)| !is_error).count();
+    assert_eq!(calls.load(Ordering::SeqCst), ran, "the handler ran once per well-formed call answered");
+}

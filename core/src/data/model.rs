@@ -64,6 +64,10 @@ pub struct Model {
     /// Prices per million tokens.
     #[serde(default)]
     pub prices: Prices,
+    /// The text tool-call protocol the model needs (it has no native tool calling, or a
+    /// broken one); the `tool_protocol` option's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
 }
 
 fn default_modalities() -> Vec<Modality> {
@@ -84,6 +88,7 @@ impl Model {
             context_window: 0,
             max_output_tokens: 0,
             prices: Prices::default(),
+            tool_protocol: None,
         }
     }
 

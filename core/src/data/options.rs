@@ -102,6 +102,10 @@ pub struct Options {
     pub stop: Vec<String>,
     /// Tool choice.
     pub tool_choice: Option<ToolChoice>,
+    /// How the tools reach the model: native tool calls or a text protocol. `None`: the
+    /// model's own (`Model::tool_protocol`), else native.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
     /// Reasoning configuration.
     pub thinking: Option<Reasoning>,
     /// Prompt cache retention.
@@ -135,6 +139,7 @@ impl fmt::Debug for Options {
             .field("top_p", &self.top_p)
             .field("stop", &self.stop)
             .field("tool_choice", &self.tool_choice)
+            .field("tool_protocol", &self.tool_protocol)
             .field("thinking", &self.thinking)
             .field("cache", &self.cache)
             .field("metadata", &self.metadata)
@@ -271,6 +276,7 @@ impl Options {
             top_p: self.top_p.or(defaults.top_p),
             stop: if self.stop.is_empty() { defaults.stop.clone() } else { self.stop },
             tool_choice: self.tool_choice.or_else(|| defaults.tool_choice.clone()),
+            tool_protocol: self.tool_protocol.or_else(|| defaults.tool_protocol.clone()),
             thinking: self.thinking.or(defaults.thinking),
             cache: self.cache.or(defaults.cache),
             metadata,
@@ -330,6 +336,13 @@ impl Options {
     /// Sets `tool_choice`.
     pub fn tool_choice(mut self, c: ToolChoice) -> Self {
         self.tool_choice = Some(c);
+        self
+    }
+
+    /// Sets `tool_protocol`: native tool calls, or a text protocol for a model without
+    /// them (`ToolProtocol::Xml`, `ToolProtocol::Json`, or one of the application's).
+    pub fn tool_protocol(mut self, protocol: crate::text_tools::ToolProtocol) -> Self {
+        self.tool_protocol = Some(protocol);
         self
     }
 }

@@ -31,6 +31,9 @@ use crate::data::message::ToolSpec;
 
 pub mod check;
 pub mod json;
+pub mod prompt;
+pub mod render;
+pub mod stream;
 pub mod xml;
 
 /// A text format for tool calls (see the module's doc).
@@ -192,3 +195,81 @@ pub fn schema_for(arguments: &Map<String, Value>) -> Value {
         .collect();
     serde_json::json!({ "type": "object", "properties": properties })
 }
+
+/// How a request offers its tools to the model: the provider's own tool calling, or a
+/// text protocol (the `tool_protocol` option; a catalogue model may name the one it needs).
+#[derive(Clone, Default)]
+pub enum ToolProtocol {
+    /// The provider's own tool calls.
+    #[default]
+    Native,
+    /// [`xml::Xml`].
+    Xml,
+    /// [`json::Json`].
+    Json,
+    /// An application's own protocol.
+    Custom(std::sync::Arc<dyn TextProtocol>),
+}
+
+impl ToolProtocol {
+    /// The text protocol, or `None` for native tool calls.
+    pub fn text(&self) -> Option<std::sync::Arc<dyn TextProtocol>> {
+        match self {
+            Self::Native => None,
+            Self::Xml => Some(std::sync::Arc::new(xml::Xml)),
+            Self::Json => Some(std::sync::Arc::new(json::Json)),
+            Self::Custom(protocol) => Some(protocol.clone()),
+        }
+    }
+
+    /// Its name: `native`, `xml`, `json`, or the custom protocol's.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Native => "native",
+            Self::Xml => "xml",
+            Self::Json => "json",
+            Self::Custom(protocol) => protocol.name(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Two custom protocols are the same only when they are the same object.
+impl PartialEq for ToolProtocol {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Custom(a), Self::Custom(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Self::Custom(_), _) | (_, Self::Custom(_)) => false,
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
+        }
+    }
+}
+
+/// Written as its name; a custom protocol is code, so only the built-in names read back.
+impl serde::Serialize for ToolProtocol {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolProtocol {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.as_str() {
+            "native" => Ok(Self::Native),
+            "xml" => Ok(Self::Xml),
+            "json" => Ok(Self::Json),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown tool protocol {other:?}: native, xml or json (a custom protocol is set in code)"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -51,6 +51,8 @@ struct Slot {
     open: bool,
     /// Raw JSON input of a tool call, parsed at the end.
     tool_json: String,
+    /// Why the tool call is invalid whatever its input (`BlockDelta::ToolInputInvalid`).
+    tool_invalid: Option<String>,
 }
 
 /// Turns deltas into events and a response.
@@ -233,7 +235,7 @@ impl Accumulator {
             }
         };
         self.response.message.content.push(block);
-        self.slots.push(Slot { key, kind: slot_kind, open: true, tool_json: String::new() });
+        self.slots.push(Slot { key, kind: slot_kind, open: true, tool_json: String::new(), tool_invalid: None });
         if let Some(previous) = self.open_by_key.insert(key, index) {
             // Only reachable if a block under this key is still open: close bookkeeping.
             self.open.remove(&previous);
@@ -280,7 +282,9 @@ impl Accumulator {
                 let kind = match &delta {
                     BlockDelta::Text(_) => BlockKind::Text,
                     BlockDelta::Thinking(_) | BlockDelta::Signature(_) => BlockKind::Thinking { id: None },
-                    BlockDelta::ToolInput(_) => BlockKind::ToolUse { id: String::new(), name: String::new() },
+                    BlockDelta::ToolInput(_) | BlockDelta::ToolInputInvalid(_) => {
+                        BlockKind::ToolUse { id: String::new(), name: String::new() }
+                    }
                 };
                 self.open_block(key, kind, out)
             }
@@ -308,6 +312,7 @@ impl Accumulator {
                     out.push(StreamEvent::ToolUseDelta { index, delta: json });
                 }
             }
+            (BlockDelta::ToolInputInvalid(why), Block::ToolUse(_)) => slot.tool_invalid = Some(why.into()),
             (BlockDelta::Signature(sig), block) => append_signature(block, &sig),
             // A delta of another kind than its open block: the provider switched kinds
             // under one index. Close this block and start the right one.
@@ -332,6 +337,7 @@ impl Accumulator {
         slot.open = false;
         let key = slot.key;
         let raw = std::mem::take(&mut slot.tool_json);
+        let invalid = slot.tool_invalid.take();
         self.open.remove(&pos);
         if self.open_by_key.get(&key) == Some(&pos) {
             self.open_by_key.remove(&key);
@@ -349,7 +355,8 @@ impl Accumulator {
                 redacted: t.redacted.is_some(),
             }),
             Block::ToolUse(tool) => {
-                let (input, error) = parse_tool_input(raw);
+                let (input, parse_error) = parse_tool_input(raw);
+                let error = invalid.or(parse_error);
                 tool.input = input;
                 let tool_use = tool.clone();
                 if let Some(message) = &error {

@@ -9,6 +9,7 @@ use crate::data::event::StreamEvent;
 use crate::data::message::Origin;
 use crate::data::model::Model;
 use crate::data::response::Response;
+use crate::text_tools::stream::TextCalls;
 use crate::wire::accumulator::Accumulator;
 use crate::wire::delta::Delta;
 use crate::wire::dialect::{DeltaSink, Dialect, DialectState};
@@ -31,6 +32,9 @@ pub struct StreamDecoder {
     state: DialectState,
     acc: Accumulator,
     deltas: Vec<Delta>,
+    /// A text protocol's parser between the dialect and the accumulator, if the request
+    /// offered its tools as text (`crate::text_tools`).
+    calls: Option<TextCalls>,
 }
 
 impl StreamDecoder {
@@ -55,7 +59,14 @@ impl StreamDecoder {
             state: dialect.new_stream_state(),
             acc,
             deltas: Vec::new(),
+            calls: None,
         }
+    }
+
+    /// This decoder, with the reply's text read through a text protocol's parser.
+    pub fn with_text_calls(mut self, calls: TextCalls) -> Self {
+        self.calls = Some(calls);
+        self
     }
 
     /// Feeds body bytes; appends the events they complete to `out`.
@@ -64,10 +75,10 @@ impl StreamDecoder {
         if self.acc.is_terminated() {
             return progress;
         }
-        let Self { frames, state, acc, .. } = self;
+        let Self { frames, state, acc, calls, .. } = self;
         let result = frames.feed(chunk, |frame| {
             progress.frames += 1;
-            if let Err(e) = Self::on_frame(state, acc, &frame, out, &mut progress) {
+            if let Err(e) = Self::on_frame(state, acc, calls.as_mut(), &frame, out, &mut progress) {
                 acc.fail(e, out);
             }
         });
@@ -89,14 +100,14 @@ impl StreamDecoder {
         // whole line (JSON Lines), and only a missing stop makes the stream incomplete.
         let ended_before = self.acc.response().stop_reason.is_some();
         let sse = matches!(self.frames, FrameDecoder::Sse(_));
-        let Self { frames, state, acc, .. } = self;
+        let Self { frames, state, acc, calls, .. } = self;
         let mut progress = Progress::default();
         // A frame handed over here is one the body ended inside (a last SSE event without
         // its blank line, a last NDJSON line without its newline). One that does not parse
         // is the front half of an event: the stream was cut, which is `Incomplete` (and
         // retryable before anything reached the caller), not a malformed stream.
         let end = frames.finish(|frame| {
-            if Self::on_frame(state, acc, &frame, out, &mut progress).is_err() {
+            if Self::on_frame(state, acc, calls.as_mut(), &frame, out, &mut progress).is_err() {
                 acc.fail(StreamError::Incomplete, out);
             }
         });
@@ -106,7 +117,14 @@ impl StreamDecoder {
         }
         self.state.finish(&mut self.deltas);
         for d in self.deltas.drain(..) {
-            self.acc.push(d, out);
+            match &mut self.calls {
+                Some(calls) => calls.push(d, &mut self.acc, out),
+                None => self.acc.push(d, out),
+            }
+        }
+        if let Some(calls) = &mut self.calls {
+            // What the parser held back (text, or a call the reply ended inside).
+            calls.finish(&mut self.acc, out);
         }
         let ended = if sse { ended_before } else { self.acc.response().stop_reason.is_some() };
         if end == Ok(StreamEnd::Cut) && !ended {
@@ -119,6 +137,7 @@ impl StreamDecoder {
     fn on_frame(
         state: &mut DialectState,
         acc: &mut Accumulator,
+        calls: Option<&mut TextCalls>,
         frame: &Frame<'_>,
         out: &mut Vec<StreamEvent>,
         progress: &mut Progress,
@@ -127,7 +146,7 @@ impl StreamDecoder {
             return Ok(());
         }
         // Deltas go straight into the accumulator, in the order the dialect produces them.
-        let mut sink = AccumulatorSink { acc, out, pushed: false };
+        let mut sink = AccumulatorSink { acc, calls, out, pushed: false };
         let parsed = state.parse_to(frame, &mut sink);
         progress.progressed |= sink.pushed;
         parsed
@@ -152,6 +171,7 @@ impl StreamDecoder {
 /// Feeds deltas to the accumulator as the dialect produces them.
 struct AccumulatorSink<'a> {
     acc: &'a mut Accumulator,
+    calls: Option<&'a mut TextCalls>,
     out: &'a mut Vec<StreamEvent>,
     pushed: bool,
 }
@@ -160,7 +180,10 @@ impl DeltaSink for AccumulatorSink<'_> {
     #[inline]
     fn push(&mut self, delta: Delta) {
         self.pushed = true;
-        self.acc.push(delta, self.out);
+        match &mut self.calls {
+            None => self.acc.push(delta, self.out),
+            Some(calls) => calls.push(delta, self.acc, self.out),
+        }
     }
 }
 

@@ -72,6 +72,10 @@ pub enum BlockDelta {
     Signature(Fragment),
     /// A fragment of a tool call's JSON input.
     ToolInput(Fragment),
+    /// The tool call is not a valid one, whatever its input says (a text protocol's
+    /// malformed call or unknown tool): it ends with this as its input error, so the tool
+    /// loop answers the model with the error instead of running anything.
+    ToolInputInvalid(Fragment),
 }
 
 /// Message-level metadata.

@@ -44,6 +44,8 @@ struct FileModel {
     max_output_tokens: u32,
     #[serde(default)]
     prices: Prices,
+    #[serde(default)]
+    tool_protocol: Option<crate::text_tools::ToolProtocol>,
 }
 
 /// A parsed and validated file, ready to be inserted.
@@ -103,6 +105,7 @@ pub(super) fn parse(
                 context_window: m.context_window,
                 max_output_tokens: m.max_output_tokens,
                 prices: m.prices,
+                tool_protocol: m.tool_protocol,
                 id: m.id,
             })
         })

@@ -101,7 +101,7 @@ impl<C: AgentCallbacks> Agent<C> {
             options,
             api_key: self.config.api_key.as_ref(),
         };
-        let built = match self.config.model.dialect.build_request(&spec) {
+        let (built, protocol) = match crate::text_tools::render::build_request(&spec) {
             Ok(built) => built,
             Err(error) => return self.step_failed(GenerateError::Request(error), now),
         };
@@ -112,7 +112,8 @@ impl<C: AgentCallbacks> Agent<C> {
             max_response_bytes: self.config.max_response_bytes,
         };
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
-        let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out);
+        let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out)
+            .with_text_tools(protocol, &context.tools);
         self.state = State::Streaming(Box::new(StepRun { request, warnings: built.warnings, validator }));
         self.drain_step(now);
     }

@@ -36,6 +36,8 @@ pub use retry::RetryPolicy;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+use crate::text_tools::TextProtocol;
 use std::time::{Duration, Instant};
 
 use crate::data::event::StreamEvent;
@@ -151,6 +153,8 @@ pub struct Generate {
     output: Option<Result<serde_json::Value, String>>,
     output_retries: u32,
     request: HttpRequest,
+    /// The text protocol the request offers the tools in, if not native.
+    text_protocol: Option<Arc<dyn TextProtocol>>,
     next_id: u64,
     effects: VecDeque<Effect>,
     events: VecDeque<GenerateEvent>,
@@ -190,6 +194,7 @@ impl Generate {
             output: None,
             output_retries: 0,
             request: request.0,
+            text_protocol: request.2,
             next_id: 0,
             effects: VecDeque::new(),
             events: VecDeque::new(),
@@ -291,7 +296,8 @@ impl Generate {
             max_response_bytes: self.config.max_response_bytes,
         };
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
-        let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out);
+        let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out)
+            .with_text_tools(self.text_protocol.clone(), &self.config.context.tools);
         self.state = State::Requesting(Box::new(request));
     }
 
@@ -379,8 +385,9 @@ impl Generate {
     fn next_step(&mut self, now: Instant) {
         self.step += 1;
         match build(&self.config, &self.added) {
-            Ok((request, warnings)) => {
+            Ok((request, warnings, protocol)) => {
                 self.request = request;
+                self.text_protocol = protocol;
                 for w in warnings {
                     if !self.warnings.contains(&w) {
                         self.warnings.push(w);
@@ -490,7 +497,9 @@ impl StreamSink for StepEvents<'_> {
 
 /// Builds the request for the next step: the original context plus what this call added
 /// (after tool calls, a forced tool choice is released: [`Options::after_tool_calls`]).
-fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec<Warning>), GenerateError> {
+type Built = (HttpRequest, Vec<Warning>, Option<Arc<dyn TextProtocol>>);
+
+fn build(config: &GenerateConfig, added: &[Message]) -> Result<Built, GenerateError> {
     let mut context = config.context.clone();
     context.messages.extend(added.iter().cloned());
     let called = added.iter().any(|m| m.tool_uses().next().is_some());
@@ -503,6 +512,6 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<(HttpRequest, Vec
         options,
         api_key: config.api_key.as_ref(),
     };
-    let built = config.model.dialect.build_request(&spec).map_err(GenerateError::Request)?;
-    Ok((built.request, built.warnings))
+    let (built, protocol) = crate::text_tools::render::build_request(&spec).map_err(GenerateError::Request)?;
+    Ok((built.request, built.warnings, protocol))
 }

@@ -23,13 +23,18 @@ mod tests;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::data::event::StreamEvent;
+use crate::data::message::ToolSpec;
 use crate::data::model::Model;
 use crate::data::response::Response;
 use crate::machines::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, TransportError, TransportErrorKind,
 };
 use crate::machines::timer::{Moment, Timer, TimerTable};
+use crate::text_tools::stream::TextCalls;
+use crate::text_tools::TextProtocol;
 use crate::wire::decoder::StreamDecoder;
 use crate::wire::dialect::Dialect;
 use crate::wire::http::HttpRequest;
@@ -129,6 +134,9 @@ pub(crate) struct Request<I = Instant> {
     stall_retries: u32,
     events: VecDeque<RequestEvent>,
     scratch: Vec<StreamEvent>,
+    /// The text protocol the request offered its tools in, with those tools: each
+    /// attempt's reply is read through its parser (`crate::text_tools::stream`).
+    text_tools: Option<(Arc<dyn TextProtocol>, Vec<ToolSpec>)>,
 }
 
 /// The provider's error from an HTTP error response (the kept part of its body).
@@ -148,9 +156,17 @@ impl<I: Moment> Request<I> {
             stall_retries: 0,
             events: VecDeque::new(),
             scratch: Vec::new(),
+            text_tools: None,
         };
         this.send(now, out);
         this
+    }
+
+    /// The reply is read through `protocol`'s parser, which knows `tools` (a request built
+    /// for a text protocol, [`crate::text_tools::render::build_request`]); `None`: native.
+    pub(crate) fn with_text_tools(mut self, protocol: Option<Arc<dyn TextProtocol>>, tools: &[ToolSpec]) -> Self {
+        self.text_tools = protocol.map(|p| (p, tools.to_vec()));
+        self
     }
 
     /// The next event for the owner.
@@ -263,7 +279,16 @@ impl<I: Moment> Request<I> {
         }
         a.stall_at = now + self.limits.stall_timeout;
         a.phase = if (200..300).contains(&status) {
-            Phase::Streaming { decoder: Box::new(StreamDecoder::for_model(&self.model)), delivered: false }
+            let decoder = StreamDecoder::for_model(&self.model);
+            let decoder = match &self.text_tools {
+                // Call ids from the attempt's request id and the call's number: unique in
+                // the conversation, no clock or randomness.
+                Some((protocol, tools)) => {
+                    decoder.with_text_calls(TextCalls::new(protocol.parser(tools), format!("call_{}_", a.id.0)))
+                }
+                None => decoder,
+            };
+            Phase::Streaming { decoder: Box::new(decoder), delivered: false }
         } else {
             Phase::ErrorBody { status, headers, body: Vec::new() }
         };
