@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use omni_core::machines::agent::{AgentConfig, StatePatch, ToolDecision};
 use omni_core::machines::generate::{RetryPolicy, ToolOutcome};
+use omni_core::text_tools::ToolProtocol;
 use omni_core::{Message, ToolResultContent};
 
 use crate::agent_script::When;
@@ -166,7 +167,29 @@ pub fn all() -> Vec<NamedAgentScenario> {
         ..StatePatch::default()
     };
     let bad = StatePatch { messages: Some(vec![Message::user("dangling")]), ..StatePatch::default() };
+    // A model without native tools: its replies are plain text calling the tools in a text
+    // protocol; the turn, the tool runs and an approval go as with native calls.
+    let text_protocol = |name, protocol: ToolProtocol, deltas: &[&str], callbacks: ScriptedCallbacks, actions| {
+        let mut scenario = named(name, vec![text(deltas), text(&["Sunny."])], actions);
+        scenario.config.options.tool_protocol = Some(protocol);
+        scenario.callbacks = callbacks;
+        scenario
+    };
     let mut list = vec![
+        text_protocol(
+            "xml_tool_turn",
+            ToolProtocol::Xml,
+            &crate::scenarios::XML_CALL_DELTAS,
+            ScriptedCallbacks::default(),
+            vec![start(ASK)],
+        ),
+        text_protocol(
+            "json_pause_resume",
+            ToolProtocol::Json,
+            &crate::scenarios::JSON_CALL_DELTAS,
+            pause(),
+            vec![start(ASK), on("pause ", 1, Action::Resume(ToolDecision::Execute))],
+        ),
         named("chat_turn", vec![text(&["Hello", " there."])], vec![start("Hi")]),
         named(
             "two_step_tool_turn",

@@ -632,3 +632,28 @@ fn a_forced_tool_choice_holds_only_until_the_model_called_a_tool() {
     assert_eq!(choice(0), Some(serde_json::json!({"type": "tool", "name": "get_weather"})));
     assert_eq!(choice(1), None, "the step after the calls leaves the choice to the model");
 }
+
+#[test]
+fn a_text_protocol_turn_runs_the_tool_as_a_native_one_does() {
+    let (r, agent) = run("xml_tool_turn");
+    let lines = skeleton(&r);
+    assert!(lines.iter().any(|l| l.starts_with("step tool_use")), "{lines:#?}");
+    assert!(lines.iter().any(|l| *l == r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
+    assert_eq!(lines.last().copied(), Some("turn stop stop messages=4 usage=40/6"), "{lines:#?}");
+    assert_eq!(r.effects[1], r#"run tool #1 get_weather {"city":"Paris"}"#);
+    // The next request carries no native tools: the call and its result went back as text.
+    let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    assert!(second.get("tools").is_none(), "{second}");
+    assert!(second.to_string().contains("<tool_result tool=\\\"get_weather\\\">"), "{second}");
+    assert_eq!(agent.messages().len(), 4);
+}
+
+#[test]
+fn a_text_protocol_call_waits_for_approval_as_a_native_one_does() {
+    let (r, agent) = run("json_pause_resume");
+    let lines = skeleton(&r);
+    assert!(lines.iter().any(|l| *l == "pause call_0_0 get_weather: needs approval"), "{lines:#?}");
+    assert!(lines.iter().any(|l| *l == r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
+    assert!(lines.last().is_some_and(|l| l.starts_with("turn stop stop messages=4")), "{lines:#?}");
+    assert_eq!(agent.messages().len(), 4);
+}

@@ -366,3 +366,18 @@ fn debug_output_never_contains_a_key() {
         assert!(!printed.contains(secret), "{printed}");
     }
 }
+
+#[test]
+fn a_model_may_declare_the_text_protocol_it_needs() {
+    let mut catalogue = builtin();
+    let local = r#"{ "extends": "ollama", "models": [
+        { "id": "tiny-no-tools", "tool_protocol": "xml" },
+        { "id": "tiny-json", "tool_protocol": "json" } ] }"#;
+    assert_eq!(catalogue.load_json(local), Ok(()));
+    let protocol = |name: &str| catalogue.model(name).map(|m| m.tool_protocol.clone());
+    assert_eq!(protocol("ollama:tiny-no-tools"), Ok(Some(crate::text_tools::ToolProtocol::Xml)));
+    assert_eq!(protocol("ollama:tiny-json"), Ok(Some(crate::text_tools::ToolProtocol::Json)));
+    assert_eq!(protocol("anthropic:claude-sonnet-4-5"), Ok(None), "native by default");
+    let unknown = r#"{ "extends": "ollama", "models": [ { "id": "x", "tool_protocol": "yaml" } ] }"#;
+    assert!(catalogue.load_json(unknown).is_err(), "an unknown protocol name is an error");
+}
