@@ -638,7 +638,7 @@ fn a_text_protocol_turn_runs_the_tool_as_a_native_one_does() {
     let (r, agent) = run("xml_tool_turn");
     let lines = skeleton(&r);
     assert!(lines.iter().any(|l| l.starts_with("step tool_use")), "{lines:#?}");
-    assert!(lines.iter().any(|l| *l == r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
+    assert!(lines.contains(&r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
     assert_eq!(lines.last().copied(), Some("turn stop stop messages=4 usage=40/6"), "{lines:#?}");
     assert_eq!(r.effects[1], r#"run tool #1 get_weather {"city":"Paris"}"#);
     // The next request carries no native tools: the call and its result went back as text.
@@ -652,8 +652,8 @@ fn a_text_protocol_turn_runs_the_tool_as_a_native_one_does() {
 fn a_text_protocol_call_waits_for_approval_as_a_native_one_does() {
     let (r, agent) = run("json_pause_resume");
     let lines = skeleton(&r);
-    assert!(lines.iter().any(|l| *l == "pause call_0_0 get_weather: needs approval"), "{lines:#?}");
-    assert!(lines.iter().any(|l| *l == r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
+    assert!(lines.contains(&"pause call_0_0 get_weather: needs approval"), "{lines:#?}");
+    assert!(lines.contains(&r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
     assert!(lines.last().is_some_and(|l| l.starts_with("turn stop stop messages=4")), "{lines:#?}");
     assert_eq!(agent.messages().len(), 4);
 }
