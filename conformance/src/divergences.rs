@@ -7,7 +7,9 @@
 //! - retry jitter: each call and each agent draws its own seed, unless the client's
 //!   policy was set with one (same place);
 //! - a call whose machine refuses its configuration fails naming the model
-//!   ([`ClientConfig::start`](omni_core::machines::client::ClientConfig::start)).
+//!   ([`ClientConfig::start`](omni_core::machines::client::ClientConfig::start));
+//! - a key given for a provider that takes none is sent as a bearer token, never dropped
+//!   (`Dialect::build_request`).
 
 use std::time::Duration;
 
@@ -138,4 +140,17 @@ pub fn a_call_refused_before_it_starts_names_the_model(driver: &impl StreamingDr
         other => panic!("an output schema that does not compile: {other:?}"),
     }
     assert!(server.requests().is_empty(), "a refused call sends nothing");
+}
+
+/// A key given explicitly for a provider that takes none (`Provider::openai_compatible(..,
+/// None)`, then `.api_key(..)` on the client) is sent as a bearer token, never dropped.
+pub fn a_key_given_for_a_keyless_provider_is_sent_not_dropped(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
+    let setup = Setup { keyless_provider: true, ..Setup::new(server.base_url(), "sk-explicit") };
+    let client = driver.client(&setup);
+    let events = driver.stream(&client);
+    assert_eq!(finished_text(&events).as_deref(), Some("Hi."), "{events:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-explicit"), "the key reached the server");
 }

@@ -37,6 +37,9 @@ pub struct Setup {
     /// The client's retry policy (its seed then used by every call); ignored with
     /// `no_retries`.
     pub retry: Option<RetryPolicy>,
+    /// The provider takes no key (`Auth::None`, as `Provider::openai_compatible(.., None)`
+    /// makes it); the key is still given to the client.
+    pub keyless_provider: bool,
 }
 
 impl Setup {
@@ -61,6 +64,14 @@ impl Setup {
             builder = builder.retry(RetryPolicy::none());
         } else if let Some(policy) = self.retry {
             builder = builder.retry(policy);
+        }
+        if self.keyless_provider {
+            let keyless = Provider {
+                auth: omni_core::Auth::None,
+                api_key_env: None,
+                ..crate::scenarios::provider(&self.base_url)
+            };
+            builder = builder.provider(keyless);
         }
         if !self.provider_headers.0.is_empty() {
             let (headers, secret_headers) = self.provider_headers.clone();
@@ -195,6 +206,11 @@ macro_rules! http_suite_tests {
         #[test]
         fn a_call_refused_before_it_starts_names_the_model() {
             $crate::divergences::a_call_refused_before_it_starts_names_the_model(&$driver);
+        }
+
+        #[test]
+        fn a_key_given_for_a_keyless_provider_is_sent_not_dropped() {
+            $crate::divergences::a_key_given_for_a_keyless_provider_is_sent_not_dropped(&$driver);
         }
     };
 }

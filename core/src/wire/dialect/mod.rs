@@ -89,8 +89,8 @@ impl Dialect {
             return Err(RequestError::TooDeep { what });
         }
         let key = match (&spec.provider.auth, spec.api_key) {
-            (Auth::None, _) => None,
             (_, Some(key)) => Some(key),
+            (Auth::None, None) => None,
             (_, None) => {
                 return Err(RequestError::MissingApiKey {
                     provider: spec.provider.id.clone(),
@@ -115,7 +115,9 @@ impl Dialect {
         request.set_header(Header::new("accept", accept_header(self.framing())));
         request.set_header(Header::new("user-agent", USER_AGENT));
         match (&spec.provider.auth, key) {
-            (Auth::Bearer, Some(key)) => {
+            // A key given for a provider that needs none (a keyless OpenAI-compatible
+            // server) is still sent, the OpenAI-compatible way: a key is never dropped.
+            (Auth::Bearer | Auth::None, Some(key)) => {
                 request.set_header(Header::secret("authorization", format!("Bearer {}", key.expose())))
             }
             (Auth::Header { name }, Some(key)) => request.set_header(Header::secret(name.clone(), key.expose())),
