@@ -43,14 +43,14 @@ pub fn two_tools_of_one_name_are_refused_before_anything_is_sent(driver: &impl S
     ])
     .expect("server");
     let client = driver.client(&Setup::new(server.base_url(), "k"));
-    let twins = [TestTool { name: "get_weather", answer: "sunny" }, TestTool { name: "get_weather", answer: "rainy" }];
+    let twins = [TestTool::answering("get_weather", "sunny"), TestTool::answering("get_weather", "rainy")];
     match driver.try_stream(&client, Options::default(), &twins) {
         Err(Error::Client(ClientError::DuplicateTool(name))) => assert_eq!(name, "get_weather"),
         other => panic!("two tools named get_weather: {other:?}"),
     }
     assert!(server.requests().is_empty(), "a refused call sends nothing");
 
-    let distinct = [TestTool { name: "get_weather", answer: "sunny" }, TestTool { name: "get_time", answer: "noon" }];
+    let distinct = [TestTool::answering("get_weather", "sunny"), TestTool::answering("get_time", "noon")];
     let events = driver.try_stream(&client, Options::default(), &distinct).expect("the call starts");
     let answered: Vec<&ToolResultContent> = events
         .iter()
@@ -153,4 +153,62 @@ pub fn a_key_given_for_a_keyless_provider_is_sent_not_dropped(driver: &impl Stre
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].header("authorization"), Some("Bearer sk-explicit"), "the key reached the server");
+}
+
+/// A call's usage carries its cost, from the catalogue's prices of the model it names.
+pub fn usage_carries_the_cost_from_the_catalogues_prices(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let events = driver.stream_named(&client, "anthropic:claude-sonnet-4-5");
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    let catalogue = omni_core::Catalogue::builtin().expect("the built-in catalogue");
+    let prices = catalogue.model("anthropic:claude-sonnet-4-5").expect("in the catalogue").prices;
+    assert!(prices.input > 0.0 && prices.output > 0.0, "the catalogue prices the model: {prices:?}");
+    let usage = response.usage;
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    let expected = omni_core::Usage { cost: None, ..usage }.with_cost(&prices).cost;
+    assert!(usage.cost.is_some(), "the usage carries a cost: {usage:?}");
+    assert_eq!(usage.cost, expected, "the cost is the usage at the catalogue's prices");
+}
+
+/// What the dialect could not send reaches the response as a warning: Anthropic keeps
+/// only `user_id` of the metadata.
+pub fn warnings_reach_the_response(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let mut options = Options::default();
+    options.metadata.insert("trace".into(), "t-1".into());
+    let events = driver.try_stream(&client, options, &[]).expect("the call starts");
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    assert!(
+        response.warnings.iter().any(|w| w.code == "unsupported_option" && w.message.contains("trace")),
+        "{:?}",
+        response.warnings
+    );
+}
+
+/// A tool's own time limit wins over the call's: the call allows a minute, the tool 200 ms;
+/// its handler never answers, and the model is told of the timeout after the tool's limit.
+pub fn a_tools_own_timeout_overrides_the_calls(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![
+        Reply::stream(tool_events(&[("t1", "slow", "{}")]).concat().as_bytes(), 64, Duration::ZERO),
+        text_reply(&["Too slow."]),
+    ])
+    .expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let options = Options { tool_timeout: Some(Duration::from_secs(60)), ..Options::default() };
+    let slow = TestTool { own_timeout: Some(Duration::from_millis(200)), ..TestTool::answering("slow", "never") };
+    let events = driver.try_stream(&client, options, &[slow]).expect("the call starts");
+    assert_eq!(finished_text(&events).as_deref(), Some("Too slow."), "{events:?}");
+    let result = events
+        .iter()
+        .find_map(|e| match e {
+            GenerateEvent::ToolResult { result, .. } => Some(result),
+            _ => None,
+        })
+        .expect("a tool result");
+    assert!(result.is_error, "the timed-out run is an error for the model: {result:?}");
+    // The limit that decided is named in what the model is told: the tool's, not the call's.
+    let told: Vec<&ToolResultContent> = result.content.iter().collect();
+    assert_eq!(told, [&ToolResultContent::Text { text: "the tool timed out after 200ms".into() }]);
 }

@@ -120,6 +120,9 @@ pub trait StreamingDriver: Send + Sync + 'static {
         options: Options,
         tools: &[TestTool],
     ) -> Result<Vec<GenerateEvent>, Error>;
+    /// The events of one streaming call of the model named `model` (resolved through the
+    /// client's catalogue) with the prompt "hi" and default options, to its end.
+    fn stream_named(&self, client: &Self::Client, model: &str) -> Vec<GenerateEvent>;
 }
 
 /// A tool for [`StreamingDriver::try_stream`]: any input, answered with `answer`.
@@ -129,9 +132,17 @@ pub struct TestTool {
     pub name: &'static str,
     /// Its description, and the text its handler answers.
     pub answer: &'static str,
+    /// When set: the handler never answers (it waits an hour, cancellably), and the tool
+    /// carries this as its own time limit (`Tool::timeout`).
+    pub own_timeout: Option<Duration>,
 }
 
 impl TestTool {
+    /// A tool answering `answer` at once.
+    pub const fn answering(name: &'static str, answer: &'static str) -> Self {
+        Self { name, answer, own_timeout: None }
+    }
+
     /// The tool's input schema: an object.
     pub fn schema() -> serde_json::Value {
         serde_json::json!({"type": "object"})
@@ -206,6 +217,21 @@ macro_rules! http_suite_tests {
         #[test]
         fn a_call_refused_before_it_starts_names_the_model() {
             $crate::divergences::a_call_refused_before_it_starts_names_the_model(&$driver);
+        }
+
+        #[test]
+        fn usage_carries_the_cost_from_the_catalogues_prices() {
+            $crate::divergences::usage_carries_the_cost_from_the_catalogues_prices(&$driver);
+        }
+
+        #[test]
+        fn warnings_reach_the_response() {
+            $crate::divergences::warnings_reach_the_response(&$driver);
+        }
+
+        #[test]
+        fn a_tools_own_timeout_overrides_the_calls() {
+            $crate::divergences::a_tools_own_timeout_overrides_the_calls(&$driver);
         }
 
         #[test]

@@ -51,11 +51,22 @@ impl StreamingDriver for Driver {
     fn try_stream(&self, client: &Client, options: Options, tools: &[TestTool]) -> Result<Vec<GenerateEvent>, Error> {
         let mut call = client.call(scenarios::model(), "hi").options(options);
         for tool in tools {
-            let answer = tool.answer;
-            call = call.tool(Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+            let (answer, hangs) = (tool.answer, tool.own_timeout.is_some());
+            let handler = Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+                if hangs {
+                    smol::Timer::after(std::time::Duration::from_secs(3600)).await;
+                }
                 Ok::<_, ToolError>(answer)
-            }));
+            });
+            call = call.tool(match tool.own_timeout {
+                Some(limit) => handler.timeout(limit),
+                None => handler,
+            });
         }
         Ok(smol::block_on(call.stream()?.collect()))
+    }
+
+    fn stream_named(&self, client: &Client, model: &str) -> Vec<GenerateEvent> {
+        smol::block_on(client.stream_text(model, "hi", Options::default()).expect("stream").collect())
     }
 }

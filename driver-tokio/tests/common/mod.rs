@@ -56,13 +56,26 @@ impl StreamingDriver for Driver {
         let _entered = self.0.enter();
         let mut call = client.call(scenarios::model(), "hi").options(options);
         for tool in tools {
-            let answer = tool.answer;
-            call = call.tool(Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+            let (answer, hangs) = (tool.answer, tool.own_timeout.is_some());
+            let handler = Tool::new(tool.name, answer, TestTool::schema(), move |_| async move {
+                if hangs {
+                    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                }
                 Ok::<_, ToolError>(answer)
-            }));
+            });
+            call = call.tool(match tool.own_timeout {
+                Some(limit) => handler.timeout(limit),
+                None => handler,
+            });
         }
         let mut stream = call.stream()?;
         Ok(self.0.block_on(collect(&mut stream)))
+    }
+
+    fn stream_named(&self, client: &Client, model: &str) -> Vec<GenerateEvent> {
+        let _entered = self.0.enter();
+        let mut stream = client.stream_text(model, "hi", Options::default()).expect("stream");
+        self.0.block_on(collect(&mut stream))
     }
 }
 
