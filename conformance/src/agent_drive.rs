@@ -91,6 +91,33 @@ pub fn configure<L: Launch<T>, T>(
     }
 }
 
+/// Where the simulation keeps the callback log of `name` (every callback it made, `init`
+/// to `terminate`).
+pub fn callbacks_path(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts/agent/callbacks").join(format!("{name}.txt"))
+}
+
+/// After a driver's run of `named` and its agent dropped: the callbacks it made, `init` to
+/// `terminate`, are the simulation's. Waits (up to 10 s) for `terminate`, which the agent's
+/// loop calls once it sees the last handle gone.
+pub fn check_callbacks(named: &NamedAgentScenario) -> Result<(), String> {
+    let log = &named.callbacks.log;
+    for _ in 0..1_000 {
+        if log.lines().last().is_some_and(|l| l == "terminate") {
+            break;
+        }
+        #[allow(clippy::disallowed_methods)] // a test's wait on the test's thread
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let path = callbacks_path(named.name);
+    let want = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let got = log.lines().join("\n") + "\n";
+    if got != want {
+        return Err(format!("{}: callbacks differ\n--- simulation\n{want}--- driver\n{got}", named.name));
+    }
+    Ok(())
+}
+
 /// The simulation's transcript of `name`.
 pub fn expected(name: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts/agent").join(format!("{name}.txt"));

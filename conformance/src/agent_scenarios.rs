@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::machines::agent::{AgentConfig, StatePatch, ToolDecision};
+use omni_core::machines::agent::{AgentConfig, Prompt, StatePatch, ToolDecision};
 use omni_core::machines::generate::{RetryPolicy, ToolOutcome};
 use omni_core::text_tools::ToolProtocol;
-use omni_core::{Message, ToolResultContent};
+use omni_core::{Attachment, Block, Message, Source, ToolResult, ToolResultContent};
 
 use crate::agent_script::When;
 use crate::agent_sim::{config, Action, AgentScenario, ScriptedCallbacks};
@@ -124,6 +124,17 @@ fn server_error() -> Reply {
     Reply::error(500, &[], SERVER_ERROR)
 }
 
+/// A prompt of text and a small PNG, with a temperature for its turn only.
+fn image_prompt() -> Prompt {
+    let png = Attachment {
+        source: Source::Base64 { data: "iVBORw0KGgo=".into() },
+        media_type: "image/png".into(),
+        name: None,
+    };
+    Prompt::new(vec![Block::text("What is in this image?"), Block::Attachment(png)])
+        .options(omni_core::Options { temperature: Some(0.5), ..omni_core::Options::default() })
+}
+
 /// A scenario with the default configuration, callbacks and tools.
 fn named(name: &'static str, replies: Vec<Reply>, actions: Vec<(When, Action)>) -> NamedAgentScenario {
     NamedAgentScenario {
@@ -191,6 +202,50 @@ pub fn all() -> Vec<NamedAgentScenario> {
             vec![start(ASK), on("pause ", 1, Action::Resume(ToolDecision::Execute))],
         ),
         named("chat_turn", vec![text(&["Hello", " there."])], vec![start("Hi")]),
+        // A prompt of blocks (text and an image) with options for its turn only; the next
+        // turn goes back to the agent's options.
+        named(
+            "prompt_with_blocks_and_options",
+            vec![text(&["A red square."]), text(&["Still red."])],
+            vec![
+                (When::Start, Action::PromptWith(Box::new(image_prompt()))),
+                on("turn stop", 1, Action::Prompt("And now?".into())),
+            ],
+        ),
+        // The application runs the tool without a handler itself and answers its call in
+        // the next prompt, with a tool-result block.
+        named(
+            "own_tool_result",
+            vec![calls(&[("toolu_1", "ask_user")]), text(&["Blue it is."])],
+            vec![
+                start(ASK),
+                on(
+                    "turn stop",
+                    1,
+                    Action::PromptWith(Box::new(Prompt::new(vec![
+                        Block::ToolResult(ToolResult::text("toolu_1", "ask_user", "blue")),
+                        Block::text("Go on."),
+                    ]))),
+                ),
+            ],
+        ),
+        // While paused, set_state is refused as paused (not busy); the turn goes on.
+        NamedAgentScenario {
+            callbacks: pause(),
+            ..named(
+                "set_state_while_paused",
+                vec![calls(&[("toolu_1", "get_weather")]), text(&["Done."])],
+                vec![
+                    start(ASK),
+                    on(
+                        "pause ",
+                        1,
+                        Action::SetState(Box::new(StatePatch { system: Some(None), ..StatePatch::default() })),
+                    ),
+                    on("pause ", 1, Action::Resume(ToolDecision::Execute)),
+                ],
+            )
+        },
         named(
             "two_step_tool_turn",
             vec![calls(&[("toolu_1", "get_weather"), ("toolu_2", "get_time")]), text(&["Sunny, noon."])],

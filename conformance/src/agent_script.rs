@@ -156,7 +156,7 @@ pub fn rebuild(initial: &[Message], events: &[AgentEvent]) -> Snapshot {
                 snapshot.pending.clear();
                 partial.clear();
             }
-            AgentEvent::Cancelled | AgentEvent::Error(_) => {
+            AgentEvent::Cancelled(_) | AgentEvent::Error(_) => {
                 snapshot.pending.clear();
                 partial.clear();
             }

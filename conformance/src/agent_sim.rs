@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use omni_core::machines::agent::{
-    Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, ErrorDecision, RetryKind, Snapshot, StatePatch, Status,
-    ToolDecision, TurnDecision, TurnEnd,
+    Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, ErrorDecision, Prompt, RetryKind, Snapshot, StatePatch,
+    Status, ToolDecision, TurnDecision, TurnEnd,
 };
 use omni_core::machines::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
@@ -31,6 +31,8 @@ use crate::sim::{error_kind, BodyStep, Reply, ToolScript};
 pub enum Action {
     /// `prompt(text)`.
     Prompt(String),
+    /// `prompt_with(prompt)`: content blocks and options for the turn.
+    PromptWith(Box<Prompt>),
     /// `resume(decision)`.
     Resume(ToolDecision),
     /// `cancel()`.
@@ -46,6 +48,7 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Prompt(_) => "prompt",
+            Self::PromptWith(_) => "prompt_with",
             Self::Resume(_) => "resume",
             Self::Cancel => "cancel",
             Self::SetState(_) => "set_state",
@@ -57,6 +60,7 @@ impl Action {
     pub fn into_input(self) -> Option<AgentInput<'static>> {
         match self {
             Self::Prompt(text) => Some(AgentInput::Prompt(text)),
+            Self::PromptWith(prompt) => Some(AgentInput::PromptWith(prompt)),
             Self::Resume(decision) => Some(AgentInput::Resume(decision)),
             Self::Cancel => Some(AgentInput::Cancel),
             Self::SetState(patch) => Some(AgentInput::SetState(patch)),
@@ -386,8 +390,8 @@ pub fn transcript_line(event: &AgentEvent) -> String {
             error_kind(error)
         ),
         AgentEvent::Error(e) => format!("error {}", error_kind(e)),
-        AgentEvent::Cancelled => "cancelled".into(),
-        AgentEvent::State => "state".into(),
+        AgentEvent::Cancelled(_) => "cancelled".into(),
+        AgentEvent::State(_) => "state".into(),
         other => format!("{other:?}"),
     }
 }
@@ -438,8 +442,25 @@ pub struct ScriptedCallbacks {
     pub result_prefix: Option<String>,
     /// True once the completion tool was called.
     pub completed: bool,
-    /// Every callback call, one line each.
-    pub log: Vec<String>,
+    /// Every callback call, one line each (shared by clones: a driver's agent gets a
+    /// clone, and its log is read here after the agent is gone).
+    pub log: CallbackLog,
+}
+
+/// The lines [`ScriptedCallbacks`] write, one per callback call, shared by its clones.
+#[derive(Debug, Clone, Default)]
+pub struct CallbackLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl CallbackLog {
+    /// Adds a line.
+    pub fn push(&self, line: String) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+    }
+
+    /// The lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
 }
 
 // Drivers move the callbacks into a task or a thread.
@@ -450,11 +471,17 @@ const _: fn() = || {
 };
 
 impl AgentCallbacks for ScriptedCallbacks {
+    fn init(&mut self, config: &mut AgentConfig) -> Result<(), String> {
+        self.log.push(format!("init tools={} messages={}", config.tools.len(), config.messages.len()));
+        Ok(())
+    }
+
     fn handle_turn(&mut self, response: &Response) -> TurnDecision {
         let stop = response.stop_reason.map(|s| json_str(&s)).unwrap_or_default();
         self.log.push(format!("handle_turn {stop} {:?} messages={}", response.text(), response.messages.len()));
         match &self.continue_until {
-            Some((_, text)) if !self.completed => TurnDecision::Continue(text.clone()),
+            // Content blocks (`ContinueWith`), to show that form at work through every driver.
+            Some((_, text)) if !self.completed => TurnDecision::ContinueWith(Box::new(Prompt::text(text.clone()))),
             _ => TurnDecision::Stop,
         }
     }

@@ -151,7 +151,7 @@ impl TestTool {
 
 /// True for the event that ends an agent's turn (committed, failed or cancelled).
 pub fn turn_ended(event: &AgentEvent) -> bool {
-    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
+    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled(_))
 }
 
 /// A call's events as a suite reads them: see [`StreamingDriver::open`].

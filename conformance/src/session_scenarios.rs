@@ -270,7 +270,7 @@ fn settle(step: &Step, driver: &mut dyn SessionDriver, lines: &mut Vec<String>) 
         let Some(line) = event_line(&event) else { continue };
         lines.push(line);
         match event {
-            SessionEvent::Agent(AgentEvent::Turn { .. } | AgentEvent::Cancelled | AgentEvent::Error(_)) => {
+            SessionEvent::Agent(AgentEvent::Turn { .. } | AgentEvent::Cancelled(_) | AgentEvent::Error(_)) => {
                 turn_over = true
             }
             SessionEvent::Store { written: Written::State, result: Ok(()) } if turn_over => return Ok(()),
@@ -284,7 +284,7 @@ fn settle(step: &Step, driver: &mut dyn SessionDriver, lines: &mut Vec<String>) 
 /// messages and steps: the agent's scenarios check them).
 pub fn event_line(event: &SessionEvent) -> Option<String> {
     match event {
-        SessionEvent::Agent(agent @ (AgentEvent::Turn { .. } | AgentEvent::Cancelled | AgentEvent::Error(_))) => {
+        SessionEvent::Agent(agent @ (AgentEvent::Turn { .. } | AgentEvent::Cancelled(_) | AgentEvent::Error(_))) => {
             Some(transcript_line(agent))
         }
         SessionEvent::Agent(_) => None,

@@ -19,13 +19,24 @@ use omni_core::{Message, Role};
 fn run(name: &str) -> (AgentSimResult, Agent<ScriptedCallbacks>) {
     let named = by_name(name);
     let agent = Agent::new(named.config, named.callbacks, std::time::Instant::now()).expect("a valid configuration");
-    let (result, agent) = simulate_agent(agent, &named.scenario);
+    let (result, mut agent) = simulate_agent(agent, &named.scenario);
     assert!(result.unfired.is_empty(), "actions never triggered: {:?}", result.unfired);
     let path = transcripts().join(format!("{name}.txt"));
     if let Err(diff) = check_or_bless(&path, &(result.transcript.join("\n") + "\n")) {
         panic!("{diff}\nfull transcript:\n{}", result.transcript.join("\n"));
     }
+    // The application goes away: every callback the scenario made, `init` to `terminate`,
+    // is the log every driver's run must write too.
+    agent.terminate(std::time::Instant::now());
+    let log = agent.callbacks().log.lines();
+    if let Err(diff) = check_or_bless(&callbacks_path(name), &(log.join("\n") + "\n")) {
+        panic!("{diff}\ncallbacks:\n{}", log.join("\n"));
+    }
     (result, agent)
+}
+
+fn callbacks_path(name: &str) -> std::path::PathBuf {
+    omni_conformance::agent_drive::callbacks_path(name)
 }
 
 fn transcripts() -> std::path::PathBuf {
@@ -92,7 +103,7 @@ fn two_step_tool_turn_runs_tools_in_parallel_and_answers_in_call_order() {
         [r#"run tool #1 get_weather {"city":"Paris"}"#, r#"run tool #2 get_time {"city":"Paris"}"#]
     );
     assert_eq!(agent.messages().len(), 4);
-    assert_eq!(agent.callbacks().log.iter().filter(|l| l.starts_with("handle_tool_use")).count(), 2);
+    assert_eq!(agent.callbacks().log.lines().iter().filter(|l| l.starts_with("handle_tool_use")).count(), 2);
 }
 
 fn paused_skeleton(result_line: &str) -> Vec<String> {
@@ -187,8 +198,13 @@ fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
     assert_eq!(r.requests.len(), 1);
     assert!(agent.messages().last().is_some_and(|m| m.tool_uses().count() == 1), "the call is the application's");
     assert_eq!(
-        agent.callbacks().log,
-        ["handle_tool_use toolu_1 ask_user", r#"handle_turn tool_use "Let me check." messages=2"#]
+        agent.callbacks().log.lines(),
+        [
+            "init tools=4 messages=0",
+            "handle_tool_use toolu_1 ask_user",
+            r#"handle_turn tool_use "Let me check." messages=2"#,
+            "terminate"
+        ]
     );
 }
 
@@ -230,7 +246,7 @@ fn a_prompt_staged_during_a_tool_run_overrides_the_stop() {
     );
     assert_eq!(agent.messages().len(), 6, "both turns committed; the first staged prompt was replaced");
     assert!(
-        agent.callbacks().log.contains(&r#"handle_turn stop "Sunny." messages=4"#.to_string()),
+        agent.callbacks().log.lines().contains(&r#"handle_turn stop "Sunny." messages=4"#.to_string()),
         "observed, overridden"
     );
     // The new turn's request carries the whole committed history.
@@ -357,8 +373,13 @@ fn an_error_with_retry_then_success() {
         ]
     );
     assert_eq!(
-        agent.callbacks().log,
-        ["handle_error provider Server 500 attempt 1", r#"handle_turn stop "Hello." messages=2"#]
+        agent.callbacks().log.lines(),
+        [
+            "init tools=4 messages=0",
+            "handle_error provider Server 500 attempt 1",
+            r#"handle_turn stop "Hello." messages=2"#,
+            "terminate"
+        ]
     );
     assert!(r.elapsed >= Duration::from_millis(250), "backed off: {:?}", r.elapsed);
 }
@@ -534,7 +555,7 @@ fn unknown_tools_and_invalid_input_get_error_results() {
 fn request_retries_of_the_inner_machine_are_forwarded() {
     let (r, agent) = run("request_retry");
     assert_eq!(skeleton(&r)[2], "retry request 1 after provider Server 500");
-    assert!(!agent.callbacks().log.iter().any(|l| l.starts_with("handle_error")), "handled inside the step");
+    assert!(!agent.callbacks().log.lines().iter().any(|l| l.starts_with("handle_error")), "handled inside the step");
     assert_eq!(r.effects[..2], ["send #0", "send #1"]);
 }
 
@@ -545,7 +566,7 @@ fn stale_ids_are_ignored_and_terminate_cancels_work() {
     let now = std::time::Instant::now();
     let mut agent =
         Agent::new(agent_sim::config(), ScriptedCallbacks::default(), std::time::Instant::now()).expect("agent");
-    agent.handle_input(AgentInput::Prompt("Hi".into()), now).expect("prompt");
+    agent.handle_input(omni_core::machines::agent::AgentInput::Prompt("Hi".into()), now).expect("prompt");
     assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { id: RequestId(0), .. })));
     while agent.poll_event().is_some() {}
     agent.handle_input(AgentInput::Report(Report::BodyEnd { id: RequestId(7) }), now).expect("ignored");
@@ -555,8 +576,11 @@ fn stale_ids_are_ignored_and_terminate_cancels_work() {
     assert_eq!(agent.status(), Status::Busy);
     agent.terminate(now);
     assert_eq!(agent.poll_effect(), Some(Effect::CancelRequest { id: RequestId(0) }));
-    assert_eq!(agent.callbacks().log, ["terminate"]);
-    assert_eq!(agent.handle_input(AgentInput::Prompt("again".into()), now), Err(AgentError::Terminated));
+    assert_eq!(agent.callbacks().log.lines(), ["init tools=4 messages=0", "terminate"]);
+    assert_eq!(
+        agent.handle_input(omni_core::machines::agent::AgentInput::Prompt("again".into()), now),
+        Err(AgentError::Terminated)
+    );
     assert_eq!(agent.poll_timeout(), None);
 }
 
@@ -574,7 +598,11 @@ fn an_invalid_structured_reply_gets_a_correction_that_joins_the_turn() {
     assert_eq!(roles, [Role::User, Role::Assistant, Role::User, Role::Assistant]);
     assert!(agent.messages()[2].text().starts_with(correction));
     // handle_turn saw the value.
-    assert!(agent.callbacks().log.iter().any(|l| l.starts_with("handle_turn stop")), "{:?}", agent.callbacks().log);
+    assert!(
+        agent.callbacks().log.lines().iter().any(|l| l.starts_with("handle_turn stop")),
+        "{:?}",
+        agent.callbacks().log.lines()
+    );
 }
 
 #[test]
@@ -656,4 +684,111 @@ fn a_text_protocol_call_waits_for_approval_as_a_native_one_does() {
     assert!(lines.contains(&r#"tool_result call_0_0 "sunny""#), "{lines:#?}");
     assert!(lines.last().is_some_and(|l| l.starts_with("turn stop stop messages=4")), "{lines:#?}");
     assert_eq!(agent.messages().len(), 4);
+}
+
+#[test]
+fn a_prompt_of_blocks_sends_them_and_its_options_hold_for_its_turn_only() {
+    let (r, agent) = run("prompt_with_blocks_and_options");
+    assert_eq!(r.requests.len(), 2);
+    let first: serde_json::Value = serde_json::from_slice(&r.requests[0].body).expect("JSON body");
+    let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    assert_eq!(first["temperature"], 0.5, "the prompt's option: {first}");
+    assert!(second.get("temperature").is_none(), "the next turn has the agent's options: {second}");
+    let content = &first["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "What is in this image?", "{first}");
+    assert_eq!(content[1]["type"], "image", "the attachment went as an image block: {first}");
+    assert_eq!(agent.state().options.temperature, None, "the agent's own options are back");
+}
+
+#[test]
+fn a_prompt_may_answer_the_open_call_with_the_applications_own_result() {
+    let (r, _) = run("own_tool_result");
+    let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
+    let user = &second["messages"][2];
+    assert_eq!(user["content"][0]["type"], "tool_result", "{second}");
+    assert_eq!(user["content"][0]["tool_use_id"], "toolu_1");
+    assert_eq!(user["content"][0]["content"], "blue", "the application's result, not an error: {second}");
+    assert!(user["content"][0].get("is_error").is_none_or(|e| e == false), "{second}");
+    assert_eq!(user["content"][1]["text"], "Go on.");
+}
+
+#[test]
+fn a_tool_result_for_no_open_call_or_while_busy_is_refused() {
+    let named = by_name("chat_turn");
+    let now = std::time::Instant::now();
+    let mut agent = Agent::new(named.config, named.callbacks, now).expect("a valid configuration");
+    let stray = omni_core::machines::agent::Prompt::new(vec![omni_core::Block::ToolResult(
+        omni_core::ToolResult::text("toolu_9", "ask_user", "blue"),
+    )]);
+    let refused = agent.handle_input(omni_core::machines::agent::AgentInput::PromptWith(Box::new(stray.clone())), now);
+    assert!(matches!(refused, Err(AgentError::InvalidMessages(_))), "{refused:?}");
+    agent.handle_input(omni_core::machines::agent::AgentInput::Prompt("Hi".into()), now).expect("a turn starts");
+    while agent.poll_effect().is_some() {}
+    let busy = agent.handle_input(omni_core::machines::agent::AgentInput::PromptWith(Box::new(stray)), now);
+    assert_eq!(busy, Err(AgentError::Busy));
+    let bad = omni_core::machines::agent::Prompt::text("x")
+        .options(omni_core::Options { temperature: Some(9.0), ..omni_core::Options::default() });
+    assert!(matches!(
+        agent.handle_input(omni_core::machines::agent::AgentInput::PromptWith(Box::new(bad)), now),
+        Err(AgentError::InvalidOptions(_))
+    ));
+}
+
+#[test]
+fn set_state_while_paused_is_refused_as_paused_not_busy() {
+    let (r, _) = run("set_state_while_paused");
+    assert!(
+        r.transcript.iter().any(|l| l.starts_with("refused set_state: the agent is paused")),
+        "{:#?}",
+        r.transcript
+    );
+}
+
+#[test]
+fn the_cancelled_event_carries_what_the_turn_had_produced() {
+    let (r, _) = run("cancel_streaming");
+    let response = r
+        .events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Cancelled(response) => Some(response),
+            _ => None,
+        })
+        .expect("a cancelled event");
+    assert_eq!(response.stop_reason, Some(omni_core::StopReason::Cancelled));
+    assert_eq!(response.messages.first().map(|m| m.role), Some(Role::User), "the turn's prompt: {response:?}");
+    assert!(!response.message.text().is_empty(), "the reply streamed so far: {response:?}");
+}
+
+#[test]
+fn the_state_event_carries_the_new_state() {
+    let (r, _) = run("set_state");
+    let states: Vec<&omni_core::machines::agent::AgentState> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::State(state) => Some(&**state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states.len(), 1, "one accepted change");
+    assert_eq!(states[0].system.as_deref(), Some("Be brief."));
+    assert_eq!(states[0].messages.len(), 2);
+}
+
+#[test]
+fn an_agent_takes_its_own_output_validator_as_a_call_does() {
+    let mut named = by_name("structured_output");
+    let schema = named.config.options.output.take().expect("the scenario's schema").schema;
+    let validator = omni_core::data::schema::JsonSchemaValidator::new(schema.clone()).expect("compiles");
+    named.config.output_validator = Some(std::sync::Arc::new(validator));
+    let agent = Agent::new(named.config, named.callbacks, std::time::Instant::now()).expect("a valid configuration");
+    let (r, _) = simulate_agent(agent, &named.scenario);
+    let first: serde_json::Value = serde_json::from_slice(&r.requests[0].body).expect("JSON body");
+    assert!(first.to_string().contains("answer"), "the validator's schema is sent: {first}");
+    let turn = r.events.iter().find_map(|e| match e {
+        AgentEvent::Turn { output, .. } => Some(output.clone()),
+        _ => None,
+    });
+    assert_eq!(turn, Some(Some(Box::new(Ok(serde_json::json!({"answer": 42}))))), "{:#?}", r.transcript);
 }

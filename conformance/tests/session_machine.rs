@@ -156,7 +156,7 @@ fn op_line(op: &StoreOp) -> String {
 fn event_line(event: &SessionEvent) -> Option<String> {
     Some(match event {
         SessionEvent::Agent(AgentEvent::Turn { messages, .. }) => format!("turn {} messages", messages.len()),
-        SessionEvent::Agent(AgentEvent::Cancelled) => "cancelled".into(),
+        SessionEvent::Agent(AgentEvent::Cancelled(_)) => "cancelled".into(),
         SessionEvent::Agent(AgentEvent::Error(_)) => "error".into(),
         SessionEvent::Agent(_) => return None,
         SessionEvent::Tree { added, path } => format!(

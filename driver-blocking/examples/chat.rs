@@ -154,7 +154,7 @@ fn follow_turn(events: &Subscription<SessionEvent>) {
                 eprintln!("\n! the turn failed: {e}");
                 turn_over = true;
             }
-            SessionEvent::Agent(AgentEvent::Cancelled) => turn_over = true,
+            SessionEvent::Agent(AgentEvent::Cancelled(_)) => turn_over = true,
             SessionEvent::Tree { added, .. } if !added.is_empty() => {
                 let ids: Vec<String> = added.iter().map(|n| n.id.to_string()).collect();
                 println!("  (nodes {})", ids.join(", "));

@@ -16,7 +16,7 @@ use std::fmt;
 use std::future::Future;
 use std::thread::ThreadId;
 
-use omni_core::machines::agent::{AgentCallbacks, AgentState, NoCallbacks, Snapshot, Status, ToolDecision};
+use omni_core::machines::agent::{AgentCallbacks, AgentState, NoCallbacks, Prompt, Snapshot, Status, ToolDecision};
 use omni_core::Message;
 
 use crate::{Client, Error, Subscription, Tool};
@@ -113,6 +113,9 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
         /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
         /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
         fn prompt(text: impl Into<String>) -> ();
+        /// Sends a user message of content blocks (text, attachments, results of tools the
+        /// application ran itself), with options over the agent's for that turn only.
+        fn prompt_with(prompt: impl Into<Prompt>) -> ();
         /// Answers the paused tool call.
         fn resume(decision: ToolDecision) -> ();
         /// Stops the turn in flight and discards it (an error when idle).

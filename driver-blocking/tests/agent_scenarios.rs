@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use omni_blocking::{Agent, CancelToken, Client, Subscription, Tool, ToolError, ToolOutput};
-use omni_conformance::agent_drive::{configure, refusal, run_agent_scenario, state_change, AgentDriver};
+use omni_conformance::agent_drive::{
+    check_callbacks, configure, refusal, run_agent_scenario, state_change, AgentDriver,
+};
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
@@ -54,6 +56,7 @@ impl AgentDriver for BlockingAgent {
         let agent = &self.agent;
         match action {
             Action::Prompt(text) => refusal(agent.prompt(text)),
+            Action::PromptWith(prompt) => refusal(agent.prompt_with(*prompt)),
             Action::Resume(decision) => refusal(agent.resume(decision)),
             Action::Cancel => refusal(agent.cancel()),
             Action::SetState(patch) => refusal(agent.set_state(state_change(&patch))),
@@ -91,7 +94,11 @@ fn run(named: NamedAgentScenario) -> Result<(), String> {
     let agent = builder.start().map_err(|e| format!("{}: start: {e}", named.name))?;
     let (_, events) = agent.subscribe().expect("subscribe");
     let mut driver = BlockingAgent { agent, events, late: None };
-    run_agent_scenario(&named, &mut driver, &server)
+    run_agent_scenario(&named, &mut driver, &server)?;
+    // The application goes away: the agent calls `terminate`, and its callbacks, `init`
+    // to `terminate`, are the simulation's.
+    drop(driver);
+    check_callbacks(&named)
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use omni_conformance::agent_drive::{configure, refusal, run_agent_scenario, state_change, AgentDriver};
+use omni_conformance::agent_drive::{
+    check_callbacks, configure, refusal, run_agent_scenario, state_change, AgentDriver,
+};
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
@@ -25,6 +27,7 @@ impl AgentDriver for SmolAgent {
         smol::block_on(async {
             match action {
                 Action::Prompt(text) => refusal(agent.prompt(text).await),
+                Action::PromptWith(prompt) => refusal(agent.prompt_with(*prompt).await),
                 Action::Resume(decision) => refusal(agent.resume(decision).await),
                 Action::Cancel => refusal(agent.cancel().await),
                 Action::SetState(patch) => refusal(agent.set_state(state_change(&patch)).await),
@@ -80,7 +83,11 @@ fn run(named: NamedAgentScenario) -> Result<(), String> {
     let agent = builder.start().map_err(|e| format!("{}: start: {e}", named.name))?;
     let (_, events) = smol::block_on(agent.subscribe()).expect("subscribe");
     let mut driver = SmolAgent { agent, events, late: None };
-    run_agent_scenario(&named, &mut driver, &server)
+    run_agent_scenario(&named, &mut driver, &server)?;
+    // The application goes away: the agent calls `terminate`, and its callbacks, `init`
+    // to `terminate`, are the simulation's.
+    drop(driver);
+    check_callbacks(&named)
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use omni_conformance::agent_drive::{configure, refusal, run_agent_scenario, state_change, AgentDriver};
+use omni_conformance::agent_drive::{
+    check_callbacks, configure, refusal, run_agent_scenario, state_change, AgentDriver,
+};
 use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
@@ -26,6 +28,7 @@ impl AgentDriver for TokioAgent {
         self.runtime.block_on(async {
             match action {
                 Action::Prompt(text) => refusal(agent.prompt(text).await),
+                Action::PromptWith(prompt) => refusal(agent.prompt_with(*prompt).await),
                 Action::Resume(decision) => refusal(agent.resume(decision).await),
                 Action::Cancel => refusal(agent.cancel().await),
                 Action::SetState(patch) => refusal(agent.set_state(state_change(&patch)).await),
@@ -76,7 +79,15 @@ fn run(named: NamedAgentScenario) -> Result<(), String> {
     };
     let (_, events) = runtime.block_on(agent.subscribe()).expect("subscribe");
     let mut driver = TokioAgent { runtime, agent, events, late: None };
-    run_agent_scenario(&named, &mut driver, &server)
+    run_agent_scenario(&named, &mut driver, &server)?;
+    // The application goes away: the agent calls `terminate`, and its callbacks, `init`
+    // to `terminate`, are the simulation's. The runtime stays until then (dropping it
+    // first would stop the agent's task without a word).
+    let TokioAgent { runtime, agent, events, late } = driver;
+    drop((agent, events, late));
+    let checked = check_callbacks(&named);
+    drop(runtime);
+    checked
 }
 
 #[test]

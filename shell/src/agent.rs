@@ -10,7 +10,7 @@ use crate::AsyncTool;
 use crate::{Command, Reply};
 use async_channel::{Receiver, Sender};
 use omni_core::machines::agent::{
-    AgentCallbacks, AgentError, AgentState, NoCallbacks, Snapshot, StatePatch, Status, ToolDecision,
+    AgentCallbacks, AgentError, AgentState, NoCallbacks, Prompt, Snapshot, StatePatch, Status, ToolDecision,
 };
 use omni_core::machines::client::ClientConfig;
 use omni_core::Message;
@@ -123,6 +123,14 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     pub async fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
         let text = text.into();
         Ok(self.ask(|reply| Command::Prompt(text, reply)).await??)
+    }
+
+    /// Sends a user message of content blocks (text, attachments, results of tools the
+    /// application ran itself for calls the last turn left open), with options over the
+    /// agent's for that turn only; started or staged as [`prompt`](Self::prompt) is.
+    pub async fn prompt_with(&self, prompt: impl Into<Prompt>) -> Result<(), Error> {
+        let prompt = Box::new(prompt.into());
+        Ok(self.ask(|reply| Command::PromptWith(prompt, reply)).await??)
     }
 
     /// Answers the paused tool call.

@@ -72,6 +72,7 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
     output_retries: Option<u32>,
+    output_validator: Option<std::sync::Arc<dyn omni_core::data::schema::Validator>>,
     pub(crate) capacity: usize,
     pub(crate) subscribers: Vec<Box<dyn EventSink>>,
     pub(crate) callbacks: C,
@@ -102,6 +103,7 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
             tool_timeout: None,
             error_backoff: None,
             output_retries: None,
+            output_validator: None,
             capacity: DEFAULT_SUBSCRIBER_CAPACITY,
             subscribers: Vec::new(),
             callbacks: NoCallbacks,
@@ -162,6 +164,14 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         self
     }
 
+    /// Checks each turn's final structured output with the application's own validator
+    /// instead of `options.output`'s schema, as a call's `output_validator` does (its
+    /// schema is sent when the options name none).
+    pub fn output_validator(mut self, validator: std::sync::Arc<dyn omni_core::data::schema::Validator>) -> Self {
+        self.output_validator = Some(validator);
+        self
+    }
+
     /// A key for this agent only.
     pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
         self.api_key = Some(key.into());
@@ -198,6 +208,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,
             output_retries: self.output_retries,
+            output_validator: self.output_validator,
             capacity: self.capacity,
             subscribers: self.subscribers,
             callbacks,
@@ -239,6 +250,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         if let Some(corrections) = self.output_retries {
             config.output_retries = corrections;
         }
+        config.output_validator.clone_from(&self.output_validator);
         Ok(config)
     }
 
@@ -256,6 +268,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,
             output_retries: self.output_retries,
+            output_validator: self.output_validator,
             capacity: self.capacity,
             subscribers: self.subscribers,
             callbacks: self.callbacks,

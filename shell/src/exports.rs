@@ -4,8 +4,8 @@
 
 pub use omni_core::data::tool::{ToolError, ToolOutput};
 pub use omni_core::machines::agent::{
-    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, RetryKind, Snapshot, Status,
-    ToolDecision, TurnDecision, TurnEnd,
+    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, Prompt, RetryKind, Snapshot,
+    Status, ToolDecision, TurnDecision, TurnEnd,
 };
 pub use omni_core::machines::client::{ClientError, ModelRef};
 pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};

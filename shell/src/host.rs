@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use omni_core::machines::agent::ToolDecision;
 use omni_core::machines::agent::{
-    Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Snapshot, StatePatch,
+    Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Prompt, Snapshot, StatePatch,
 };
 use omni_core::machines::generate::Effect;
 
@@ -77,6 +77,8 @@ impl<E: Clone> Subscribers<E> {
 pub enum Command<C> {
     /// `prompt(text)`.
     Prompt(String, Reply<Result<(), AgentError>>),
+    /// `prompt_with(prompt)`: content blocks and options for the turn.
+    PromptWith(Box<Prompt>, Reply<Result<(), AgentError>>),
     /// `resume(decision)`.
     Resume(ToolDecision, Reply<Result<(), AgentError>>),
     /// `cancel()`.
@@ -97,6 +99,7 @@ impl<C> fmt::Debug for Command<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Prompt(..) => "Prompt",
+            Self::PromptWith(..) => "PromptWith",
             Self::Resume(..) => "Resume",
             Self::Cancel(..) => "Cancel",
             Self::SetState(..) => "SetState",
@@ -141,6 +144,7 @@ impl<C: AgentCallbacks> Host<C> {
     pub fn apply(&mut self, command: Command<C>, now: Instant) {
         match command {
             Command::Prompt(text, reply) => reply(self.agent.handle_input(AgentInput::Prompt(text), now)),
+            Command::PromptWith(prompt, reply) => reply(self.agent.handle_input(AgentInput::PromptWith(prompt), now)),
             Command::Resume(decision, reply) => reply(self.agent.handle_input(AgentInput::Resume(decision), now)),
             Command::Cancel(reply) => reply(self.agent.handle_input(AgentInput::Cancel, now)),
             Command::SetState(patch, reply) => reply(self.agent.handle_input(AgentInput::SetState(patch), now)),

@@ -225,7 +225,7 @@ impl Subject for AgentSubject {
                 return Err(format!("event after terminate: {}", agent_sim::transcript_line(&event)));
             }
             match &event {
-                AgentEvent::State => {
+                AgentEvent::State(_) => {
                     let Some(messages) = self.patched.take() else {
                         return Err("a state event without set_state".into());
                     };
@@ -255,7 +255,7 @@ impl Subject for AgentSubject {
                     self.committed.extend(messages);
                     self.in_turn = end == TurnEnd::Continue;
                 }
-                AgentEvent::Error(_) | AgentEvent::Cancelled => {
+                AgentEvent::Error(_) | AgentEvent::Cancelled(_) => {
                     self.pending.clear();
                     self.in_turn = false;
                 }

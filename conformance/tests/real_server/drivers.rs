@@ -324,11 +324,11 @@ where
 /// The end of a committed turn's writes: the state map saved, or a write failed.
 fn is_saved(event: &SessionEvent) -> bool {
     matches!(event, SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. })
-        || matches!(event, SessionEvent::Agent(AgentEvent::Error(_) | AgentEvent::Cancelled))
+        || matches!(event, SessionEvent::Agent(AgentEvent::Error(_) | AgentEvent::Cancelled(_)))
 }
 
 fn is_turn_end(event: &AgentEvent) -> bool {
-    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled)
+    matches!(event, AgentEvent::Turn { .. } | AgentEvent::Error(_) | AgentEvent::Cancelled(_))
 }
 
 /// The events up to and including the first for which `last` holds.

@@ -14,12 +14,15 @@ use crate::machines::generate::GenerateError;
 use super::io::AgentConfig;
 
 /// What happens when the model answers without tools to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TurnDecision {
     /// The turn ends; the agent goes idle.
     Stop,
     /// The turn is committed and a new one starts with this user message.
     Continue(String),
+    /// The turn is committed and a new one starts with this prompt (content blocks, and
+    /// options for that turn).
+    ContinueWith(Box<super::io::Prompt>),
 }
 
 pub use crate::machines::tool_round::ToolDecision;

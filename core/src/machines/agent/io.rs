@@ -4,11 +4,11 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::data::event::StreamEvent;
-use crate::data::message::{Message, Role, ToolResult, ToolSpec, ToolUse};
+use crate::data::message::{Block, Message, Role, ToolResult, ToolSpec, ToolUse};
 use crate::data::model::Model;
 use crate::data::options::{Options, OptionsError};
 use crate::data::provider::{ApiKey, Provider};
-use crate::data::response::StopReason;
+use crate::data::response::{Response, StopReason};
 use crate::data::usage::Usage;
 use crate::machines::generate::{GenerateError, Report, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
 
@@ -47,6 +47,9 @@ pub struct AgentConfig {
     /// Corrections asked for in a turn whose final reply is not valid structured output
     /// (with `options.output`).
     pub output_retries: u32,
+    /// Checks the final reply's structured output instead of `options.output`'s schema
+    /// (whose schema, if `options.output` is unset, is the one sent), as a call's does.
+    pub output_validator: Option<std::sync::Arc<dyn crate::data::schema::Validator>>,
 }
 
 impl AgentConfig {
@@ -65,7 +68,56 @@ impl AgentConfig {
             stall_timeout: DEFAULT_STALL_TIMEOUT,
             max_response_bytes: crate::machines::generate::DEFAULT_MAX_RESPONSE_BYTES,
             output_retries: crate::machines::generate::DEFAULT_OUTPUT_RETRIES,
+            output_validator: None,
         }
+    }
+}
+
+/// A user message with more than text (attachments, results of tools the application ran
+/// itself) and options for its turn only.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Prompt {
+    /// The message's content. `ToolResult` blocks answer calls the last turn left open
+    /// (a tool without a handler, `max_steps`); calls they do not answer get an error
+    /// result, as with a text prompt.
+    pub content: Vec<Block>,
+    /// Options over the agent's for this turn only (`max_steps`, `temperature`, …).
+    pub options: Option<Options>,
+}
+
+impl Prompt {
+    /// A prompt of these blocks.
+    pub fn new(content: Vec<Block>) -> Self {
+        Self { content, options: None }
+    }
+
+    /// A text prompt.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![Block::text(text)])
+    }
+
+    /// Options for this turn only, over the agent's.
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = Some(options);
+        self
+    }
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<&str> for Prompt {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<Vec<Block>> for Prompt {
+    fn from(content: Vec<Block>) -> Self {
+        Self::new(content)
     }
 }
 
@@ -95,6 +147,8 @@ pub enum AgentInput<'a> {
     /// A user message: starts a turn when idle, else is staged for the next turn
     /// boundary (the last staged prompt wins and overrides `handle_turn`).
     Prompt(String),
+    /// [`AgentInput::Prompt`] with content blocks and options for its turn.
+    PromptWith(Box<Prompt>),
     /// The decision for the paused tool call.
     Resume(ToolDecision),
     /// Stops the turn in flight and discards it.
@@ -111,8 +165,10 @@ pub enum AgentInput<'a> {
 pub enum AgentError {
     /// `cancel` while idle.
     Idle,
-    /// `set_state` while a turn is in flight or paused.
+    /// `set_state` (or a prompt carrying tool results) while a turn is in flight.
     Busy,
+    /// `set_state` while a tool call waits for a decision.
+    Paused,
     /// `resume` while not paused.
     NotPaused,
     /// Messages that cannot start or continue a conversation.
@@ -135,6 +191,9 @@ impl fmt::Display for AgentError {
         match self {
             Self::Idle => f.write_str("the agent is idle: nothing to cancel"),
             Self::Busy => f.write_str("the agent is busy: its state can change only while idle"),
+            Self::Paused => {
+                f.write_str("the agent is paused: a tool call waits for a decision (resume or cancel first)")
+            }
             Self::NotPaused => f.write_str("the agent is not paused: nothing to resume"),
             Self::InvalidMessages(why) => write!(f, "invalid messages: {why}"),
             Self::InvalidOptions(e) => write!(f, "{e}"),
@@ -249,10 +308,11 @@ pub enum AgentEvent {
     },
     /// The turn failed for good and was discarded.
     Error(Box<GenerateError>),
-    /// The turn was cancelled and discarded.
-    Cancelled,
-    /// `set_state` changed the state.
-    State,
+    /// The turn was cancelled and discarded: what it had produced (its messages, the
+    /// reply being streamed included, and its usage).
+    Cancelled(Box<Response>),
+    /// `set_state` changed the state: the new one.
+    State(Box<AgentState>),
     /// The status changed.
     Status(Status),
 }

@@ -73,7 +73,8 @@ mod step;
 pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, TurnDecision};
 pub use change::StateChange;
 pub use io::{
-    AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, RetryKind, Snapshot, StatePatch, Status, TurnEnd,
+    AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, Prompt, RetryKind, Snapshot, StatePatch, Status,
+    TurnEnd,
 };
 pub use partial::PartialMessage;
 
@@ -82,8 +83,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::data::message::Message;
-use crate::data::response::{Response, Warning};
+use crate::data::message::{Block, Message};
+use crate::data::options::Options;
+use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::Validator;
 use crate::data::usage::Usage;
 use crate::machines::generate::{Effect, Report};
@@ -133,6 +135,8 @@ struct Turn {
     last: Option<Response>,
     /// Corrections asked for invalid structured output in this turn.
     output_retries: u32,
+    /// The agent's options before this turn's prompt changed them, put back at its end.
+    restore_options: Option<Options>,
 }
 
 /// The agent machine. See the module documentation. `C` holds the callbacks and the
@@ -143,7 +147,7 @@ pub struct Agent<C: AgentCallbacks = Box<dyn AgentCallbacks + Send>> {
     callbacks: C,
     state: State,
     turn: Option<Turn>,
-    staged: Option<String>,
+    staged: Option<Prompt>,
     status: Status,
     partial: PartialMessage,
     next_id: u64,
@@ -265,20 +269,18 @@ impl<C: AgentCallbacks> Agent<C> {
         let terminated = matches!(self.state, State::Terminated);
         let from_application = matches!(
             input,
-            AgentInput::Prompt(_) | AgentInput::Resume(_) | AgentInput::Cancel | AgentInput::SetState(_)
+            AgentInput::Prompt(_)
+                | AgentInput::PromptWith(_)
+                | AgentInput::Resume(_)
+                | AgentInput::Cancel
+                | AgentInput::SetState(_)
         );
         match input {
             _ if terminated && from_application => Err(AgentError::Terminated),
             // Late answers for work that was cancelled at termination.
             _ if terminated => Ok(()),
-            AgentInput::Prompt(text) => {
-                if matches!(self.state, State::Idle) {
-                    self.start_turn(text, now);
-                } else {
-                    self.staged = Some(text);
-                }
-                Ok(())
-            }
+            AgentInput::Prompt(text) => self.prompt(Prompt::text(text), now),
+            AgentInput::PromptWith(prompt) => self.prompt(*prompt, now),
             AgentInput::Resume(decision) => self.resume(decision, now),
             AgentInput::Cancel => self.cancel(),
             AgentInput::SetState(patch) => self.set_state(*patch),
@@ -316,7 +318,7 @@ impl<C: AgentCallbacks> Agent<C> {
             return;
         }
         self.abort();
-        self.turn = None;
+        self.take_turn();
         self.staged = None;
         self.state = State::Terminated;
         self.callbacks.terminate();
@@ -329,16 +331,58 @@ impl<C: AgentCallbacks> Agent<C> {
         }
     }
 
+    /// Starts a turn when idle, else stages the prompt. Its options are checked now; tool
+    /// results in it answer the last turn's open calls, so they come only while idle.
+    fn prompt(&mut self, prompt: Prompt, now: Instant) -> Result<(), AgentError> {
+        if let Some(options) = &prompt.options {
+            options.clone().merged_over(&self.config.options).validate().map_err(AgentError::InvalidOptions)?;
+        }
+        let results = prompt.content.iter().any(|b| matches!(b, Block::ToolResult(_)));
+        if !matches!(self.state, State::Idle) {
+            if results {
+                return Err(if matches!(self.state, State::Paused(_)) { AgentError::Paused } else { AgentError::Busy });
+            }
+            self.staged = Some(prompt);
+            return Ok(());
+        }
+        if results {
+            step::check_results(self.config.messages.last(), &prompt.content)?;
+        }
+        self.start_turn(prompt, now);
+        Ok(())
+    }
+
+    /// Ends the turn in flight, its own options (a prompt's) given back to the agent's.
+    fn take_turn(&mut self) -> Option<Turn> {
+        let turn = self.turn.take()?;
+        if let Some(options) = &turn.restore_options {
+            self.config.options.clone_from(options);
+        }
+        Some(turn)
+    }
+
     fn cancel(&mut self) -> Result<(), AgentError> {
         if matches!(self.state, State::Idle) {
             return Err(AgentError::Idle);
         }
+        let partial = self.partial.message();
         self.abort();
-        self.turn = None;
+        let turn = self.take_turn();
         self.staged = None;
         self.state = State::Idle;
         self.set_status(Status::Idle);
-        self.events.push_back(AgentEvent::Cancelled);
+        // What the discarded turn had produced, the reply being streamed included.
+        let mut response = Response::empty(self.config.model.id.clone());
+        if let Some(turn) = turn {
+            response.messages = turn.messages;
+            response.usage = turn.usage;
+        }
+        if let Some(message) = partial.filter(|m| !m.content.is_empty()) {
+            response.message = message.clone();
+            response.messages.push(message);
+        }
+        response.stop_reason = Some(StopReason::Cancelled);
+        self.events.push_back(AgentEvent::Cancelled(Box::new(response)));
         Ok(())
     }
 
@@ -356,8 +400,12 @@ impl<C: AgentCallbacks> Agent<C> {
     }
 
     fn set_state(&mut self, patch: StatePatch) -> Result<(), AgentError> {
-        if !matches!(self.state, State::Idle) {
-            return Err(AgentError::Busy);
+        match self.state {
+            State::Idle => {}
+            State::Paused(_) => return Err(AgentError::Paused),
+            State::Streaming(_) | State::Backoff { .. } | State::Tools(_) | State::Terminated => {
+                return Err(AgentError::Busy)
+            }
         }
         if let Some(messages) = &patch.messages {
             io::validate_history(messages)?;
@@ -387,7 +435,7 @@ impl<C: AgentCallbacks> Agent<C> {
         if let Some(options) = patch.options {
             self.config.options = options;
         }
-        self.events.push_back(AgentEvent::State);
+        self.events.push_back(AgentEvent::State(Box::new(self.state())));
         Ok(())
     }
 }

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    Agent, AgentCallbacks, AgentEvent, ErrorDecision, PartialMessage, RetryKind, State, Status, StepRun, Turn,
-    TurnDecision, TurnEnd,
+    Agent, AgentCallbacks, AgentError, AgentEvent, ErrorDecision, PartialMessage, Prompt, RetryKind, State, Status,
+    StepRun, Turn, TurnDecision, TurnEnd,
 };
 use crate::data::error::RequestError;
 use crate::data::event::StreamEvent;
 use crate::data::message::{Block, Context, Message, Role, ToolResult, ToolUse};
+use crate::data::options::{Options, OutputSchema};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
@@ -24,8 +25,13 @@ use crate::wire::dialect::RequestSpec;
 use crate::machines::tool_round::ToolRound;
 
 impl<C: AgentCallbacks> Agent<C> {
-    pub(super) fn start_turn(&mut self, text: String, now: Instant) {
-        let user = self.prompt_message(text);
+    pub(super) fn start_turn(&mut self, prompt: Prompt, now: Instant) {
+        let user = self.prompt_message(prompt.content);
+        // A prompt's own options hold for its turn only (`take_turn` puts these back).
+        let restore_options = prompt.options.map(|options| {
+            let merged = options.merged_over(&self.config.options);
+            std::mem::replace(&mut self.config.options, merged)
+        });
         self.turn = Some(Turn {
             messages: vec![user.clone()],
             usage: Usage::default(),
@@ -34,6 +40,7 @@ impl<C: AgentCallbacks> Agent<C> {
             failures: 0,
             last: None,
             output_retries: 0,
+            restore_options,
         });
         self.set_status(Status::Busy);
         self.events.push_back(AgentEvent::Message(Box::new(user)));
@@ -42,21 +49,32 @@ impl<C: AgentCallbacks> Agent<C> {
 
     /// The user message that opens a turn. When the last turn ended on calls nobody
     /// answered (a tool without handler, `max_steps`), every provider would refuse a
-    /// history with unanswered calls: each gets an error result, ahead of the text.
-    fn prompt_message(&self, text: String) -> Message {
-        let Some(last) = self.config.messages.last() else { return Message::user(text) };
-        let mut content: Vec<Block> = last
-            .tool_uses()
-            .map(|call| {
-                let reason = "no result: the application did not answer this call";
-                Block::ToolResult(ToolResult::error(call.id.clone(), call.name.clone(), reason))
-            })
-            .collect();
-        if content.is_empty() {
-            return Message::user(text);
+    /// history with unanswered calls: each gets the result the prompt carries for it (a
+    /// tool the application ran itself), else an error result, in the calls' order and
+    /// ahead of the rest of the prompt.
+    fn prompt_message(&self, mut content: Vec<Block>) -> Message {
+        let open: Vec<(String, String)> = self
+            .config
+            .messages
+            .last()
+            .map(|last| last.tool_uses().map(|call| (call.id.clone(), call.name.clone())).collect())
+            .unwrap_or_default();
+        if open.is_empty() {
+            return Message::new(Role::User, content);
         }
-        content.push(Block::text(text));
-        Message::new(Role::User, content)
+        let mut results = Vec::with_capacity(open.len() + content.len());
+        for (id, name) in open {
+            let given = content.iter().position(|b| matches!(b, Block::ToolResult(r) if r.tool_use_id == id));
+            results.push(match given {
+                Some(at) => content.remove(at),
+                None => {
+                    let reason = "no result: the application did not answer this call";
+                    Block::ToolResult(ToolResult::error(id, name, reason))
+                }
+            });
+        }
+        results.extend(content);
+        Message::new(Role::User, results)
     }
 
     /// A new step: counts against `max_steps`.
@@ -85,14 +103,28 @@ impl<C: AgentCallbacks> Agent<C> {
         let called = turn.messages.iter().any(|m| m.tool_uses().next().is_some());
         let released = if called { self.config.options.after_tool_calls() } else { None };
         let options = released.as_ref().unwrap_or(&self.config.options);
-        // Checked when the options were set; compiled for each step, as a call does.
-        let validator = match options.output.as_ref().map(|o| JsonSchemaValidator::new(o.schema.clone())) {
-            None => None,
-            Some(Ok(compiled)) => Some(Arc::new(compiled) as Arc<dyn Validator>),
-            Some(Err(e)) => {
-                let message = format!("output schema: {e}");
-                return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
+        // The application's own validator, as a call takes one: its schema is sent when the
+        // options name none.
+        let with_schema;
+        let options = match (&self.config.output_validator, &options.output) {
+            (Some(own), None) => {
+                let output = OutputSchema { name: "output".into(), schema: own.schema().clone() };
+                with_schema = Options { output: Some(output), ..options.clone() };
+                &with_schema
             }
+            _ => options,
+        };
+        // Checked when the options were set; compiled for each step, as a call does.
+        let validator = match (&self.config.output_validator, &options.output) {
+            (Some(own), _) => Some(own.clone()),
+            (None, None) => None,
+            (None, Some(output)) => match JsonSchemaValidator::new(output.schema.clone()) {
+                Ok(compiled) => Some(Arc::new(compiled) as Arc<dyn Validator>),
+                Err(e) => {
+                    let message = format!("output schema: {e}");
+                    return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
+                }
+            },
         };
         let spec = RequestSpec {
             model: &self.config.model,
@@ -214,20 +246,20 @@ impl<C: AgentCallbacks> Agent<C> {
     /// Commits the turn after asking `handle_turn`; a staged prompt overrides its decision.
     pub(super) fn end_turn(&mut self, stop: StopReason, now: Instant) {
         self.state = State::Idle;
-        let Some(turn) = self.turn.take() else { return };
+        let Some(turn) = self.take_turn() else { return };
         let mut response = turn.last.clone().unwrap_or_else(|| Response::empty(self.config.model.id.clone()));
         response.messages = turn.messages.clone();
         response.usage = turn.usage;
         response.stop_reason = Some(stop);
         let decision = self.callbacks.handle_turn(&response);
         let decision = match self.staged.take() {
-            Some(text) => TurnDecision::Continue(text),
+            Some(prompt) => TurnDecision::ContinueWith(Box::new(prompt)),
             None => decision,
         };
         self.config.messages.extend(turn.messages.iter().cloned());
         let end = match decision {
             TurnDecision::Stop => TurnEnd::Stop,
-            TurnDecision::Continue(_) => TurnEnd::Continue,
+            TurnDecision::Continue(_) | TurnDecision::ContinueWith(_) => TurnEnd::Continue,
         };
         if end == TurnEnd::Stop {
             self.set_status(Status::Idle);
@@ -244,8 +276,10 @@ impl<C: AgentCallbacks> Agent<C> {
             usage: Box::new(turn.usage),
             output: output.map(Box::new),
         });
-        if let TurnDecision::Continue(text) = decision {
-            self.start_turn(text, now);
+        match decision {
+            TurnDecision::Stop => {}
+            TurnDecision::Continue(text) => self.start_turn(Prompt::text(text), now),
+            TurnDecision::ContinueWith(prompt) => self.start_turn(*prompt, now),
         }
     }
 
@@ -267,7 +301,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 return;
             }
         }
-        self.turn = None;
+        self.take_turn();
         self.staged = None;
         self.set_status(Status::Idle);
         self.events.push_back(AgentEvent::Error(Box::new(error)));
@@ -310,4 +344,20 @@ impl StreamSink for StepEvents<'_> {
         self.partial.apply(&event);
         self.events.push_back(AgentEvent::Stream(event));
     }
+}
+
+/// Tool results in a prompt must answer calls the last committed message left open.
+pub(super) fn check_results(last: Option<&Message>, content: &[Block]) -> Result<(), AgentError> {
+    for block in content {
+        if let Block::ToolResult(result) = block {
+            let open = last.is_some_and(|m| m.tool_uses().any(|call| call.id == result.tool_use_id));
+            if !open {
+                return Err(AgentError::InvalidMessages(format!(
+                    "a tool result for {}, which no open call of the last turn has",
+                    result.tool_use_id
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -480,7 +480,7 @@ impl<C: AgentCallbacks> Session<C> {
         while let Some(event) = self.agent.poll_event() {
             let commit = match &event {
                 AgentEvent::Turn { messages, usage, end, .. } => Some((messages.clone(), **usage, *end)),
-                AgentEvent::Cancelled | AgentEvent::Error(_) => {
+                AgentEvent::Cancelled(_) | AgentEvent::Error(_) => {
                     roll_back = true;
                     None
                 }
