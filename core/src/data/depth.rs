@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | Gemini `partialArgs` | segments of a leaf's JSON path | a `Decode` stream error |
 //! | the accumulator | a tool call's parsed input | kept as text with `invalid_tool_input`, as for bad JSON |
-//! | `Dialect::build_request` | tool inputs, schemas, private data in the context and options | [`RequestError::TooDeep`](crate::RequestError::TooDeep) |
+//! | `Dialect::build_request` | tool inputs, schemas, private data in the context, extra options | [`RequestError::TooDeep`](crate::RequestError::TooDeep) |
 //! | `JsonSchemaValidator` | the schema it compiles, each value it checks | `SchemaError`, `ValidationError` |
 //! | schema adaptation | the depth it descends to | the rest is left as given, with a warning |
 //!
@@ -55,7 +55,8 @@ pub fn exceeds(value: &Value, limit: usize) -> bool {
 }
 
 /// The first value of a request's input nested deeper than [`MAX_DEPTH`], named for an
-/// error: a tool input or private data in the history, a tool's schema, the output schema.
+/// error: a tool input or private data in the history, a tool's schema, the output schema,
+/// an extra option.
 /// Values the core parsed are within the bound already; this catches what the
 /// application built.
 pub(crate) fn too_deep_in_request(context: &Context, options: &Options) -> Option<String> {
@@ -75,10 +76,12 @@ pub(crate) fn too_deep_in_request(context: &Context, options: &Options) -> Optio
     if let Some(tool) = context.tools.iter().find(|tool| too_deep(&tool.input_schema)) {
         return Some(format!("the schema of tool `{}`", tool.name));
     }
-    match &options.output {
-        Some(output) if too_deep(&output.schema) => Some(format!("the output schema `{}`", output.name)),
-        _ => None,
+    if let Some(output) = options.output.as_ref().filter(|output| too_deep(&output.schema)) {
+        return Some(format!("the output schema `{}`", output.name));
     }
+    // One level under the limit: a known key may be placed one object down the body.
+    let (key, _) = options.extra.iter().find(|(_, value)| exceeds(value, MAX_DEPTH - 1))?;
+    Some(format!("the extra option `{key}`"))
 }
 
 #[cfg(test)]

@@ -308,6 +308,22 @@ pub enum RequestError {
         /// Which value.
         what: String,
     },
+    /// An extra option ([`Options::extra`](crate::Options::extra)) the dialect does not
+    /// know, or of the wrong JSON type, with `strict_extra` on (else it is a warning).
+    InvalidExtraOption {
+        /// The key as given.
+        key: String,
+        /// What is wrong, with the closest known key or the expected type.
+        reason: String,
+    },
+    /// An extra option names a field of the request body that omni sets itself: it is
+    /// never overwritten, whatever the mode.
+    ExtraOptionCollides {
+        /// The key as given.
+        key: String,
+        /// What to do instead, when omni has a way (e.g. "use the `max_tokens` option").
+        instead: Option<String>,
+    },
 }
 
 impl fmt::Display for RequestError {
@@ -324,6 +340,14 @@ impl fmt::Display for RequestError {
             }
             Self::TooDeep { what } => {
                 write!(f, "{what} is nested deeper than {} levels", crate::data::depth::MAX_DEPTH)
+            }
+            Self::InvalidExtraOption { key, reason } => write!(f, "extra option `{key}`: {reason}"),
+            Self::ExtraOptionCollides { key, instead } => {
+                write!(f, "extra option `{key}` names a field omni sets itself")?;
+                match instead {
+                    Some(instead) => write!(f, ": {instead}"),
+                    None => write!(f, " in this request"),
+                }
             }
         }
     }

@@ -129,6 +129,18 @@ pub struct Options {
     /// Names of headers (any case) whose values are secrets besides those the built-in
     /// rule knows: never printed, never logged, cut out of errors.
     pub secret_headers: Vec<String>,
+    /// Provider-specific parameters, merged into the request body by the dialect under
+    /// their wire names (`top_k`, `seed`, `num_ctx`, `safetySettings` ...): a key the
+    /// dialect knows goes where the provider expects it and its type is checked; another
+    /// is sent at the top level as given, with a warning. A key for a field omni's own
+    /// options set is an error. The README lists the keys each dialect knows.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Value>,
+    /// `Some(true)`: an unknown or mistyped extra option fails the request
+    /// ([`RequestError::InvalidExtraOption`](crate::RequestError::InvalidExtraOption))
+    /// instead of a warning on the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_extra: Option<bool>,
 }
 
 impl fmt::Debug for Options {
@@ -149,7 +161,18 @@ impl fmt::Debug for Options {
             .field("tool_timeout", &self.tool_timeout)
             .field("headers", &RedactedHeaders { headers: &self.headers, marked: &self.secret_headers })
             .field("secret_headers", &self.secret_headers)
+            .field("extra", &ExtraKeys(&self.extra))
+            .field("strict_extra", &self.strict_extra)
             .finish()
+    }
+}
+
+/// The extra options' keys, without their values: `Debug` stays short.
+struct ExtraKeys<'a>(&'a BTreeMap<String, Value>);
+
+impl fmt::Debug for ExtraKeys<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
     }
 }
 
@@ -251,6 +274,9 @@ impl Options {
                 });
             }
         }
+        if self.extra.keys().any(String::is_empty) {
+            return Err(OptionsError::Invalid { option: "extra", reason: "a key is empty".into() });
+        }
         for (name, _) in &self.headers {
             let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
             if !valid {
@@ -261,10 +287,13 @@ impl Options {
     }
 
     /// These options over `defaults`: a value set here wins; lists and maps set here
-    /// replace the defaults' (metadata and headers are merged, these winning).
+    /// replace the defaults' (metadata, headers and extra options are merged key by key,
+    /// these winning).
     pub fn merged_over(self, defaults: &Self) -> Self {
         let mut metadata = defaults.metadata.clone();
         metadata.extend(self.metadata);
+        let mut extra = defaults.extra.clone();
+        extra.extend(self.extra);
         let mut headers = defaults.headers.clone();
         headers.retain(|(name, _)| !self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
         headers.extend(self.headers);
@@ -286,6 +315,8 @@ impl Options {
             tool_timeout: self.tool_timeout.or(defaults.tool_timeout),
             headers,
             secret_headers,
+            extra,
+            strict_extra: self.strict_extra.or(defaults.strict_extra),
         }
     }
 
@@ -336,6 +367,27 @@ impl Options {
     /// Sets `tool_choice`.
     pub fn tool_choice(mut self, c: ToolChoice) -> Self {
         self.tool_choice = Some(c);
+        self
+    }
+
+    /// Sets the provider-specific parameter `key` (its wire name) to `value`, replacing an
+    /// earlier value for the same key.
+    ///
+    /// ```
+    /// use omni_core::Options;
+    /// use serde_json::json;
+    /// let options = Options::default().extra("top_k", json!(40)).extra("service_tier", json!("auto"));
+    /// assert_eq!(options.extra["top_k"], 40);
+    /// ```
+    pub fn extra(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets `strict_extra`: `true` makes an unknown or mistyped extra option an error
+    /// rather than a warning.
+    pub fn strict_extra(mut self, strict: bool) -> Self {
+        self.strict_extra = Some(strict);
         self
     }
 
@@ -393,5 +445,34 @@ mod tests {
         }
         assert!(printed.contains("visible"));
         assert!(options.is_secret_header("X-Custom"), "a mark in the defaults holds after merging");
+    }
+
+    #[test]
+    fn extra_options_merge_key_by_key_and_round_trip() {
+        use serde_json::json;
+        let defaults = Options::default().extra("seed", json!(1)).extra("top_k", json!(40)).strict_extra(true);
+        let call = Options::default().extra("seed", json!(2)).extra("min_p", json!(0.05));
+        let merged = call.merged_over(&defaults);
+        let expected = [("min_p", json!(0.05)), ("seed", json!(2)), ("top_k", json!(40))];
+        assert_eq!(merged.extra, expected.map(|(k, v)| (k.to_string(), v)).into_iter().collect());
+        assert_eq!(merged.strict_extra, Some(true));
+        assert_eq!(Options::default().strict_extra(false).merged_over(&defaults).strict_extra, Some(false));
+
+        let text = serde_json::to_string(&merged).unwrap();
+        assert!(text.contains(r#""extra":{"min_p":0.05,"seed":2,"top_k":40}"#), "{text}");
+        assert_eq!(serde_json::from_str::<Options>(&text).unwrap(), merged);
+        // Absent when unused, so stored options keep their old form.
+        let plain = serde_json::to_string(&Options::default()).unwrap();
+        assert!(!plain.contains("extra"), "{plain}");
+        assert_eq!(serde_json::from_str::<Options>("{}").unwrap(), Options::default());
+    }
+
+    #[test]
+    fn debug_shows_extra_keys_not_values_and_an_empty_key_is_invalid() {
+        let options = Options::default().extra("user", serde_json::json!("customer-4711"));
+        let printed = format!("{options:?}");
+        assert!(printed.contains(r#"extra: {"user"}"#) && !printed.contains("customer-4711"), "{printed}");
+        let err = Options::default().extra("", 1).validate().unwrap_err();
+        assert_eq!(err.to_string(), "option `extra` is invalid: a key is empty");
     }
 }

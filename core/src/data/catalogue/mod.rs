@@ -34,7 +34,7 @@
 mod builtin;
 mod error;
 mod file;
-mod suggest;
+pub(crate) mod suggest;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

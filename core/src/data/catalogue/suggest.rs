@@ -1,4 +1,4 @@
-//! "Did you mean" candidates for unknown provider and model names.
+//! "Did you mean" candidates for unknown provider and model names (and extra option keys).
 //!
 //! Ranking, best first: the same name up to case and separators (`claude_sonnet_4.5`
 //! for `claude-sonnet-4-5`), then names containing the query or contained in it
@@ -10,7 +10,7 @@
 const MAX_EDIT_QUERY: usize = 128;
 
 /// Up to `limit` candidates close to `query`, best first.
-pub(super) fn closest<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<String> {
+pub(crate) fn closest<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<String> {
     let query_norm = normalize(query);
     let threshold = (query_norm.chars().count() / 3).max(2);
     let mut ranked: Vec<(u8, usize, &str)> = candidates

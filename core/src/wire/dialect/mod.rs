@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod common;
+mod extra;
 mod gemini;
 mod in_place;
 mod ollama;
@@ -99,13 +100,14 @@ impl Dialect {
             }
         };
         let mut warnings = Vec::new();
-        let part = match self {
+        let mut part = match self {
             Self::AnthropicMessages => anthropic::build_request(spec, &mut warnings)?,
             Self::OpenaiCompletions => openai_completions::build_request(spec, &mut warnings)?,
             Self::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
             Self::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
             Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
         };
+        extra::merge(self, spec, &mut part.body, &mut warnings)?;
         let mut request = HttpRequest {
             method: Method::Post,
             url: spec.provider.url(&part.path),
