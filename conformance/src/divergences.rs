@@ -212,3 +212,23 @@ pub fn a_tools_own_timeout_overrides_the_calls(driver: &impl StreamingDriver) {
     let told: Vec<&ToolResultContent> = result.content.iter().collect();
     assert_eq!(told, [&ToolResultContent::Text { text: "the tool timed out after 200ms".into() }]);
 }
+
+/// Provider-specific options reach the wire through every driver: a key the dialect knows
+/// (Anthropic's `top_k`) goes into the body; an unknown one goes too, with a warning naming
+/// the closest known key.
+pub fn provider_specific_options_reach_the_body(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let options = Options::default().extra("top_k", 5).extra("topk", 7);
+    let events = driver.try_stream(&client, options, &[]).expect("the call starts");
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    let requests = server.requests();
+    let body: serde_json::Value = serde_json::from_slice(&requests[0].body).expect("a JSON body");
+    assert_eq!(body["top_k"], 5, "{body}");
+    assert_eq!(body["topk"], 7, "an unknown key is still sent: {body}");
+    assert!(
+        response.warnings.iter().any(|w| w.code == "unknown_extra_option" && w.message.contains("top_k")),
+        "{:?}",
+        response.warnings
+    );
+}

@@ -235,6 +235,11 @@ macro_rules! http_suite_tests {
         }
 
         #[test]
+        fn provider_specific_options_reach_the_body() {
+            $crate::divergences::provider_specific_options_reach_the_body(&$driver);
+        }
+
+        #[test]
         fn a_key_given_for_a_keyless_provider_is_sent_not_dropped() {
             $crate::divergences::a_key_given_for_a_keyless_provider_is_sent_not_dropped(&$driver);
         }
