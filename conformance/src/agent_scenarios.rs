@@ -229,6 +229,18 @@ pub fn all() -> Vec<NamedAgentScenario> {
                 ),
             ],
         ),
+        // handle_step changes the system prompt before the second step.
+        NamedAgentScenario {
+            callbacks: ScriptedCallbacks {
+                system_at_step: Some((2, "Answer in three words.".into())),
+                ..ScriptedCallbacks::default()
+            },
+            ..named(
+                "step_changes_system",
+                vec![calls(&[("toolu_1", "get_weather")]), text(&["Sunny in Paris."])],
+                vec![start(ASK)],
+            )
+        },
         // While paused, set_state is refused as paused (not busy); the turn goes on.
         NamedAgentScenario {
             callbacks: pause(),

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use omni_core::machines::agent::{
-    Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, ErrorDecision, Prompt, RetryKind, Snapshot, StatePatch,
-    Status, ToolDecision, TurnDecision, TurnEnd,
+    Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, AgentState, ErrorDecision, Prompt, RetryKind, Snapshot,
+    StatePatch, Status, ToolDecision, TurnDecision, TurnEnd,
 };
 use omni_core::machines::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
@@ -442,6 +442,8 @@ pub struct ScriptedCallbacks {
     pub result_prefix: Option<String>,
     /// True once the completion tool was called.
     pub completed: bool,
+    /// `(step, system prompt)`: `handle_step` sets this system prompt before that step.
+    pub system_at_step: Option<(u32, String)>,
     /// Every callback call, one line each (shared by clones: a driver's agent gets a
     /// clone, and its log is read here after the agent is gone).
     pub log: CallbackLog,
@@ -484,6 +486,12 @@ impl AgentCallbacks for ScriptedCallbacks {
             Some((_, text)) if !self.completed => TurnDecision::ContinueWith(Box::new(Prompt::text(text.clone()))),
             _ => TurnDecision::Stop,
         }
+    }
+
+    fn handle_step(&mut self, step: u32, state: &AgentState) -> Option<StatePatch> {
+        self.log.push(format!("handle_step {step} messages={}", state.messages.len()));
+        let (at, system) = self.system_at_step.as_ref()?;
+        (*at == step).then(|| StatePatch { system: Some(Some(system.clone())), ..StatePatch::default() })
     }
 
     fn handle_tool_use(&mut self, tool_use: &ToolUse) -> ToolDecision {

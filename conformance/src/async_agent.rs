@@ -140,6 +140,14 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
     let state = agent.state().await.expect("state");
     assert_eq!(state.system.as_deref(), Some("Be brief."));
     assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
+    // A change as a function of the value the agent holds when it applies.
+    let longer = StateChange::new()
+        .system_with(|current| Some(format!("{} Really.", current.unwrap_or_default())))
+        .messages_with(|current| current[..0].to_vec());
+    agent.set_state(longer).await.expect("an idle agent takes a change");
+    let state = agent.state().await.expect("state");
+    assert_eq!(state.system.as_deref(), Some("Be brief. Really."));
+    assert!(state.messages.is_empty(), "the history as a function of itself");
 }
 
 /// Subscribers given to the builder see the agent's events from the first one on: a

@@ -201,6 +201,7 @@ fn a_tool_without_handler_ends_the_turn_with_stop_reason_tool_use() {
         agent.callbacks().log.lines(),
         [
             "init tools=4 messages=0",
+            "handle_step 1 messages=0",
             "handle_tool_use toolu_1 ask_user",
             r#"handle_turn tool_use "Let me check." messages=2"#,
             "terminate"
@@ -376,6 +377,7 @@ fn an_error_with_retry_then_success() {
         agent.callbacks().log.lines(),
         [
             "init tools=4 messages=0",
+            "handle_step 1 messages=0",
             "handle_error provider Server 500 attempt 1",
             r#"handle_turn stop "Hello." messages=2"#,
             "terminate"
@@ -576,7 +578,7 @@ fn stale_ids_are_ignored_and_terminate_cancels_work() {
     assert_eq!(agent.status(), Status::Busy);
     agent.terminate(now);
     assert_eq!(agent.poll_effect(), Some(Effect::CancelRequest { id: RequestId(0) }));
-    assert_eq!(agent.callbacks().log.lines(), ["init tools=4 messages=0", "terminate"]);
+    assert_eq!(agent.callbacks().log.lines(), ["init tools=4 messages=0", "handle_step 1 messages=0", "terminate"]);
     assert_eq!(
         agent.handle_input(omni_core::machines::agent::AgentInput::Prompt("again".into()), now),
         Err(AgentError::Terminated)
@@ -791,4 +793,20 @@ fn an_agent_takes_its_own_output_validator_as_a_call_does() {
         _ => None,
     });
     assert_eq!(turn, Some(Some(Box::new(Ok(serde_json::json!({"answer": 42}))))), "{:#?}", r.transcript);
+}
+
+#[test]
+fn handle_step_sees_the_step_and_changes_the_system_prompt_for_the_next_steps() {
+    let (r, agent) = run("step_changes_system");
+    let system = |i: usize| {
+        let body: serde_json::Value = serde_json::from_slice(&r.requests[i].body).expect("JSON body");
+        body["system"].clone()
+    };
+    assert_eq!(system(0), "You are a helpful assistant.");
+    assert_eq!(system(1), "Answer in three words.", "changed before step 2");
+    assert_eq!(agent.state().system.as_deref(), Some("Answer in three words."));
+    let steps: Vec<String> =
+        agent.callbacks().log.lines().into_iter().filter(|l| l.starts_with("handle_step")).collect();
+    assert_eq!(steps, ["handle_step 1 messages=0", "handle_step 2 messages=0"]);
+    assert!(r.transcript.contains(&"state".to_string()), "the change is a state event: {:#?}", r.transcript);
 }

@@ -82,6 +82,10 @@ fn a_chat_turn_through_the_handle() {
     let state = agent.state().expect("state");
     assert_eq!(state.system.as_deref(), Some("Be brief."));
     assert_eq!(state.messages.len(), 2, "a refused change changes nothing");
+    // A change as a function of the value the agent holds when it applies.
+    let longer = StateChange::new().system_with(|current| Some(format!("{} Really.", current.unwrap_or_default())));
+    agent.set_state(longer).expect("an idle agent takes a change");
+    assert_eq!(agent.state().expect("state").system.as_deref(), Some("Be brief. Really."));
     agent.set_state(StateChange::new().no_system()).expect("an idle agent takes a change");
     assert_eq!(agent.state().expect("state").system, None);
 }

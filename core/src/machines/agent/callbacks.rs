@@ -11,7 +11,7 @@ use crate::data::message::{ToolResult, ToolUse};
 use crate::data::response::Response;
 use crate::machines::generate::GenerateError;
 
-use super::io::AgentConfig;
+use super::io::{AgentConfig, AgentState, StatePatch};
 
 /// What happens when the model answers without tools to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +59,16 @@ pub trait AgentCallbacks {
         ToolDecision::Execute
     }
 
+    /// Before each step of a turn (`step` 1 for its first request, 2 after the first
+    /// tool round, …), with the agent's state: may change the system prompt, the tools
+    /// and the options for this step and the following ones. The change is checked as
+    /// `set_state` checks one; an invalid one (or one touching the model, key or history)
+    /// fails the turn with the reason. Default: no change.
+    fn handle_step(&mut self, step: u32, state: &AgentState) -> Option<StatePatch> {
+        let _ = (step, state);
+        None
+    }
+
     /// Sees every result (executed, rejected or provided) before the model does.
     fn handle_tool_result(&mut self, result: ToolResult) -> ToolResult {
         result
@@ -83,6 +93,9 @@ impl<C: AgentCallbacks + ?Sized> AgentCallbacks for Box<C> {
     }
     fn handle_tool_use(&mut self, tool_use: &ToolUse) -> ToolDecision {
         (**self).handle_tool_use(tool_use)
+    }
+    fn handle_step(&mut self, step: u32, state: &AgentState) -> Option<StatePatch> {
+        (**self).handle_step(step, state)
     }
     fn handle_tool_result(&mut self, result: ToolResult) -> ToolResult {
         (**self).handle_tool_result(result)

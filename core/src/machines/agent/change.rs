@@ -9,6 +9,7 @@ use crate::data::provider::ApiKey;
 use crate::machines::client::{ClientConfig, ClientError, ModelRef};
 use crate::machines::generate::ToolDecl;
 
+use super::io::Update;
 use super::StatePatch;
 
 /// What `set_state` changes. Built with its methods, applied atomically while idle.
@@ -20,11 +21,24 @@ pub struct StateChange<T> {
     messages: Option<Vec<Message>>,
     tools: Option<Vec<T>>,
     options: Option<Options>,
+    system_with: Option<Update<Option<String>>>,
+    messages_with: Option<Update<Vec<Message>>>,
+    options_with: Option<Update<Options>>,
 }
 
 impl<T> Default for StateChange<T> {
     fn default() -> Self {
-        Self { model: None, api_key: None, system: None, messages: None, tools: None, options: None }
+        Self {
+            model: None,
+            api_key: None,
+            system: None,
+            messages: None,
+            tools: None,
+            options: None,
+            system_with: None,
+            messages_with: None,
+            options_with: None,
+        }
     }
 }
 
@@ -78,11 +92,40 @@ impl<T> StateChange<T> {
         self
     }
 
+    /// The system prompt as a function of the one the agent holds when the change applies.
+    pub fn system_with(mut self, f: impl Fn(Option<&str>) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.system_with = Some(Update::new(move |current: &Option<String>| f(current.as_deref())));
+        self
+    }
+
+    /// The history as a function of the one the agent holds when the change applies (to
+    /// drop old turns, say).
+    pub fn messages_with(mut self, f: impl Fn(&[Message]) -> Vec<Message> + Send + Sync + 'static) -> Self {
+        self.messages_with = Some(Update::new(move |current: &Vec<Message>| f(current)));
+        self
+    }
+
+    /// The options as a function of those the agent holds when the change applies.
+    pub fn options_with(mut self, f: impl Fn(&Options) -> Options + Send + Sync + 'static) -> Self {
+        self.options_with = Some(Update::new(f));
+        self
+    }
+
     /// The same change with each new tool passed through `f` (a driver whose tools wrap
     /// another driver's hands these on).
     pub fn map_tools<U>(self, f: impl FnMut(T) -> U) -> StateChange<U> {
-        let Self { model, api_key, system, messages, tools, options } = self;
-        StateChange { model, api_key, system, messages, tools: tools.map(|t| t.into_iter().map(f).collect()), options }
+        let Self { model, api_key, system, messages, tools, options, system_with, messages_with, options_with } = self;
+        StateChange {
+            model,
+            api_key,
+            system,
+            messages,
+            tools: tools.map(|t| t.into_iter().map(f).collect()),
+            options,
+            system_with,
+            messages_with,
+            options_with,
+        }
     }
 
     /// For drivers: the machine's patch (`decl` describes a tool to the machine) and the
@@ -98,6 +141,9 @@ impl<T> StateChange<T> {
             messages: self.messages,
             tools: self.tools.as_ref().map(|tools| tools.iter().map(decl).collect()),
             options: self.options.map(|o| o.merged_over(&client.default_options)),
+            system_with: self.system_with,
+            messages_with: self.messages_with,
+            options_with: self.options_with,
             ..StatePatch::default()
         };
         if let Some(model) = &self.model {

@@ -139,6 +139,37 @@ pub struct StatePatch {
     pub tools: Option<Vec<ToolDecl>>,
     /// New options.
     pub options: Option<Options>,
+    /// The new system prompt as a function of the current one, applied when the patch is
+    /// (after `system`, if both are set).
+    pub system_with: Option<Update<Option<String>>>,
+    /// The new history as a function of the current one.
+    pub messages_with: Option<Update<Vec<Message>>>,
+    /// The new options as a function of the current ones.
+    pub options_with: Option<Update<Options>>,
+}
+
+/// A field's new value as a function of its current one (`set_state`'s functional form:
+/// the value it sees is the one the agent holds when the change applies, not the one a
+/// handle read earlier).
+#[derive(Clone)]
+pub struct Update<T>(std::sync::Arc<dyn Fn(&T) -> T + Send + Sync>);
+
+impl<T> Update<T> {
+    /// `f` of the current value.
+    pub fn new(f: impl Fn(&T) -> T + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    /// The new value.
+    pub fn apply(&self, current: &T) -> T {
+        (self.0)(current)
+    }
+}
+
+impl<T> fmt::Debug for Update<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Update(..)")
+    }
 }
 
 /// Something the application or the driver tells the agent.

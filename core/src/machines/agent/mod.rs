@@ -74,7 +74,7 @@ pub use callbacks::{AgentCallbacks, ErrorDecision, NoCallbacks, ToolDecision, Tu
 pub use change::StateChange;
 pub use io::{
     AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, Prompt, RetryKind, Snapshot, StatePatch, Status,
-    TurnEnd,
+    TurnEnd, Update,
 };
 pub use partial::PartialMessage;
 
@@ -406,6 +406,26 @@ impl<C: AgentCallbacks> Agent<C> {
             State::Streaming(_) | State::Backoff { .. } | State::Tools(_) | State::Terminated => {
                 return Err(AgentError::Busy)
             }
+        }
+        self.apply_patch(patch)
+    }
+
+    /// Checks `patch` whole and applies it, or nothing (`set_state`, and `handle_step`'s
+    /// changes between steps).
+    fn apply_patch(&mut self, patch: StatePatch) -> Result<(), AgentError> {
+        let mut patch = patch;
+        // The functional forms see the values the agent holds now (or the patch's own).
+        if let Some(update) = patch.system_with.take() {
+            let current = patch.system.take().unwrap_or_else(|| self.config.system.clone());
+            patch.system = Some(update.apply(&current));
+        }
+        if let Some(update) = patch.messages_with.take() {
+            let current = patch.messages.take().unwrap_or_else(|| self.config.messages.clone());
+            patch.messages = Some(update.apply(&current));
+        }
+        if let Some(update) = patch.options_with.take() {
+            let current = patch.options.take().unwrap_or_else(|| self.config.options.clone());
+            patch.options = Some(update.apply(&current));
         }
         if let Some(messages) = &patch.messages {
             io::validate_history(messages)?;

@@ -79,11 +79,34 @@ impl<C: AgentCallbacks> Agent<C> {
 
     /// A new step: counts against `max_steps`.
     pub(super) fn begin_step(&mut self, now: Instant) {
-        if let Some(turn) = &mut self.turn {
-            turn.steps += 1;
-            turn.failures = 0;
+        let Some(turn) = &mut self.turn else { return };
+        turn.steps += 1;
+        turn.failures = 0;
+        let step = turn.steps;
+        // The callbacks see the step and may change the system prompt, tools and options
+        // for it and the steps after it, checked as `set_state` checks a change.
+        if let Some(patch) = self.callbacks.handle_step(step, &self.state()) {
+            if let Err(error) = self.apply_step_patch(patch) {
+                let message = format!("handle_step's change for step {step}: {error}");
+                return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
+            }
         }
         self.send_step(now);
+    }
+
+    /// A change from `handle_step`: the system prompt, tools and options only.
+    fn apply_step_patch(&mut self, patch: super::StatePatch) -> Result<(), AgentError> {
+        let mid_turn = patch.model.is_some()
+            || patch.provider.is_some()
+            || patch.api_key.is_some()
+            || patch.messages.is_some()
+            || patch.messages_with.is_some();
+        if mid_turn {
+            return Err(AgentError::InvalidMessages(
+                "a step may change only the system prompt, the tools and the options".into(),
+            ));
+        }
+        self.apply_patch(patch)
     }
 
     /// Sends the current step (again, after a failure): one exchange (the request
