@@ -264,3 +264,55 @@ pub async fn lagging_subscriber<L: AsyncLaunch>(client: L) {
     assert!(!reader.lagged(), "a reader that keeps up is not dropped ({seen} events)");
     assert!(slow.lagged(), "the subscriber that never read was dropped");
 }
+
+/// The replies of [`init_adds_a_tool_with_its_handler`]: a call of `secret`, then an answer.
+pub fn init_tool_replies() -> Vec<Reply> {
+    vec![
+        paced(&tool_events(&[("toolu_1", "secret", "{}")]), Duration::from_millis(1)),
+        paced(&text_events(&["The secret is kept."]), Duration::from_millis(1)),
+    ]
+}
+
+/// Callbacks whose `init` offers the model the registered-but-unoffered tool `secret`.
+#[derive(Debug, Default)]
+pub struct OffersSecret;
+
+impl omni_core::machines::agent::AgentCallbacks for OffersSecret {
+    fn init(&mut self, config: &mut omni_core::machines::agent::AgentConfig) -> Result<(), String> {
+        let secret = config.available_tools.iter().find(|t| t.spec.name == "secret").cloned();
+        config.tools.push(secret.ok_or("no secret tool registered")?);
+        Ok(())
+    }
+}
+
+/// A tool registered with its handler but not offered (`handler`): `init` adds it, the
+/// model calls it, its handler runs. Returns whether the handler ran. `client` talks to a
+/// server started with [`init_tool_replies`].
+pub async fn init_adds_a_tool_with_its_handler<L>(client: L) -> bool
+where
+    L: Launch<AsyncTool, Handle<OffersSecret> = omni_shell::Agent<OffersSecret>, Error = Error>,
+{
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let secret = AsyncTool::new("secret", "Keeps a secret.", serde_json::json!({"type": "object"}), move |_| {
+        flag.store(true, Ordering::SeqCst);
+        async { Ok::<_, ToolError>("kept") }
+    });
+    let agent = AgentBuilder::new(client, scenarios::model().into())
+        .handler(secret)
+        .callbacks(OffersSecret)
+        .start()
+        .expect("agent starts");
+    let offered: Vec<String> = agent.state().await.expect("state").tools.into_iter().map(|t| t.name).collect();
+    assert_eq!(offered, ["secret"], "init offered the registered tool");
+    let (_, mut events) = agent.subscribe().await.expect("subscribe");
+    agent.prompt("Keep it.").await.expect("prompt accepted");
+    let mut lines = Vec::new();
+    while let Some(event) = events.next_event().await {
+        if record_until_turn(&mut lines, &event) {
+            break;
+        }
+    }
+    assert!(lines.iter().any(|l| l == r#"tool_result toolu_1 "kept""#), "{lines:#?}");
+    ran.load(Ordering::SeqCst)
+}

@@ -275,3 +275,30 @@ fn a_subscriber_that_falls_behind_is_dropped_and_told() {
     // It still gets what was queued before, then its iterator ends.
     assert_eq!(slow.count(), 32);
 }
+
+/// omni_conformance::async_agent::init_adds_a_tool_with_its_handler, through the blocking
+/// handle: a tool registered with `handler` is not offered until `init` adds it; the model
+/// then calls it and its handler runs.
+#[test]
+fn init_adds_a_registered_tool_with_its_handler() {
+    let server = ReplayServer::start(omni_conformance::async_agent::init_tool_replies()).expect("replay server");
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let secret = Tool::new("secret", "Keeps a secret.", json!({"type": "object"}), move |_| {
+        flag.store(true, Ordering::SeqCst);
+        Ok::<_, ToolError>("kept")
+    });
+    let agent = client(&server)
+        .agent(scenarios::model())
+        .handler(secret)
+        .callbacks(omni_conformance::async_agent::OffersSecret)
+        .start()
+        .expect("agent starts");
+    let offered: Vec<String> = agent.state().expect("state").tools.into_iter().map(|t| t.name).collect();
+    assert_eq!(offered, ["secret"], "init offered the registered tool");
+    let (_, events) = agent.subscribe().expect("subscribe");
+    agent.prompt("Keep it.").expect("prompt accepted");
+    let lines = lines_until_turn(events);
+    assert!(lines.iter().any(|l| l == r#"tool_result toolu_1 "kept""#), "{lines:#?}");
+    assert!(ran.load(Ordering::SeqCst), "the handler ran");
+}

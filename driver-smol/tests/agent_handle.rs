@@ -54,3 +54,9 @@ fn a_subscriber_that_falls_behind_is_dropped_and_told() {
     let (_server, client) = serve(lagging_replies());
     smol::block_on(async_agent::lagging_subscriber(client));
 }
+
+#[test]
+fn init_adds_a_registered_tool_with_its_handler() {
+    let (_server, client) = serve(async_agent::init_tool_replies());
+    assert!(smol::block_on(async_agent::init_adds_a_tool_with_its_handler(client)), "the handler ran");
+}

@@ -48,3 +48,9 @@ async fn a_subscriber_that_falls_behind_is_dropped_and_told() {
     let (_server, client) = serve(lagging_replies());
     async_agent::lagging_subscriber(client).await;
 }
+
+#[tokio::test]
+async fn init_adds_a_registered_tool_with_its_handler() {
+    let (_server, client) = serve(async_agent::init_tool_replies());
+    assert!(async_agent::init_adds_a_tool_with_its_handler(client).await, "the handler ran");
+}

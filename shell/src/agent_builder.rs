@@ -68,6 +68,8 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     pub(crate) system: Option<String>,
     messages: Vec<Message>,
     pub(crate) tools: Vec<T>,
+    /// Tools with handlers not offered at first (`handler`).
+    available: Vec<T>,
     pub(crate) options: Options,
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
@@ -99,6 +101,7 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
             system: None,
             messages: Vec::new(),
             tools: Vec::new(),
+            available: Vec::new(),
             options: Options::default(),
             tool_timeout: None,
             error_backoff: None,
@@ -133,6 +136,13 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     /// Adds tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// A tool whose handler the agent holds without offering it to the model: the
+    /// callbacks' `init` (from `config.available_tools`) or a later `set_state` may add it.
+    pub fn handler(mut self, tool: T) -> Self {
+        self.available.push(tool);
         self
     }
 
@@ -204,6 +214,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             system: self.system,
             messages: self.messages,
             tools: self.tools,
+            available: self.available,
             options: self.options,
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,
@@ -219,8 +230,10 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     /// history, options and tools, and runs it in the driver's runtime.
     pub fn start(self) -> Result<L::Handle<C>, L::Error> {
         let config = self.configure(&self.model)?;
-        let agent = Agent::new(config, self.callbacks, self.launcher.now())?;
-        self.launcher.launch(Host::with_subscribers(agent, self.subscribers), self.tools, self.capacity)
+        let mut start = self;
+        let tools = start.take_handlers();
+        let agent = Agent::new(config, start.callbacks, start.launcher.now())?;
+        start.launcher.launch(Host::with_subscribers(agent, start.subscribers), tools, start.capacity)
     }
 
     /// A session over this agent, kept in `store`: then `create`, `create_with_id` or
@@ -240,6 +253,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         config.system.clone_from(&self.system);
         config.messages.clone_from(&self.messages);
         config.tools = self.tools.iter().map(L::describe).collect();
+        config.available_tools = self.available.iter().map(L::describe).collect();
         config.options = self.options.clone().merged_over(&config.options);
         if let Some(limit) = self.tool_timeout {
             config.options.tool_timeout = Some(limit);
@@ -254,16 +268,25 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         Ok(config)
     }
 
+    /// Every tool with a handler, offered or not: what the driver runs the agent's calls
+    /// with (the machine decides which tools are offered).
+    pub(crate) fn take_handlers(&mut self) -> Vec<T> {
+        let mut tools = std::mem::take(&mut self.tools);
+        tools.append(&mut self.available);
+        tools
+    }
+
     /// The same builder on another driver's client, its tools converted: for a driver
     /// whose handles wrap the shell's (omni-blocking).
-    pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
+    pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, mut tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
         AgentBuilder {
             launcher,
             model: self.model,
             api_key: self.api_key,
             system: self.system,
             messages: self.messages,
-            tools: self.tools.into_iter().map(tool).collect(),
+            tools: self.tools.into_iter().map(&mut tool).collect(),
+            available: self.available.into_iter().map(tool).collect(),
             options: self.options,
             tool_timeout: self.tool_timeout,
             error_backoff: self.error_backoff,

@@ -110,8 +110,11 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     }
 
     /// Runs later tool calls with these tools' handlers (an agent's `set_state`).
+    /// New tools' handlers join (or replace, by name) those held: a handler the model is
+    /// no longer offered is never called (the machine runs only the tools it offers), and
+    /// one registered but not offered stays available to a later change.
     pub(crate) fn set_tools(&mut self, tools: &[AsyncTool]) {
-        self.handlers = handlers_by_name(tools);
+        self.handlers.extend(handlers_by_name(tools));
     }
 
     /// Starts or stops work as the effect says.

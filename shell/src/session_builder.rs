@@ -175,7 +175,7 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
             (id, loaded.tree, state, loaded.warnings, config)
         }
     };
-    let tools = std::mem::take(&mut start.tools);
+    let tools = start.take_handlers();
     subscribers.extend(start.subscribers.drain(..).map(|sink| {
         let sink: Box<dyn EventSink<SessionEvent>> = Box::new(AgentEventsOnly(sink));
         (SubscriberRole::Controller, sink)

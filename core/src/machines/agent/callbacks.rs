@@ -39,8 +39,10 @@ pub enum ErrorDecision {
 
 /// Hooks the agent calls at its decision points. All optional.
 pub trait AgentCallbacks {
-    /// Called once by [`Agent::new`](super::Agent::new): may adjust the configuration, or
-    /// refuse to start with a message.
+    /// Called once by [`Agent::new`](super::Agent::new): may adjust the configuration
+    /// (system prompt, options, history, tools: moving any of `config.available_tools`,
+    /// whose handlers the driver holds, into `config.tools` adds that tool with its
+    /// handler), or refuse to start with a message.
     fn init(&mut self, config: &mut AgentConfig) -> Result<(), String> {
         let _ = config;
         Ok(())

@@ -47,6 +47,10 @@ pub struct AgentConfig {
     /// Corrections asked for in a turn whose final reply is not valid structured output
     /// (with `options.output`).
     pub output_retries: u32,
+    /// Tools whose handlers the driver has but the model is not offered: `init` (or a
+    /// later change) may move any of them into `tools`, a tool with its handler added by
+    /// the application's own code (the builder's `handler`).
+    pub available_tools: Vec<ToolDecl>,
     /// Checks the final reply's structured output instead of `options.output`'s schema
     /// (whose schema, if `options.output` is unset, is the one sent), as a call's does.
     pub output_validator: Option<std::sync::Arc<dyn crate::data::schema::Validator>>,
@@ -69,6 +73,7 @@ impl AgentConfig {
             max_response_bytes: crate::machines::generate::DEFAULT_MAX_RESPONSE_BYTES,
             output_retries: crate::machines::generate::DEFAULT_OUTPUT_RETRIES,
             output_validator: None,
+            available_tools: Vec::new(),
         }
     }
 }
