@@ -11,6 +11,7 @@ use std::time::Duration;
 use omni_core::machines::agent::{AgentEvent, NoCallbacks};
 use omni_core::machines::session::machine::{SessionError, SessionEvent, Written};
 use omni_core::machines::session::store::{SessionId, Store, StoreErrorKind, StoreWarning};
+use omni_core::machines::session::tree::NodeId;
 use omni_shell::{AgentBuilder, AsyncTool, Error, Launch, Session, SubscriberCount, Subscription};
 use omni_store::FileStore;
 
@@ -34,7 +35,7 @@ pub const MODEL: &str = "anthropic:claude-sonnet-4-5";
 /// [`SLOW`] to finish, for the refusals while busy.
 pub fn handle_replies() -> Vec<Reply> {
     let quick = || paced(&text_events(&["Hello", " there."]), Duration::from_millis(2));
-    vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW), quick(), quick(), quick(), quick()]
+    vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW), quick(), quick(), quick(), quick(), quick(), quick()]
 }
 
 /// The gap between the events of the slow reply.
@@ -73,6 +74,43 @@ pub async fn every_check<L: AsyncSessionLaunch>(client: L, server: &ReplayServer
     dropped_right_after_a_commit(&client, store.clone()).await;
     load_takes_the_kept_model_and_the_builders_system(&client, server, store).await;
     torn_record_reported(&client).await;
+    blocks_join_the_tree_and_a_regenerate_sends_them_again(&client, server).await;
+}
+
+/// A prompt of blocks (text and an image) joins the tree whole, and regenerating its
+/// reply sends the same blocks again.
+pub async fn blocks_join_the_tree_and_a_regenerate_sends_them_again<L: AsyncSessionLaunch>(
+    client: &L,
+    server: &ReplayServer,
+) {
+    let store: Arc<dyn Store> = Arc::new(omni_store::MemoryStore::default());
+    let session = builder(client, MODEL).session(store).create().await.expect("created");
+    let (_, mut events) = session.subscribe().await.expect("subscribe");
+    session.prompt_with(image_prompt()).await.expect("prompt taken");
+    until_saved(&mut events).await;
+    let tree = session.tree().await.expect("tree");
+    let user = tree.message(NodeId(0)).expect("the user node");
+    assert_eq!(user.content, image_prompt().content, "the blocks joined the tree whole");
+    session.regenerate(NodeId(0)).await.expect("regenerate taken");
+    until_saved(&mut events).await;
+    let last = server.requests().pop().expect("a request");
+    let body: serde_json::Value = serde_json::from_slice(&last.body).expect("a JSON body");
+    let content = &body["messages"][0]["content"];
+    assert_eq!(content[1]["type"], "image", "the image went again: {body}");
+    assert_eq!(session.tree().await.expect("tree").children(NodeId(0)).len(), 2, "two replies to one message");
+}
+
+/// A prompt of text and a small PNG.
+pub fn image_prompt() -> omni_core::machines::agent::Prompt {
+    let png = omni_core::Attachment {
+        source: omni_core::Source::Base64 { data: "iVBORw0KGgo=".into() },
+        media_type: "image/png".into(),
+        name: None,
+    };
+    omni_core::machines::agent::Prompt::new(vec![
+        omni_core::Block::text("What is this?"),
+        omni_core::Block::Attachment(png),
+    ])
 }
 
 /// A file store whose last line was cut by a crash: the session loads without it, and the
@@ -129,7 +167,7 @@ pub async fn refused_while_busy<L: AsyncSessionLaunch>(client: &L, store: Arc<dy
     session.prompt("Slowly, please").await.expect("prompt taken");
     let busy = |r: Result<(), Error>| matches!(r, Err(Error::Session(SessionError::Busy)));
     assert!(busy(session.prompt("again").await));
-    assert!(busy(session.regenerate(omni_core::machines::session::tree::NodeId(0)).await));
+    assert!(busy(session.regenerate(NodeId(0)).await));
     assert!(busy(session.navigate(None).await));
     assert!(busy(session.edit(None, "new").await));
     until_saved(&mut events).await;

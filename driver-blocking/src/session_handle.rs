@@ -9,7 +9,7 @@ use std::future::Future;
 use std::thread::{self, ThreadId};
 
 use futures_lite::future::block_on;
-use omni_core::machines::agent::{AgentCallbacks, NoCallbacks, ToolDecision};
+use omni_core::machines::agent::{AgentCallbacks, NoCallbacks, Prompt, ToolDecision};
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, SessionState, StoreWarning};
 use omni_core::machines::session::tree::{NodeId, Tree};
@@ -88,6 +88,8 @@ impl<C: AgentCallbacks + Send + 'static> Session<C> {
     waiting! {
         /// Sends a user message as a new turn under the head of the active path.
         fn prompt(text: impl Into<String>) -> ();
+        /// A user message of content blocks, with options for its turn only.
+        fn prompt_with(prompt: impl Into<Prompt>) -> ();
         /// Moves the active path through `node` and on to a tip; `None` clears it.
         fn navigate(node: Option<NodeId>) -> ();
         /// Asks again for the reply to the user message `node`.

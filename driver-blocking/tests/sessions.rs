@@ -99,7 +99,7 @@ mod handle {
         AgentEvent, Client, Error, NodeId, Session, SessionError, SessionEvent, Store, StoreErrorKind, StoreWarning,
         SubscriberCount, Subscription, Written,
     };
-    use omni_conformance::async_session::{handle_replies, tear_last_record, MODEL};
+    use omni_conformance::async_session::{handle_replies, image_prompt, tear_last_record, MODEL};
     use omni_conformance::replay::ReplayServer;
     use omni_conformance::session_drive::{replay_client, TempDir};
     use omni_core::machines::session::store::SessionId;
@@ -204,5 +204,19 @@ mod handle {
         let loaded = client.agent(MODEL).session(files).load(id).expect("loaded");
         assert!(matches!(loaded.load_warnings(), [StoreWarning::TornRecord { bytes: 10, .. }]));
         assert_eq!(loaded.tree().expect("tree").len(), 2);
+
+        // A prompt of blocks joins the tree whole; a regenerate sends them again.
+        let session = client.agent(MODEL).session(store.clone()).create().expect("created");
+        let (_, events) = session.subscribe().expect("subscribe");
+        session.prompt_with(image_prompt()).expect("prompt taken");
+        until_saved(&events);
+        let user = session.tree().expect("tree").message(NodeId(0)).cloned().expect("the user node");
+        assert_eq!(user.content, image_prompt().content);
+        session.regenerate(NodeId(0)).expect("regenerate taken");
+        until_saved(&events);
+        let last = server.requests().pop().expect("a request");
+        let body: serde_json::Value = serde_json::from_slice(&last.body).expect("a JSON body");
+        assert_eq!(body["messages"][0]["content"][1]["type"], "image", "{body}");
+        assert_eq!(session.tree().expect("tree").children(NodeId(0)).len(), 2);
     }
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_channel::Sender;
-use omni_core::machines::agent::{AgentError, NoCallbacks, ToolDecision};
+use omni_core::machines::agent::{AgentError, NoCallbacks, Prompt, ToolDecision};
 use omni_core::machines::session::machine::{SessionEvent, SessionInput, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, SessionState, StoreWarning};
 use omni_core::machines::session::tree::{NodeId, Tree};
@@ -78,6 +78,13 @@ impl<C> Session<C> {
     /// Sends a user message as a new turn under the head of the active path.
     pub async fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
         self.input(SessionInput::Prompt(text.into())).await
+    }
+
+    /// Sends a user message of content blocks (attachments, results of tools the
+    /// application ran itself), with options for its turn only, as a new turn under the
+    /// head.
+    pub async fn prompt_with(&self, prompt: impl Into<Prompt>) -> Result<(), Error> {
+        self.input(SessionInput::PromptWith(Box::new(prompt.into()))).await
     }
 
     /// Moves the active path through `node` and on to a tip (following the child last

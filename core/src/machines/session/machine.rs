@@ -25,7 +25,9 @@ use super::store::{SessionId, SessionState, StoreError};
 use super::tree::{Node, NodeId, Position, Tree, TreeError};
 use crate::data::message::{Block, Message, Role};
 use crate::machines::agent::ToolDecision;
-use crate::machines::agent::{Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, Snapshot, StatePatch, Status};
+use crate::machines::agent::{
+    Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, Prompt, Snapshot, StatePatch, Status,
+};
 use crate::machines::generate::{Effect, Report};
 use crate::machines::timer::Timer;
 
@@ -97,6 +99,8 @@ pub enum SessionEvent {
 pub enum SessionInput<'a> {
     /// A user message as a new turn under the head (idle only).
     Prompt(String),
+    /// A user message of content blocks, with options for its turn (idle only).
+    PromptWith(Box<Prompt>),
     /// Moves the path through this node and on to a tip; `None` clears it (idle only).
     Navigate(Option<NodeId>),
     /// Asks again for the reply to this user message: the new reply becomes another child
@@ -342,7 +346,8 @@ impl<C: AgentCallbacks> Session<C> {
     pub fn handle_input(&mut self, input: SessionInput<'_>, now: Instant) -> Result<(), SessionError> {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         let result = match input {
-            SessionInput::Prompt(text) => self.start(false, text, now),
+            SessionInput::Prompt(text) => self.start(false, Prompt::text(text), now),
+            SessionInput::PromptWith(prompt) => self.start(false, *prompt, now),
             SessionInput::Navigate(id) => self.navigate(id, now),
             SessionInput::Regenerate(id) => self.regenerate(id, now),
             SessionInput::Edit(parent, text) => self.edit(parent, text, now),
@@ -390,15 +395,21 @@ impl<C: AgentCallbacks> Session<C> {
     }
 
     /// Starts a turn from where the path now stands; `rollback` is where it stood.
-    fn start(&mut self, regenerate: bool, text: String, now: Instant) -> Result<(), SessionError> {
+    fn start(&mut self, regenerate: bool, prompt: Prompt, now: Instant) -> Result<(), SessionError> {
         self.idle()?;
         let rollback = self.tree.position();
-        self.begin(regenerate, rollback, text, now)
+        self.begin(regenerate, rollback, prompt, now)
     }
 
-    fn begin(&mut self, regenerate: bool, rollback: Position, text: String, now: Instant) -> Result<(), SessionError> {
+    fn begin(
+        &mut self,
+        regenerate: bool,
+        rollback: Position,
+        prompt: Prompt,
+        now: Instant,
+    ) -> Result<(), SessionError> {
         self.take_agent_effects();
-        match self.agent.handle_input(AgentInput::Prompt(text), now) {
+        match self.agent.handle_input(AgentInput::PromptWith(Box::new(prompt)), now) {
             Ok(()) => {
                 self.turn = Some(Turn { regenerate, rollback });
                 Ok(())
@@ -429,7 +440,8 @@ impl<C: AgentCallbacks> Session<C> {
         if !is_user {
             return Err(SessionError::NotAUserNode(id));
         }
-        let text = message.text();
+        // The same message again, attachments and all.
+        let prompt = Prompt::new(message.content.clone());
         let rollback = self.tree.position();
         self.tree.truncate_to(id)?;
         // The agent is given the messages before the user message, which it is prompted with again.
@@ -441,7 +453,7 @@ impl<C: AgentCallbacks> Session<C> {
             self.go_back(&rollback, now);
             return Err(SessionError::Agent(e));
         }
-        self.begin(true, rollback, text, now)
+        self.begin(true, rollback, prompt, now)
     }
 
     fn edit(&mut self, parent: Option<NodeId>, text: String, now: Instant) -> Result<(), SessionError> {
@@ -461,7 +473,7 @@ impl<C: AgentCallbacks> Session<C> {
             self.go_back(&rollback, now);
             return Err(e);
         }
-        self.begin(false, rollback, text, now)
+        self.begin(false, rollback, Prompt::text(text), now)
     }
 
     /// Puts the path back where it was, and the agent's history with it.
