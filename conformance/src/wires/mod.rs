@@ -113,14 +113,18 @@ impl Wire {
     }
 
     /// Points a driver's client at the replay server `server` for this wire, with the
-    /// key. Anthropic keeps the catalogue's provider (only its base URL changes), as the
-    /// drivers' Anthropic scenarios always did; the others register their provider.
+    /// key (none for a keyless provider: a key given explicitly is always sent). Anthropic
+    /// keeps the catalogue's provider (only its base URL changes), as the drivers'
+    /// Anthropic scenarios always did; the others register their provider.
     pub fn apply<D: Connect>(self, builder: ClientBuilder<D>, server: &str) -> ClientBuilder<D> {
         let builder = match self.0 {
             Dialect::AnthropicMessages => builder.base_url("anthropic", self.base_url(server)),
             _ => builder.provider(self.provider(&self.base_url(server))),
         };
-        builder.api_key(self.provider_id(), KEY)
+        match self.key_header() {
+            Some(_) => builder.api_key(self.provider_id(), KEY),
+            None => builder,
+        }
     }
 
     /// The header carrying the key, and its value, as this wire's provider documents it.
