@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use omni_core::machines::agent::AgentEvent;
 use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
-use omni_core::{Options, Provider};
+use omni_core::{Model, Options, Provider};
 use omni_shell::Error;
 use omni_shell::{ClientBuilder, Connect};
 
@@ -37,6 +37,9 @@ pub struct Setup {
     /// The client's retry policy (its seed then used by every call); ignored with
     /// `no_retries`.
     pub retry: Option<RetryPolicy>,
+    /// A provider registered on the client besides the suites' own, with `key` as its key
+    /// (for [`StreamingDriver::stream_model`] with one of its models).
+    pub provider: Option<Provider>,
 }
 
 impl Setup {
@@ -80,6 +83,9 @@ impl Setup {
         if let Some(limit) = self.max_response_bytes {
             builder = builder.max_response_size(limit);
         }
+        if let Some(provider) = &self.provider {
+            builder = builder.api_key(provider.id.clone(), self.key.as_str()).provider(provider.clone());
+        }
         builder
     }
 }
@@ -92,7 +98,11 @@ pub trait StreamingDriver: Send + Sync + 'static {
     fn client(&self, setup: &Setup) -> Self::Client;
     /// The events of one streaming call of [`crate::scenarios::model`] with the prompt
     /// "hi" and default options, to its end.
-    fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
+    fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent> {
+        self.stream_model(client, crate::scenarios::model())
+    }
+    /// The same call to `model` (of the suites' provider or [`Setup::provider`]).
+    fn stream_model(&self, client: &Self::Client, model: Model) -> Vec<GenerateEvent>;
     /// The same call, started, its events read one at a time as the caller asks (each
     /// `next` waits for the next event); dropping the iterator drops the stream.
     fn open(&self, client: &Self::Client) -> Events;
@@ -168,6 +178,11 @@ macro_rules! http_suite_tests {
         #[test]
         fn redirects_are_decided_by_the_core_and_credentials_never_leave_their_origin() {
             $crate::redirects::redirect_suite(&$driver);
+        }
+
+        #[test]
+        fn provider_hooks_shape_the_request_and_a_query_key_stays_home() {
+            $crate::hooks::hooks_suite(&$driver);
         }
 
         #[test]

@@ -1,7 +1,7 @@
 //! omni-blocking as the shared suites drive it (omni_conformance::http_suite): one
 //! implementation for every test file that runs them.
 
-use omni_blocking::{AgentEvent, Client, Error, GenerateEvent, Options, Tool};
+use omni_blocking::{AgentEvent, Client, Error, GenerateEvent, Model, Options, Tool};
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
 
@@ -20,8 +20,8 @@ impl StreamingDriver for Driver {
         setup.apply(Client::builder()).build().expect("client")
     }
 
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
-        client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream").collect()
+    fn stream_model(&self, client: &Client, model: Model) -> Vec<GenerateEvent> {
+        client.stream_text(model, "hi", Options::default()).expect("stream").collect()
     }
 
     fn open(&self, client: &Client) -> Events {

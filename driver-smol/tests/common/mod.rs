@@ -3,7 +3,7 @@
 
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
-use omni_smol::{AgentEvent, Client, Error, GenerateEvent, Options, Tool, ToolError};
+use omni_smol::{AgentEvent, Client, Error, GenerateEvent, Model, Options, Tool, ToolError};
 use smol::stream::StreamExt;
 
 /// The driver under test.
@@ -21,8 +21,8 @@ impl StreamingDriver for Driver {
         setup.apply(Client::builder()).build().expect("client")
     }
 
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
-        let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+    fn stream_model(&self, client: &Client, model: Model) -> Vec<GenerateEvent> {
+        let stream = client.stream_text(model, "hi", Options::default()).expect("stream");
         smol::block_on(stream.collect())
     }
 

@@ -8,6 +8,7 @@
 mod anthropic;
 mod common;
 mod gemini;
+mod hooks;
 mod in_place;
 mod ollama;
 mod openai_completions;
@@ -106,9 +107,10 @@ impl Dialect {
             Self::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
             Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
         };
+        let part = hooks::apply_body(part, spec, self);
         let mut request = HttpRequest {
             method: Method::Post,
-            url: spec.provider.url(&part.path),
+            url: hooks::url(spec, self, &part.path, key)?,
             headers: vec![Header::new("content-type", "application/json")],
             body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
         };
