@@ -159,7 +159,7 @@ pub fn a_key_given_for_a_keyless_provider_is_sent_not_dropped(driver: &impl Stre
 pub fn usage_carries_the_cost_from_the_catalogues_prices(driver: &impl StreamingDriver) {
     let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
     let client = driver.client(&Setup::new(server.base_url(), "k"));
-    let events = driver.stream_named(&client, "anthropic:claude-sonnet-4-5");
+    let events = driver.stream_model(&client, "anthropic:claude-sonnet-4-5".into());
     let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
     let catalogue = omni_core::Catalogue::builtin().expect("the built-in catalogue");
     let prices = catalogue.model("anthropic:claude-sonnet-4-5").expect("in the catalogue").prices;

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use omni_core::machines::agent::AgentEvent;
+use omni_core::machines::client::ModelRef;
 use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
 use omni_core::{Options, Provider};
 use omni_shell::Error;
@@ -40,6 +41,9 @@ pub struct Setup {
     /// The provider takes no key (`Auth::None`, as `Provider::openai_compatible(.., None)`
     /// makes it); the key is still given to the client.
     pub keyless_provider: bool,
+    /// A provider registered on the client besides the suites' own, with `key` as its key
+    /// (for [`StreamingDriver::stream_model`] with one of its models).
+    pub provider: Option<Provider>,
 }
 
 impl Setup {
@@ -91,6 +95,9 @@ impl Setup {
         if let Some(limit) = self.max_response_bytes {
             builder = builder.max_response_size(limit);
         }
+        if let Some(provider) = &self.provider {
+            builder = builder.api_key(provider.id.clone(), self.key.as_str()).provider(provider.clone());
+        }
         builder
     }
 }
@@ -103,7 +110,12 @@ pub trait StreamingDriver: Send + Sync + 'static {
     fn client(&self, setup: &Setup) -> Self::Client;
     /// The events of one streaming call of [`crate::scenarios::model`] with the prompt
     /// "hi" and default options, to its end.
-    fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent>;
+    fn stream(&self, client: &Self::Client) -> Vec<GenerateEvent> {
+        self.stream_model(client, crate::scenarios::model().into())
+    }
+    /// The same call to `model`: a model of the suites' provider or [`Setup::provider`],
+    /// or a name the client's catalogue resolves.
+    fn stream_model(&self, client: &Self::Client, model: ModelRef) -> Vec<GenerateEvent>;
     /// The same call, started, its events read one at a time as the caller asks (each
     /// `next` waits for the next event); dropping the iterator drops the stream.
     fn open(&self, client: &Self::Client) -> Events;
@@ -120,9 +132,6 @@ pub trait StreamingDriver: Send + Sync + 'static {
         options: Options,
         tools: &[TestTool],
     ) -> Result<Vec<GenerateEvent>, Error>;
-    /// The events of one streaming call of the model named `model` (resolved through the
-    /// client's catalogue) with the prompt "hi" and default options, to its end.
-    fn stream_named(&self, client: &Self::Client, model: &str) -> Vec<GenerateEvent>;
 }
 
 /// A tool for [`StreamingDriver::try_stream`]: any input, answered with `answer`.
@@ -190,6 +199,11 @@ macro_rules! http_suite_tests {
         #[test]
         fn redirects_are_decided_by_the_core_and_credentials_never_leave_their_origin() {
             $crate::redirects::redirect_suite(&$driver);
+        }
+
+        #[test]
+        fn provider_hooks_shape_the_request_and_a_query_key_stays_home() {
+            $crate::hooks::hooks_suite(&$driver);
         }
 
         #[test]

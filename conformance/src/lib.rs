@@ -17,6 +17,7 @@ pub mod fixtures;
 pub mod floods;
 pub mod floor;
 pub mod heap;
+pub mod hooks;
 pub mod http_suite;
 pub mod keepalive;
 pub mod logs;

@@ -83,6 +83,15 @@ where
     }
     assert_secret_headers_never_printed(&client);
 
+    // A key in the query (`Auth::Query`): in the request line, where HTTP crates log.
+    let server = ReplayServer::start(vec![crate::hooks::hi_there()]).expect("server");
+    let client = driver.client(&crate::hooks::query_setup(&server.base_url()));
+    let events = driver.stream_model(&client, crate::hooks::query_model().into());
+    assert_eq!(finished_text(&events).as_deref(), Some("Hi there"));
+    assert!(server.requests()[0].path.contains(crate::hooks::KEY_TAIL), "the key was sent");
+    assert_not_logged(crate::hooks::KEY_TAIL);
+    assert!(!format!("{client:?}").contains(crate::hooks::KEY_TAIL), "nor printed");
+
     let proxy = ConnectProxy::start(Some(CREDENTIALS)).expect("proxy");
     let (server, ca) = KeepAliveServer::start_tls(reuse_body(), Plan::Serve).expect("server");
     let setup = Setup {

@@ -64,6 +64,7 @@ pub fn provider(base_url: &str) -> Provider {
         headers: Vec::new(),
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
+        hooks: Default::default(),
     }
 }
 

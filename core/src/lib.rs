@@ -35,6 +35,7 @@ pub use schemars;
 pub use data::catalogue::{Catalogue, CatalogueError, LookupError};
 pub use data::error::{ProviderError, ProviderErrorKind, RequestError, StreamError};
 pub use data::event::{Fragment, StreamEvent};
+pub use data::hooks::{HookContext, ProviderHooks};
 pub use data::message::{
     Attachment, Block, Context, Message, Origin, Role, Source, Text, Thinking, ToolResult, ToolResultContent, ToolSpec,
     ToolUse,

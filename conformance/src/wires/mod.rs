@@ -100,6 +100,7 @@ impl Wire {
             headers: Vec::new(),
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
+            hooks: Default::default(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The data the application holds and sees: the conversation ([`message`]), what a
 //! response is ([`response`], [`usage`], [`event`], [`error`]), what a call is made
-//! with ([`model`], [`provider`], [`catalogue`], [`options`]), tools' outputs and
+//! with ([`model`], [`provider`] and its [`hooks`], [`catalogue`], [`options`]), tools' outputs and
 //! schemas ([`tool`], [`schema`]), and the bound on how deep JSON may nest ([`depth`]).
 //! Plain values and validation; nothing here knows a wire format or a machine.
 
@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod depth;
 pub mod error;
 pub mod event;
+pub mod hooks;
 pub mod message;
 pub mod model;
 pub mod options;

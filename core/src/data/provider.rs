@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::hooks::{HookContext, ProviderHooks};
 use crate::wire::dialect::Dialect;
 use crate::wire::http::{is_secret_name, RedactedHeaders};
 
@@ -61,6 +62,15 @@ pub enum Auth {
         /// Header name.
         name: String,
     },
+    /// The key as a query parameter, `?name=<key>` (percent-encoded), added after the URL
+    /// hook. The name must be one whose value omni redacts wherever a URL is shown
+    /// ([`crate::wire::query::is_secret_query_name`]: `key`, `api-key`, `token`, `sig`,
+    /// `code` ...): any other is refused when the request is built. Prefer a header where
+    /// the provider takes one: a URL goes to more places than a header does.
+    Query {
+        /// Parameter name, e.g. `key`.
+        name: String,
+    },
     /// No key (local servers).
     None,
 }
@@ -112,6 +122,10 @@ pub struct Provider {
     /// Dialect adjustments.
     #[serde(default)]
     pub quirks: Quirks,
+    /// Functions that adjust the built body, the URL and each decoded event
+    /// ([`crate::data::hooks`]). Not serialized; compared by identity.
+    #[serde(skip)]
+    pub hooks: ProviderHooks,
 }
 
 impl fmt::Debug for Provider {
@@ -126,6 +140,7 @@ impl fmt::Debug for Provider {
             .field("headers", &RedactedHeaders { headers: &self.headers, marked: &self.secret_headers })
             .field("secret_headers", &self.secret_headers)
             .field("quirks", &self.quirks)
+            .field("hooks", &self.hooks)
             .finish()
     }
 }
@@ -154,7 +169,49 @@ impl Provider {
             headers: Vec::new(),
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
+            hooks: ProviderHooks::default(),
         }
+    }
+
+    /// This provider with an extra header on every request (secret by its name, or when
+    /// named in `secret_headers`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// This provider with `f` applied to every body a dialect builds, after any body hook
+    /// already set ([`crate::data::hooks`]).
+    ///
+    /// ```
+    /// use omni_core::Provider;
+    /// let p = Provider::openai_compatible("router", "https://router.example/v1", Some("ROUTER_KEY"))
+    ///     .body_hook(|body, _| {
+    ///         body.insert("provider".into(), serde_json::json!({"order": ["a", "b"]}));
+    ///     });
+    /// assert!(p.hooks.body.is_some());
+    /// ```
+    pub fn body_hook(
+        mut self,
+        f: impl Fn(&mut serde_json::Map<String, serde_json::Value>, &HookContext<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.add_body(f);
+        self
+    }
+
+    /// This provider with `f` applied to every request's URL, after any URL hook already
+    /// set and before an [`Auth::Query`] key ([`crate::data::hooks`]).
+    pub fn url_hook(mut self, f: impl Fn(&mut String, &HookContext<'_>) + Send + Sync + 'static) -> Self {
+        self.hooks.add_url(f);
+        self
+    }
+
+    /// This provider with `f` applied to each decoded JSON event (its SSE type, `""` when
+    /// none, and its payload) before the dialect parses it, after any event hook already
+    /// set ([`crate::data::hooks`]).
+    pub fn event_hook(mut self, f: impl Fn(&str, &mut serde_json::Value) + Send + Sync + 'static) -> Self {
+        self.hooks.add_event(f);
+        self
     }
 
     /// True when this provider's header `name` carries a credential.
@@ -237,6 +294,7 @@ mod tests {
             headers: vec![],
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
+            hooks: ProviderHooks::default(),
         };
         let env = |name: &str| (name == "X_KEY").then(|| "env".to_string());
         let call = ApiKey::new("call");

@@ -2,10 +2,12 @@
 //!
 //! ```text
 //!  bytes ─► FrameDecoder ─► Frame ─► DialectState ─► Delta ─► Accumulator ─► StreamEvent
+//!                                 └ a provider's event hook, when set (JSON in, JSON out)
 //! ```
 
 use crate::data::error::StreamError;
 use crate::data::event::StreamEvent;
+use crate::data::hooks::EventHook;
 use crate::data::message::Origin;
 use crate::data::model::Model;
 use crate::data::response::Response;
@@ -35,6 +37,8 @@ pub struct StreamDecoder {
     /// A text protocol's parser between the dialect and the accumulator, if the request
     /// offered its tools as text (`crate::text_tools`).
     calls: Option<TextCalls>,
+    /// The provider's event hook, applied to each event's JSON before the dialect reads it.
+    event_hook: Option<EventHook>,
 }
 
 impl StreamDecoder {
@@ -60,6 +64,7 @@ impl StreamDecoder {
             acc,
             deltas: Vec::new(),
             calls: None,
+            event_hook: None,
         }
     }
 
@@ -69,16 +74,26 @@ impl StreamDecoder {
         self
     }
 
+    /// This decoder, with each event's JSON payload passed through `hook` (a provider's,
+    /// [`crate::data::hooks`]) before the dialect reads it: the payload is parsed, hooked
+    /// and written out again for the dialect. A payload that is not JSON goes to the dialect
+    /// as it came. `None` leaves the decoder as it was (and costs nothing).
+    pub fn with_event_hook(mut self, hook: Option<EventHook>) -> Self {
+        self.event_hook = hook;
+        self
+    }
+
     /// Feeds body bytes; appends the events they complete to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Progress {
         let mut progress = Progress::default();
         if self.acc.is_terminated() {
             return progress;
         }
-        let Self { frames, state, acc, calls, .. } = self;
+        let Self { frames, state, acc, calls, event_hook, .. } = self;
         let result = frames.feed(chunk, |frame| {
             progress.frames += 1;
-            if let Err(e) = Self::on_frame(state, acc, calls.as_mut(), &frame, out, &mut progress) {
+            if let Err(e) = Self::on_frame(state, acc, calls.as_mut(), event_hook.as_ref(), &frame, out, &mut progress)
+            {
                 acc.fail(e, out);
             }
         });
@@ -100,14 +115,14 @@ impl StreamDecoder {
         // whole line (JSON Lines), and only a missing stop makes the stream incomplete.
         let ended_before = self.acc.response().stop_reason.is_some();
         let sse = matches!(self.frames, FrameDecoder::Sse(_));
-        let Self { frames, state, acc, calls, .. } = self;
+        let Self { frames, state, acc, calls, event_hook, .. } = self;
         let mut progress = Progress::default();
         // A frame handed over here is one the body ended inside (a last SSE event without
         // its blank line, a last NDJSON line without its newline). One that does not parse
         // is the front half of an event: the stream was cut, which is `Incomplete` (and
         // retryable before anything reached the caller), not a malformed stream.
         let end = frames.finish(|frame| {
-            if Self::on_frame(state, acc, calls.as_mut(), &frame, out, &mut progress).is_err() {
+            if Self::on_frame(state, acc, calls.as_mut(), event_hook.as_ref(), &frame, out, &mut progress).is_err() {
                 acc.fail(StreamError::Incomplete, out);
             }
         });
@@ -138,6 +153,7 @@ impl StreamDecoder {
         state: &mut DialectState,
         acc: &mut Accumulator,
         calls: Option<&mut TextCalls>,
+        hook: Option<&EventHook>,
         frame: &Frame<'_>,
         out: &mut Vec<StreamEvent>,
         progress: &mut Progress,
@@ -147,7 +163,13 @@ impl StreamDecoder {
         }
         // Deltas go straight into the accumulator, in the order the dialect produces them.
         let mut sink = AccumulatorSink { acc, calls, out, pushed: false };
-        let parsed = state.parse_to(frame, &mut sink);
+        let parsed = match (hook, frame) {
+            (Some(hook), Frame::Event { event, data, id }) => match hooked(hook, event, data) {
+                Some(data) => state.parse_to(&Frame::Event { event, data: &data, id: *id }, &mut sink),
+                None => state.parse_to(frame, &mut sink),
+            },
+            _ => state.parse_to(frame, &mut sink),
+        };
         progress.progressed |= sink.pushed;
         parsed
     }
@@ -166,6 +188,14 @@ impl StreamDecoder {
     pub fn is_terminated(&self) -> bool {
         self.acc.is_terminated()
     }
+}
+
+/// `data` through an event hook: `None` when it is not JSON (the dialect then reads it as
+/// it came, and says what is wrong with it).
+fn hooked(hook: &EventHook, event: &str, data: &str) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_str(data).ok()?;
+    hook.get()(event, &mut value);
+    serde_json::to_string(&value).ok()
 }
 
 /// Feeds deltas to the accumulator as the dialect produces them.

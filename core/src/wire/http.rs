@@ -110,6 +110,13 @@ impl HttpRequest {
     pub fn secret_values(&self) -> impl Iterator<Item = &str> {
         self.headers.iter().filter(|h| h.sensitive).map(|h| h.value.as_str())
     }
+
+    /// The values of the URL's secret query parameters
+    /// ([`is_secret_query_name`](crate::wire::query::is_secret_query_name)), as
+    /// written in the URL (percent-encoded): what an error or a log must never show either.
+    pub fn secret_query_values(&self) -> impl Iterator<Item = &str> {
+        crate::wire::query::secret_query_pairs(&self.url).map(|(_, value)| value)
+    }
 }
 
 /// `Debug` of a list of `(name, value)` headers: the value of a header named by
@@ -136,7 +143,7 @@ impl fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpRequest")
             .field("method", &self.method)
-            .field("url", &self.url)
+            .field("url", &crate::wire::query::redacted_url(&self.url))
             .field("headers", &self.headers)
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()

@@ -3,7 +3,7 @@
 //! data: bytes framed ([`framing`]), events turned into [`delta`]s by a dialect, deltas
 //! accumulated into events and a response ([`accumulator`]), the three put together in
 //! [`decoder`]; and the credentials cut out of anything a server echoes back
-//! ([`secret`]). Pure functions and incremental decoders; no clock, no state across
+//! ([`secret`]) or shown in a URL ([`query`]). Pure functions and incremental decoders; no clock, no state across
 //! requests.
 //!
 //! ```text
@@ -19,5 +19,6 @@ pub mod dialect;
 pub mod framing;
 pub mod http;
 pub mod proxy;
+pub mod query;
 pub mod redirect;
 pub mod secret;

@@ -9,7 +9,8 @@
 //!      ├─ 301/302/303 to a POST ──────────────────────────────► RedirectError::MethodChange
 //!      ├─ more than MAX_REDIRECTS hops in one attempt ────────► RedirectError::TooMany
 //!      ├─ no Location, several, or one that is not a URL ─────► RedirectError::BadLocation
-//!      └─ same origin ─► the same request (method, headers, body) to the new path
+//!      └─ same origin ─► the same request (method, headers, body, a key in the query)
+//!                        to the new path
 //! ```
 //!
 //! Why these rules:
@@ -35,6 +36,7 @@
 use std::fmt;
 
 use crate::wire::http::{HttpRequest, Method};
+use crate::wire::query::secret_query_pairs;
 
 /// Same-origin redirects followed in one attempt before it fails with
 /// [`RedirectError::TooMany`].
@@ -186,10 +188,26 @@ impl Redirects {
             return Err(RedirectError::TooMany { limit: MAX_REDIRECTS, location });
         }
         self.followed += 1;
-        let url = format!("{origin}{path_and_query}");
+        let url = with_secret_query(format!("{origin}{path_and_query}"), &original.url);
         self.current = Some(url.clone());
         Ok(HttpRequest { url, ..original.clone() })
     }
+}
+
+/// `url` with those of `original`'s secret query parameters (an `Auth::Query` key) it
+/// lacks: a same-origin hop keeps its credentials, as it keeps its headers.
+fn with_secret_query(mut url: String, original: &str) -> String {
+    let missing: Vec<(String, String)> = secret_query_pairs(original)
+        .filter(|(name, _)| !secret_query_pairs(&url).any(|(n, _)| n == *name))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    for (name, value) in missing {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(&name);
+        url.push('=');
+        url.push_str(&value);
+    }
+    url
 }
 
 /// How a `Location` relates to the URL it answers.

@@ -2,13 +2,15 @@
 //! header) back in its error body must not put it in the error the application logs.
 //!
 //! The values come from the request's sensitive headers ([`crate::wire::http::is_secret_name`]
-//! decides which those are); every place a call's error is made passes through
+//! decides which those are) and its URL's secret query parameters (an `Auth::Query` key,
+//! [`crate::wire::query::is_secret_query_name`]); every place a call's error is made passes through
 //! [`Secrets::scrub_error`] once (the generate machine does it where an attempt fails).
 
 use std::fmt;
 
 use crate::machines::generate::GenerateError;
 use crate::wire::http::HttpRequest;
+use crate::wire::query::percent_decode;
 use crate::StreamError;
 
 /// What replaces a secret in text.
@@ -33,7 +35,8 @@ impl fmt::Debug for Secrets {
 
 impl Secrets {
     /// The values of `request`'s sensitive headers, and their long parts (the token of
-    /// `Bearer <token>`, each cookie's value), longest first.
+    /// `Bearer <token>`, each cookie's value), and of its URL's secret query parameters
+    /// (as written and decoded), longest first.
     pub fn of_request(request: &HttpRequest) -> Self {
         let mut secrets: Vec<String> = Vec::new();
         for value in request.secret_values() {
@@ -42,6 +45,14 @@ impl Secrets {
             }
             let parts = value.split([' ', '\t', ';', ',', '=']).map(str::trim).filter(|p| p.len() >= MIN_PART);
             secrets.extend(parts.map(str::to_string));
+        }
+        // A key in the query (`Auth::Query`): as written in the URL, and decoded.
+        for value in request.secret_query_values() {
+            for value in [value.to_string(), percent_decode(value).into_owned()] {
+                if value.len() >= MIN_WHOLE {
+                    secrets.push(value);
+                }
+            }
         }
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
@@ -145,5 +156,25 @@ mod tests {
         secrets.scrub_error(&mut redirect);
         assert!(!redirect.to_string().contains("0123456789"));
         assert!(!format!("{secrets:?}").contains("0123456789"));
+    }
+
+    #[test]
+    fn a_key_in_the_query_is_cut_out_of_every_error() {
+        let request = HttpRequest { url: "http://h/v1/x?alt=sse&key=AIza%2Fq-0123456789".into(), ..request() };
+        let secrets = Secrets::of_request(&request);
+        let url = request.url.clone();
+        let mut transport = GenerateError::Transport(crate::machines::generate::TransportError {
+            kind: crate::machines::generate::TransportErrorKind::Connect,
+            message: format!("error sending request for url ({url})"),
+        });
+        let mut redirect = GenerateError::Redirect(crate::wire::redirect::RedirectError::OtherOrigin {
+            status: 307,
+            location: "http://evil/?key=AIza/q-0123456789".into(),
+        });
+        for error in [&mut transport, &mut redirect] {
+            secrets.scrub_error(error);
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains("q-0123456789"), "{shown}");
+        }
     }
 }

@@ -49,7 +49,7 @@ mod splice;
 use classify::{classify_before_head, classify_in_body, closed_before_response};
 use keep_alive::{IdleAgents, Server, IDLE_LIMIT};
 use resolve::AddressFirst;
-use splice::{take_sensitive, SpliceHeaders};
+use splice::{take_sensitive, Secrets, SpliceHeaders};
 use ureq::http;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use ureq::unversioned::transport::{Connector, DefaultConnector};
@@ -148,11 +148,11 @@ impl Http {
     fn exchange(&self, request: HttpRequest, sink: ResponseSink) {
         let mut request = request;
         let secret = take_sensitive(&mut request);
-        let server = secret.as_ref().ok().and_then(|lines| Server::of(&request.url, lines));
+        let server = secret.as_ref().ok().and_then(|secrets| Server::of(&request.url, &secrets.key()));
         let kept = server.as_ref().and_then(|server| self.idle.take(server));
         let reused = kept.is_some();
-        let lines = secret.as_deref().unwrap_or_default();
-        let agent = kept.unwrap_or_else(|| self.fresh_agent(&request.url, lines));
+        let none = Secrets::default();
+        let agent = kept.unwrap_or_else(|| self.fresh_agent(&request.url, secret.as_ref().unwrap_or(&none)));
         let cancelled = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Some(agent.clone())));
         let handle = RequestHandle { agent: current.clone(), cancelled: cancelled.clone() };
@@ -161,8 +161,8 @@ impl Http {
         let buffers = sink.buffers();
         let mut sink = Some(sink);
         let mut emit = |event| !is_cancelled() && report(&mut sink, event);
-        let lines = match secret {
-            Ok(lines) => lines,
+        let secrets = match secret {
+            Ok(secrets) => secrets,
             Err(message) => {
                 emit(HttpEvent::Failed(TransportError { kind: TransportErrorKind::Other, message }));
                 return;
@@ -171,7 +171,7 @@ impl Http {
         let mut agent = agent;
         let mut outcome = run(&agent, &request, &buffers, &mut emit);
         if matches!(&outcome, Outcome::NoResponse(e) if reused && closed_before_response(e)) {
-            agent = self.fresh_agent(&request.url, &lines);
+            agent = self.fresh_agent(&request.url, &secrets);
             if let Ok(mut current) = current.lock() {
                 *current = Some(agent.clone());
             }
@@ -200,14 +200,14 @@ impl Http {
         }
     }
 
-    /// A new agent for requests to `url`, direct or through its proxy, splicing `lines`
+    /// A new agent for requests to `url`, direct or through its proxy, putting `secrets`
     /// into its requests (after the tunnel is set up: the proxy never sees them).
-    fn fresh_agent(&self, url: &str, lines: &[u8]) -> ureq::Agent {
+    fn fresh_agent(&self, url: &str, secrets: &Secrets) -> ureq::Agent {
         let config = self.config_for(url).clone();
-        if lines.is_empty() {
+        if secrets.is_empty() {
             return ureq::Agent::with_parts(config, DefaultConnector::default(), AddressFirst::default());
         }
-        let connector = DefaultConnector::default().chain(SpliceHeaders::new(lines.to_vec()));
+        let connector = DefaultConnector::default().chain(SpliceHeaders::new(secrets.clone()));
         ureq::Agent::with_parts(config, connector, AddressFirst::default())
     }
 

@@ -20,8 +20,8 @@ impl StreamingDriver for Driver {
         setup.apply(Client::builder()).build().expect("client")
     }
 
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
-        client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream").collect()
+    fn stream_model(&self, client: &Client, model: omni_blocking::ModelRef) -> Vec<GenerateEvent> {
+        client.stream_text(model, "hi", Options::default()).expect("stream").collect()
     }
 
     fn open(&self, client: &Client) -> Events {
@@ -59,9 +59,5 @@ impl StreamingDriver for Driver {
             });
         }
         Ok(call.stream()?.collect())
-    }
-
-    fn stream_named(&self, client: &Client, model: &str) -> Vec<GenerateEvent> {
-        client.stream_text(model, "hi", Options::default()).expect("stream").collect()
     }
 }

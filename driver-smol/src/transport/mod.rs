@@ -18,6 +18,7 @@ use std::sync::Arc;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use omni_core::machines::generate::{TransportError, TransportErrorKind};
 use omni_core::wire::proxy::ProxyRules;
+use omni_core::wire::query::QuerySecrets;
 use omni_core::HttpRequest;
 use omni_shell::{ResponseSink, Transport};
 use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
@@ -78,7 +79,7 @@ async fn send(http: Arc<Connections>, request: HttpRequest, sink: ResponseSink) 
 async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink) -> Result<(), TransportError> {
     let mut may_reuse = true;
     let (mut connection, (status, headers, call), mut carry, target) = loop {
-        let (call, target) = prepare(&request)?;
+        let (call, target, query) = prepare(&request)?;
         let pooled = if may_reuse { http.pool.checkout(&target).await } else { None };
         let reused = pooled.is_some();
         let mut connection = match pooled {
@@ -91,7 +92,7 @@ async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink)
         // Bytes read past the part being parsed (the head's tail is the body's start).
         let mut carry = Vec::with_capacity(READ_SIZE);
         let mut heard = false;
-        let head = match write_request(&mut *connection, call, &request).await {
+        let head = match write_request(&mut *connection, call, &request, &query).await {
             Ok(call) => read_head(&mut *connection, call, &mut carry, &mut heard).await,
             Err(e) => Err(e),
         };
@@ -125,11 +126,15 @@ async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink)
 }
 
 /// The ureq-proto call for `request`: the core's headers and a content-length for the
-/// body. ureq-proto adds the Host header from the URL.
-fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportError> {
+/// body. ureq-proto adds the Host header from the URL. A key in the query is not given to
+/// ureq-proto either (it logs the request line): its URL holds placeholders, and
+/// `write_request` puts the values back.
+fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target, QuerySecrets), TransportError> {
     let invalid =
         |what: &str, e: &dyn std::fmt::Display| failure(TransportErrorKind::Other, format_args!("{what}: {e}"));
-    let uri: Uri = request.url.parse().map_err(|e| invalid("invalid URL", &e))?;
+    let mut url = request.url.clone();
+    let query = QuerySecrets::take(&mut url).map_err(|e| failure(TransportErrorKind::Other, e))?;
+    let uri: Uri = url.parse().map_err(|e| invalid("invalid URL", &e))?;
     let target = Target::of(&uri)?;
     let method = http::Method::from_bytes(request.method.as_str().as_bytes()).map_err(|e| invalid("method", &e))?;
     let mut builder = http::Request::builder().method(method).uri(uri);
@@ -146,15 +151,16 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target), TransportEr
     }
     let built = builder.body(()).map_err(|e| invalid("request", &e))?;
     let call = Call::new(built).map_err(|e| invalid("request", &e))?;
-    Ok((call, target))
+    Ok((call, target, query))
 }
 
-/// Writes the head (with the sensitive headers spliced in), then the body straight from
-/// the core's buffer.
+/// Writes the head (with the query's secrets put back and the sensitive headers spliced
+/// in), then the body straight from the core's buffer.
 async fn write_request(
     connection: &mut dyn Connection,
     call: Call<Prepare>,
     request: &HttpRequest,
+    query: &QuerySecrets,
 ) -> Result<Call<RecvResponse>, TransportError> {
     let io = |e: std::io::Error| failure(TransportErrorKind::Connect, format_args!("sending the request: {e}"));
     let protocol = |e: ureq_proto::Error| failure(TransportErrorKind::Other, format_args!("request: {e}"));
@@ -168,6 +174,9 @@ async fn write_request(
             Err(ureq_proto::Error::OutputOverflow) if buffer.len() < MAX_HEAD => buffer.resize(buffer.len() * 2, 0),
             Err(e) => return Err(protocol(e)),
         }
+    }
+    if !query.restore(&mut head) {
+        return Err(failure(TransportErrorKind::Other, "the request line did not hold the query as written"));
     }
     splice_sensitive_headers(&mut head, request)?;
     let body = &request.body;

@@ -21,8 +21,8 @@ impl StreamingDriver for Driver {
         setup.apply(Client::builder()).build().expect("client")
     }
 
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
-        let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+    fn stream_model(&self, client: &Client, model: omni_smol::ModelRef) -> Vec<GenerateEvent> {
+        let stream = client.stream_text(model, "hi", Options::default()).expect("stream");
         smol::block_on(stream.collect())
     }
 
@@ -64,9 +64,5 @@ impl StreamingDriver for Driver {
             });
         }
         Ok(smol::block_on(call.stream()?.collect()))
-    }
-
-    fn stream_named(&self, client: &Client, model: &str) -> Vec<GenerateEvent> {
-        smol::block_on(client.stream_text(model, "hi", Options::default()).expect("stream").collect())
     }
 }

@@ -3,7 +3,7 @@
 
 use omni_conformance::http_suite::{turn_ended, Events, Setup, StreamingDriver, TestTool};
 use omni_conformance::scenarios;
-use omni_tokio::{AgentEvent, Client, Error, GenerateEvent, Options, TextStream, Tool, ToolError};
+use omni_tokio::{AgentEvent, Client, Error, GenerateEvent, ModelRef, Options, TextStream, Tool, ToolError};
 
 /// One runtime for every call: reqwest's pool lives in it between calls.
 pub(crate) struct Driver(tokio::runtime::Runtime);
@@ -22,9 +22,9 @@ impl StreamingDriver for Driver {
         setup.apply(Client::builder()).build().expect("client")
     }
 
-    fn stream(&self, client: &Client) -> Vec<GenerateEvent> {
+    fn stream_model(&self, client: &Client, model: ModelRef) -> Vec<GenerateEvent> {
         let _entered = self.0.enter();
-        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        let mut stream = client.stream_text(model, "hi", Options::default()).expect("stream");
         self.0.block_on(collect(&mut stream))
     }
 
@@ -70,12 +70,6 @@ impl StreamingDriver for Driver {
         }
         let mut stream = call.stream()?;
         Ok(self.0.block_on(collect(&mut stream)))
-    }
-
-    fn stream_named(&self, client: &Client, model: &str) -> Vec<GenerateEvent> {
-        let _entered = self.0.enter();
-        let mut stream = client.stream_text(model, "hi", Options::default()).expect("stream");
-        self.0.block_on(collect(&mut stream))
     }
 }
 

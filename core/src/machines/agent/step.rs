@@ -168,7 +168,8 @@ impl<C: AgentCallbacks> Agent<C> {
         };
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
         let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out)
-            .with_text_tools(protocol, &context.tools);
+            .with_text_tools(protocol, &context.tools)
+            .with_event_hook(self.config.provider.hooks.event.clone());
         self.state = State::Streaming(Box::new(StepRun { request, warnings: built.warnings, validator }));
         self.drain_step(now);
     }

@@ -297,7 +297,8 @@ impl Generate {
         };
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
         let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out)
-            .with_text_tools(self.text_protocol.clone(), &self.config.context.tools);
+            .with_text_tools(self.text_protocol.clone(), &self.config.context.tools)
+            .with_event_hook(self.config.provider.hooks.event.clone());
         self.state = State::Requesting(Box::new(request));
     }
 

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::data::event::StreamEvent;
+use crate::data::hooks::EventHook;
 use crate::data::message::ToolSpec;
 use crate::data::model::Model;
 use crate::data::response::Response;
@@ -137,6 +138,8 @@ pub(crate) struct Request<I = Instant> {
     /// The text protocol the request offered its tools in, with those tools: each
     /// attempt's reply is read through its parser (`crate::text_tools::stream`).
     text_tools: Option<(Arc<dyn TextProtocol>, Vec<ToolSpec>)>,
+    /// The provider's event hook, for each attempt's decoder.
+    event_hook: Option<EventHook>,
 }
 
 /// The provider's error from an HTTP error response (the kept part of its body).
@@ -157,6 +160,7 @@ impl<I: Moment> Request<I> {
             events: VecDeque::new(),
             scratch: Vec::new(),
             text_tools: None,
+            event_hook: None,
         };
         this.send(now, out);
         this
@@ -166,6 +170,12 @@ impl<I: Moment> Request<I> {
     /// for a text protocol, [`crate::text_tools::render::build_request`]); `None`: native.
     pub(crate) fn with_text_tools(mut self, protocol: Option<Arc<dyn TextProtocol>>, tools: &[ToolSpec]) -> Self {
         self.text_tools = protocol.map(|p| (p, tools.to_vec()));
+        self
+    }
+
+    /// Each attempt's reply is read through the provider's event hook, if it has one.
+    pub(crate) fn with_event_hook(mut self, hook: Option<EventHook>) -> Self {
+        self.event_hook = hook;
         self
     }
 
@@ -279,7 +289,7 @@ impl<I: Moment> Request<I> {
         }
         a.stall_at = now + self.limits.stall_timeout;
         a.phase = if (200..300).contains(&status) {
-            let decoder = StreamDecoder::for_model(&self.model);
+            let decoder = StreamDecoder::for_model(&self.model).with_event_hook(self.event_hook.clone());
             let decoder = match &self.text_tools {
                 // Call ids from the attempt's request id and the call's number: unique in
                 // the conversation, no clock or randomness.

@@ -9,6 +9,7 @@ mod anthropic;
 mod common;
 mod extra;
 mod gemini;
+mod hooks;
 mod in_place;
 mod ollama;
 mod openai_completions;
@@ -108,9 +109,11 @@ impl Dialect {
             Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
         };
         extra::merge(self, spec, &mut part.body, &mut warnings)?;
+        // The provider's body hook sees the body whole, extra options included.
+        let part = hooks::apply_body(part, spec, self);
         let mut request = HttpRequest {
             method: Method::Post,
-            url: spec.provider.url(&part.path),
+            url: hooks::url(spec, self, &part.path, key)?,
             headers: vec![Header::new("content-type", "application/json")],
             body: serde_json::to_vec(&part.body).map_err(|e| RequestError::Unsupported { message: e.to_string() })?,
         };

@@ -142,3 +142,20 @@ fn a_huge_location_is_cut_in_the_error() {
     let error = decide(&request, 307, &huge).unwrap_err();
     assert!(error.location().unwrap().len() <= MAX_SHOWN + 4);
 }
+
+#[test]
+fn a_key_in_the_query_stays_on_a_same_origin_hop_and_never_goes_elsewhere() {
+    let request = post("https://h.example/v1/x?alt=sse&key=AIza-query-secret");
+    let cases = [
+        ("/v2/x", "https://h.example/v2/x?key=AIza-query-secret"),
+        ("/v2/x?alt=sse", "https://h.example/v2/x?alt=sse&key=AIza-query-secret"),
+        ("/v2/x?key=AIza-query-secret&b=1", "https://h.example/v2/x?key=AIza-query-secret&b=1"),
+    ];
+    for (to, expected) in cases {
+        assert_eq!(decide(&request, 307, to).map(|r| r.url), Ok(expected.to_string()), "{to}");
+    }
+    // Another origin: refused, whatever the location says; the error's location is the
+    // server's (the machine's scrubber cuts an echoed key out of it).
+    let refused = decide(&request, 307, "https://elsewhere.example/v1/x");
+    assert!(matches!(refused, Err(RedirectError::OtherOrigin { .. })), "{refused:?}");
+}

@@ -21,6 +21,7 @@ fn build(dialect: Dialect, context: &Context, options: &Options) -> (Value, Vec<
         headers: Vec::new(),
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
+        hooks: Default::default(),
     };
     let model = Model::new("p", "m", dialect);
     let key = ApiKey::new("k");

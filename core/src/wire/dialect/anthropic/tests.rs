@@ -29,6 +29,7 @@ fn provider() -> Provider {
         headers: vec![],
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
+        hooks: Default::default(),
     }
 }
 

@@ -382,6 +382,7 @@ fn provider(quirks: Quirks) -> Provider {
         headers: vec![],
         secret_headers: Vec::new(),
         quirks,
+        hooks: Default::default(),
     }
 }
 

@@ -24,6 +24,7 @@ fn provider() -> Provider {
         headers: Vec::new(),
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
+        hooks: Default::default(),
     }
 }
 
