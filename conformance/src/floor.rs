@@ -205,6 +205,7 @@ pub fn text_len(dialect: Dialect, payload: &str) -> usize {
             .and_then(|c| c.candidates.0)
             .and_then(|c| c.content.parts.0)
             .map_or(0, |p| p.text.len()),
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OllamaChat => serde_json::from_str::<OllamaLine>(payload).ok().map_or(0, |l| l.message.content.len()),
     }
 }
@@ -226,6 +227,7 @@ pub fn tool_args_len(dialect: Dialect, payload: &str) -> usize {
             .ok()
             .and_then(|e| e.delta)
             .map_or(0, |d| d.partial_json.len()),
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OpenaiResponses | Dialect::GoogleGemini | Dialect::OllamaChat => 0,
     }
 }

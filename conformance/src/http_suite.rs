@@ -249,6 +249,11 @@ macro_rules! http_suite_tests {
         }
 
         #[test]
+        fn a_wire_format_of_the_applications_works_as_a_built_in_one() {
+            $crate::custom_wire::through_a_driver(&$driver);
+        }
+
+        #[test]
         fn provider_specific_options_reach_the_body() {
             $crate::divergences::provider_specific_options_reach_the_body(&$driver);
         }

@@ -10,6 +10,7 @@ pub mod async_agent;
 pub mod async_session;
 pub mod blocking_work;
 pub mod connect_proxy;
+pub mod custom_wire;
 pub mod demo;
 pub mod divergences;
 pub mod faults;

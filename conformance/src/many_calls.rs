@@ -51,6 +51,7 @@ pub fn sequential_calls(dialect: Dialect, n: usize) -> Vec<u8> {
             }
             s.push_str("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":10,\"candidatesTokenCount\":100,\"totalTokenCount\":110}}\r\n\r\n");
         }
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OllamaChat => {
             for i in 0..n {
                 let _ = writeln!(s, "{{\"model\":\"llama3.2\",\"created_at\":\"2025-01-01T00:00:00Z\",\"message\":{{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{{\"id\":\"call_{i}\",\"function\":{{\"index\":{i},\"name\":\"f\",\"arguments\":{{\"n\":{i}}}}}}}]}},\"done\":false}}");
@@ -89,6 +90,7 @@ pub fn calls_in_one_event(dialect: Dialect, n: usize) -> Option<Vec<u8>> {
             }
             let _ = write!(s, "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{calls}],\"role\":\"model\"}},\"finishReason\":\"STOP\",\"index\":0}}],\"usageMetadata\":{{\"promptTokenCount\":10,\"candidatesTokenCount\":100,\"totalTokenCount\":110}}}}\r\n\r\n");
         }
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OllamaChat => {
             for i in 0..n {
                 let comma = if i == 0 { "" } else { "," };

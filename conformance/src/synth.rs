@@ -44,6 +44,7 @@ pub fn text_stream(dialect: Dialect, n: usize, word: &str) -> Vec<u8> {
                 let _ = write!(s, "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{word}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}],\"usageMetadata\":{{\"promptTokenCount\":10,\"candidatesTokenCount\":{},\"totalTokenCount\":{}}},\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":\"bench\"}}\r\n\r\n", i + 1, i + 11);
             }
         }
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OllamaChat => {
             for _ in 0..n {
                 let _ = writeln!(s, "{{\"model\":\"llama3.2\",\"created_at\":\"2025-01-01T00:00:00.000000Z\",\"message\":{{\"role\":\"assistant\",\"content\":\"{word}\"}},\"done\":false}}");
@@ -102,6 +103,7 @@ pub fn tool_call_stream(dialect: Dialect, args: &str, fragment: usize) -> Option
             s.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-2024-08-06\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100,\"total_tokens\":110}}\n\n");
             s.push_str("data: [DONE]\n\n");
         }
+        Dialect::Custom(_) => unreachable!("built-in wires only"),
         Dialect::OpenaiResponses | Dialect::GoogleGemini | Dialect::OllamaChat => return None,
     }
     Some(s.into_bytes())

@@ -158,6 +158,7 @@ fn any_input_builds_a_sound_request_or_a_typed_refusal() {
             Dialect::AnthropicMessages => "anthropic",
             Dialect::OpenaiCompletions | Dialect::OpenaiResponses => "openai",
             Dialect::GoogleGemini => "google",
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => "ollama",
         };
         catalogue.provider(id).cloned().unwrap_or_else(|| panic!("provider {id}"))

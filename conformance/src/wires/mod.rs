@@ -66,6 +66,7 @@ impl Wire {
             Dialect::OpenaiCompletions => Model::new(self.provider_id(), "gpt-4o-mini", self.0),
             Dialect::OpenaiResponses => Model::new(self.provider_id(), "gpt-4.1", self.0),
             Dialect::GoogleGemini => Model::new(self.provider_id(), "gemini-2.5-flash", self.0),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => Model::new(self.provider_id(), "qwen3:4b", self.0),
         };
         model.max_output_tokens = 1024;
@@ -78,6 +79,7 @@ impl Wire {
             Dialect::OpenaiCompletions => "openai-chat",
             Dialect::OpenaiResponses => "openai",
             Dialect::GoogleGemini => "google",
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => "ollama",
         }
     }
@@ -88,6 +90,7 @@ impl Wire {
             Dialect::AnthropicMessages => return scenarios::provider(base_url),
             Dialect::OpenaiCompletions | Dialect::OpenaiResponses => Auth::Bearer,
             Dialect::GoogleGemini => Auth::Header { name: "x-goog-api-key".into() },
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => Auth::None,
         };
         Provider {
@@ -108,6 +111,7 @@ impl Wire {
     pub fn base_url(self, server: &str) -> String {
         match self.0 {
             Dialect::GoogleGemini => format!("{server}/v1beta"),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => server.to_string(),
             _ => format!("{server}/v1"),
         }
@@ -134,6 +138,7 @@ impl Wire {
             Dialect::AnthropicMessages => Some(("x-api-key", KEY.into())),
             Dialect::OpenaiCompletions | Dialect::OpenaiResponses => Some(("authorization", format!("Bearer {KEY}"))),
             Dialect::GoogleGemini => Some(("x-goog-api-key", KEY.into())),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => None,
         }
     }
@@ -165,6 +170,7 @@ impl Wire {
         self.calls()
             .iter()
             .map(|c| match self.0 {
+                Dialect::Custom(_) => unreachable!("built-in wires only"),
                 Dialect::GoogleGemini | Dialect::OllamaChat => c.name.to_string(),
                 _ => c.id.to_string(),
             })
@@ -209,6 +215,7 @@ impl Wire {
                 .map(|r| (field(&r, "name"), text(&r["response"]["output"])))
                 .collect(),
             // `{"role":"tool","tool_name","content"}` messages.
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => items("messages")
                 .iter()
                 .filter(|m| m["role"] == "tool")
@@ -223,6 +230,7 @@ impl Wire {
             Dialect::OpenaiCompletions => bodies::openai_completions(answer),
             Dialect::OpenaiResponses => bodies::openai_responses(answer),
             Dialect::GoogleGemini => bodies::google_gemini(answer),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => bodies::ollama_chat(answer),
         }
     }
@@ -287,6 +295,7 @@ impl Wire {
                 )
             }
             Dialect::GoogleGemini => r#"{"error":{"code":404,"message":"models/gemini-2.5-flash is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}}"#.into(),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => r#"{"error":"model \"qwen3:4b\" not found, try pulling it first"}"#.into(),
         };
         (404, body, ProviderErrorKind::NotFound)
@@ -300,6 +309,7 @@ impl Wire {
             }
             Dialect::OpenaiCompletions | Dialect::OpenaiResponses => r#"{"error":{"message":"Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 1s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#.into(),
             Dialect::GoogleGemini => r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#.into(),
+            Dialect::Custom(_) => unreachable!("built-in wires only"),
             Dialect::OllamaChat => r#"{"error":"too many requests, please try again later"}"#.into(),
         }
     }

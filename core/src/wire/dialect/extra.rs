@@ -140,6 +140,9 @@ impl Table {
             Dialect::OpenaiResponses => (tables::OPENAI_RESPONSES, tables::OPENAI_RESPONSES_OWNED),
             Dialect::GoogleGemini => (tables::GEMINI, tables::GEMINI_OWNED),
             Dialect::OllamaChat => (tables::OLLAMA, tables::OLLAMA_OWNED),
+            // An application's format declares no keys: every extra one is sent top-level
+            // with a warning (an error in strict mode), never over a field it wrote.
+            Dialect::Custom(_) => (&[][..], &[][..]),
         };
         let more = match dialect {
             Dialect::OpenaiCompletions if is_openrouter(base_url) => tables::OPENROUTER,

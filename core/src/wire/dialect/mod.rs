@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod common;
+pub mod custom;
 mod extra;
 mod gemini;
 mod hooks;
@@ -37,9 +38,9 @@ mod near_json;
 #[cfg(test)]
 mod shared_tests;
 
-/// A wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A wire format: one of the five built in, or the application's own
+/// ([`Dialect::Custom`], see [`custom`]). Written and read as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dialect {
     /// Anthropic Messages API (`POST /v1/messages`).
     AnthropicMessages,
@@ -51,6 +52,21 @@ pub enum Dialect {
     GoogleGemini,
     /// Ollama native chat (`POST /api/chat`, NDJSON).
     OllamaChat,
+    /// A wire format of the application's, registered with [`custom::register`].
+    Custom(custom::CustomDialect),
+}
+
+impl Serialize for Dialect {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dialect {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl Dialect {
@@ -66,19 +82,23 @@ impl Dialect {
             Self::OpenaiResponses => "openai_responses",
             Self::GoogleGemini => "google_gemini",
             Self::OllamaChat => "ollama_chat",
+            Self::Custom(custom) => custom.format().name(),
         }
     }
 
-    /// Looks a dialect up by name.
+    /// Looks a dialect up by name: a built-in one, or a registered custom one.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.name() == name)
+        Self::ALL.into_iter().find(|d| d.name() == name).or_else(|| custom::lookup(name))
     }
 
     /// How response bodies are framed.
     pub fn framing(self) -> Framing {
         match self {
             Self::OllamaChat => Framing::Ndjson,
-            _ => Framing::Sse,
+            Self::Custom(custom) => custom.format().framing(),
+            Self::AnthropicMessages | Self::OpenaiCompletions | Self::OpenaiResponses | Self::GoogleGemini => {
+                Framing::Sse
+            }
         }
     }
 
@@ -107,6 +127,7 @@ impl Dialect {
             Self::OpenaiResponses => openai_responses::build_request(spec, &mut warnings)?,
             Self::GoogleGemini => gemini::build_request(spec, &mut warnings)?,
             Self::OllamaChat => ollama::build_request(spec, &mut warnings)?,
+            Self::Custom(custom) => custom.format().build_request(spec, &mut warnings)?,
         };
         extra::merge(self, spec, &mut part.body, &mut warnings)?;
         // The provider's body hook sees the body whole, extra options included.
@@ -152,6 +173,7 @@ impl Dialect {
             Self::OpenaiResponses => DialectState::OpenaiResponses(Default::default()),
             Self::GoogleGemini => DialectState::Gemini(Default::default()),
             Self::OllamaChat => DialectState::Ollama(Default::default()),
+            Self::Custom(custom) => DialectState::Custom(custom.format().new_stream()),
         }
     }
 
@@ -163,6 +185,10 @@ impl Dialect {
         headers: impl IntoIterator<Item = (&'h str, &'h str)>,
         body: &[u8],
     ) -> ProviderError {
+        if let Self::Custom(custom) = self {
+            let headers: Vec<(&str, &str)> = headers.into_iter().collect();
+            return custom.format().parse_error(status, &headers, body);
+        }
         let (code, message) = common::error_code_and_message(body);
         let message = message.unwrap_or_else(|| common::fallback_error_message(status, body));
         ProviderError::new(Some(status), code, message).with_body(body).with_retry_after_from(headers)
@@ -192,7 +218,12 @@ pub struct UnknownDialect(pub String);
 impl fmt::Display for UnknownDialect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.name()).collect();
-        write!(f, "unknown dialect {:?}; known: {}", self.0, names.join(", "))
+        write!(
+            f,
+            "unknown dialect {:?}; known: {} (or a wire format registered with custom::register)",
+            self.0,
+            names.join(", ")
+        )
     }
 }
 
@@ -238,7 +269,7 @@ pub struct BuiltRequest {
 
 /// The dialect-specific part of a request; [`Dialect::build_request`] adds the rest.
 #[derive(Debug)]
-pub(crate) struct DialectRequest {
+pub struct DialectRequest {
     /// Path (and query) appended to the provider's base URL.
     pub path: String,
     /// Dialect headers (e.g. `anthropic-version`).
@@ -275,6 +306,8 @@ pub enum DialectState {
     Gemini(gemini::StreamState),
     /// `ollama_chat`.
     Ollama(ollama::StreamState),
+    /// An application's wire format.
+    Custom(Box<dyn custom::WireStream>),
 }
 
 impl DialectState {
@@ -292,6 +325,14 @@ impl DialectState {
             Self::OpenaiResponses(s) => s.parse_to(frame, out),
             Self::Gemini(s) => s.parse_to(frame, out),
             Self::Ollama(s) => s.parse_to(frame, out),
+            Self::Custom(s) => {
+                let mut deltas = Vec::new();
+                let parsed = s.event(frame, &mut deltas);
+                for delta in deltas {
+                    out.push(delta);
+                }
+                parsed
+            }
         }
     }
 
@@ -303,6 +344,7 @@ impl DialectState {
             Self::OpenaiResponses(s) => s.finish(out),
             Self::Gemini(s) => s.finish(out),
             Self::Ollama(s) => s.finish(out),
+            Self::Custom(s) => s.finish(out),
         }
     }
 }
