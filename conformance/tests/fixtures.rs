@@ -104,7 +104,8 @@ fn requests_build_to_their_expected_form() {
             provider: &provider,
             context: &input.context,
             options: &input.options,
-            api_key: Some(&key),
+            // A keyless provider (Ollama) is given no key: one given is always sent.
+            api_key: (provider.auth != omni_core::Auth::None).then_some(&key),
         };
         match input.model.dialect.build_request(&spec) {
             Ok(built) => {
