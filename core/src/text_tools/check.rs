@@ -169,3 +169,43 @@ pub fn check_round_trip(
     }
     Ok(())
 }
+
+/// Expected events, for the protocols' tests: written the same way in each.
+pub mod expect {
+    use serde_json::{Map, Value};
+
+    use crate::text_tools::{InvalidCall, Parsed};
+
+    /// `value`, which must be a JSON object, as a map.
+    pub fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// A text event.
+    pub fn text(text: &str) -> Parsed {
+        Parsed::Text(text.to_owned())
+    }
+
+    /// A call's start.
+    pub fn start(index: usize, name: &str) -> Parsed {
+        Parsed::CallStart { index, name: name.to_owned() }
+    }
+
+    /// A piece of a call's arguments.
+    pub fn delta(index: usize, json: &str) -> Parsed {
+        Parsed::CallDelta { index, json: json.to_owned() }
+    }
+
+    /// A call's end with its arguments (`arguments` a JSON object) and raw span.
+    pub fn end(index: usize, arguments: Value, raw: &str) -> Parsed {
+        Parsed::CallEnd { index, arguments: object(arguments), raw: raw.to_owned() }
+    }
+
+    /// An invalid call's span and reason.
+    pub fn invalid(index: usize, raw: &str, reason: InvalidCall) -> Parsed {
+        Parsed::Invalid { index, raw: raw.to_owned(), reason }
+    }
+}

@@ -2,10 +2,11 @@
 //! shared property checks with generated replies in `properties`, both held to a
 //! reference reading of the spans written apart from the parser (`reference`).
 
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::{Json, FENCE, NO_TOOL, OPENER};
 use crate::data::message::ToolSpec;
+use crate::text_tools::check::expect::{delta, end, invalid, object, start, text};
 use crate::text_tools::{check, InvalidCall, Parsed, TextProtocol};
 
 mod properties;
@@ -17,11 +18,6 @@ fn tool(name: &str) -> ToolSpec {
 
 fn tools() -> Vec<ToolSpec> {
     vec![tool("get_weather"), tool("search")]
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    let Value::Object(map) = value else { panic!("not an object: {value}") };
-    map
 }
 
 /// The merged events of `text`, after the shared checks with one byte at a time and the
@@ -41,26 +37,6 @@ fn held_after(text: &str) -> usize {
     let mut parser = Json.parser(&tools());
     parser.feed(text, &mut Vec::new());
     parser.held()
-}
-
-fn text(t: &str) -> Parsed {
-    Parsed::Text(t.to_owned())
-}
-
-fn start(index: usize, name: &str) -> Parsed {
-    Parsed::CallStart { index, name: name.to_owned() }
-}
-
-fn delta(index: usize, json: &str) -> Parsed {
-    Parsed::CallDelta { index, json: json.to_owned() }
-}
-
-fn end(index: usize, arguments: Value, raw: &str) -> Parsed {
-    Parsed::CallEnd { index, arguments: object(arguments), raw: raw.to_owned() }
-}
-
-fn invalid(index: usize, raw: &str, reason: InvalidCall) -> Parsed {
-    Parsed::Invalid { index, raw: raw.to_owned(), reason }
 }
 
 /// The one malformed call of `body` wrapped in a block between two pieces of prose: its

@@ -4,6 +4,7 @@ use serde_json::{json, Map, Value};
 
 use super::Xml;
 use crate::data::message::ToolSpec;
+use crate::text_tools::check::expect::{delta, end, invalid, object, start, text};
 use crate::text_tools::check::{check_parse, check_round_trip, floor_boundary, parse_in_pieces, parse_whole};
 use crate::text_tools::{partial_suffix, schema_for, CallParser, InvalidCall, Parsed, TextProtocol};
 
@@ -38,13 +39,6 @@ fn tools() -> Vec<ToolSpec> {
         ),
         tool("ping", Value::Null),
     ]
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
 }
 
 /// What a parser may hold back once `fed` is read, from a reference scan that shares
@@ -91,26 +85,6 @@ fn parse(text: &str) -> Vec<Parsed> {
         Ok(events) => events,
         Err(e) => panic!("{e}"),
     }
-}
-
-fn start(index: usize, name: &str) -> Parsed {
-    Parsed::CallStart { index, name: name.to_owned() }
-}
-
-fn delta(index: usize, json: &str) -> Parsed {
-    Parsed::CallDelta { index, json: json.to_owned() }
-}
-
-fn end(index: usize, arguments: Value, raw: &str) -> Parsed {
-    Parsed::CallEnd { index, arguments: object(arguments), raw: raw.to_owned() }
-}
-
-fn text(text: &str) -> Parsed {
-    Parsed::Text(text.to_owned())
-}
-
-fn invalid(index: usize, raw: &str, reason: InvalidCall) -> Parsed {
-    Parsed::Invalid { index, raw: raw.to_owned(), reason }
 }
 
 /// The arguments of the one valid call `call` (text around it allowed).
