@@ -160,7 +160,18 @@ impl TickerStream {
 impl WireStream for TickerStream {
     fn event(&mut self, frame: &Frame<'_>, out: &mut Vec<Delta>) -> Result<(), StreamError> {
         let Frame::Event { data, .. } = frame else { return Ok(()) };
-        let line: Value = serde_json::from_str(data).map_err(|e| StreamError::decode(e, data))?;
+        let value: Value = serde_json::from_str(data).map_err(|e| StreamError::decode(e, data))?;
+        match value.get("lines").and_then(Value::as_array) {
+            // The whole-body variant: every line in one document.
+            Some(lines) => lines.iter().for_each(|line| self.line(line, out)),
+            None => self.line(&value, out),
+        }
+        Ok(())
+    }
+}
+
+impl TickerStream {
+    fn line(&mut self, line: &Value, out: &mut Vec<Delta>) {
         match line["kind"].as_str() {
             Some("text") => {
                 let text = line["text"].as_str().unwrap_or_default();
@@ -208,8 +219,45 @@ impl WireStream for TickerStream {
             // Lines of kinds the format may add later are skipped.
             _ => {}
         }
-        Ok(())
     }
+}
+
+/// `ticker` as a server that does not stream: the same lines in one JSON document,
+/// `{"lines": [...]}`, at `POST {base}/ticker/answer` ([`Framing::Json`]).
+#[derive(Debug)]
+pub struct TickerWhole;
+
+/// The one instance.
+pub static TICKER_WHOLE: TickerWhole = TickerWhole;
+
+impl WireFormat for TickerWhole {
+    fn name(&self) -> &'static str {
+        "ticker_whole"
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Json
+    }
+
+    fn build_request(
+        &self,
+        spec: &RequestSpec<'_>,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<DialectRequest, RequestError> {
+        let part = TICKER.build_request(spec, warnings)?;
+        Ok(DialectRequest { path: "/ticker/answer".into(), ..part })
+    }
+
+    fn new_stream(&self) -> Box<dyn WireStream> {
+        Box::new(TickerStream::default())
+    }
+}
+
+/// The whole-body fixture: `name`'s lines in one document.
+pub fn whole_fixture(name: &str) -> Vec<u8> {
+    let text = String::from_utf8(fixture(name)).unwrap_or_default();
+    let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    serde_json::to_vec(&json!({ "lines": lines })).unwrap_or_default()
 }
 
 /// A 200 response with `body` as NDJSON, in pieces of `chunk` bytes.
@@ -242,4 +290,20 @@ pub fn through_a_driver(driver: &impl crate::http_suite::StreamingDriver) {
     let body: Value = serde_json::from_slice(&requests[0].body).expect("a JSON body");
     assert_eq!(body["model"], "tick-1");
     assert_eq!(body["turns"][0], json!({"who": "user", "say": "hi"}), "{body}");
+
+    // The variant that answers in one JSON document (Framing::Json), in 5-byte pieces.
+    let whole = register(&TICKER_WHOLE).unwrap_or_else(|e| panic!("registering: {e}"));
+    let mut answer = reply(&whole_fixture("text"), 5);
+    if let crate::sim::Reply::Http { headers, .. } = &mut answer {
+        *headers = vec![("content-type".into(), "application/json".into())];
+    }
+    let server = crate::replay::ReplayServer::start(vec![answer]).expect("server");
+    let mut whole_provider = provider(&server.base_url());
+    whole_provider.dialect = whole;
+    let setup = Setup { provider: Some(whole_provider), ..Setup::new(server.base_url(), "sk-ticker") };
+    let client = driver.client(&setup);
+    let events = driver.stream_model(&client, Model::new("ticker", "tick-1", whole).into());
+    assert_eq!(finished_text(&events).as_deref(), Some("It is sunny and noon."), "{events:?}");
+    assert_eq!(server.requests()[0].path, "/ticker/answer");
+    assert_eq!(server.requests()[0].header("accept"), Some("application/json"));
 }

@@ -147,3 +147,24 @@ fn extra_options_go_top_level_with_a_warning_as_it_declares_none() {
     let warnings = r.response.expect("a response").warnings;
     assert!(warnings.iter().any(|w| w.code == "unknown_extra_option"), "{warnings:?}");
 }
+
+#[test]
+fn a_format_that_answers_in_one_json_document() {
+    let whole = register(&custom_wire::TICKER_WHOLE).expect("registered");
+    assert_eq!(whole.framing(), omni_core::wire::framing::Framing::Json);
+    let body = custom_wire::whole_fixture("text");
+    for piece in [1, 7, body.len()] {
+        let mut decoder = omni_core::StreamDecoder::new(whole, "tick-1");
+        let mut events = Vec::new();
+        for chunk in body.chunks(piece) {
+            decoder.feed(chunk, &mut events);
+        }
+        decoder.finish(&mut events);
+        let response = decoder.into_response();
+        assert_eq!(response.text(), "It is sunny and noon.", "in pieces of {piece}");
+        assert_eq!(response.stop_reason, Some(StopReason::Stop));
+    }
+    // A document cut short does not parse: a decode error, not a success.
+    let cut = decode_body(whole, "tick-1", &body[..body.len() / 2]);
+    assert!(matches!(cut.0.last(), Some(omni_core::StreamEvent::Error { .. })), "{:?}", cut.0.last());
+}

@@ -4,7 +4,8 @@
 //!
 //! A format is a [`WireFormat`]: it builds the dialect part of a request (path, headers,
 //! JSON body; URL assembly, keys, extra headers, option checks, extra options and
-//! provider hooks are omni's, as for every dialect), names its framing (SSE or NDJSON),
+//! provider hooks are omni's, as for every dialect), names its framing (SSE, NDJSON or a
+//! whole JSON body),
 //! and makes one [`WireStream`] per response: explicit per-stream state that turns one
 //! decoded frame into [`Delta`]s. A stream is complete once it has given a stop reason
 //! (`Delta::stop`); one that ends without is incomplete, as with every dialect.
@@ -30,7 +31,9 @@ pub trait WireFormat: Send + Sync + fmt::Debug {
     /// dialect's.
     fn name(&self) -> &'static str;
 
-    /// How response bodies are framed.
+    /// How response bodies are framed: SSE, NDJSON, or one whole JSON document
+    /// ([`Framing::Json`], for a server that does not stream: its one frame comes when the
+    /// body ends).
     fn framing(&self) -> Framing;
 
     /// The dialect part of the request for `spec` (path under the provider's base URL,

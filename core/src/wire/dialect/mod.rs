@@ -202,6 +202,7 @@ fn accept_header(framing: Framing) -> &'static str {
     match framing {
         Framing::Sse => "text/event-stream",
         Framing::Ndjson => "application/x-ndjson",
+        Framing::Json => "application/json",
     }
 }
 

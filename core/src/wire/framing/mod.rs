@@ -1,6 +1,6 @@
 //! Framing: turning response body bytes into whole events.
 //!
-//! Two decoders, one contract: feed byte chunks of any size, receive complete frames
+//! Three decoders (SSE, NDJSON, a whole JSON body), one contract: feed byte chunks of any size, receive complete frames
 //! through a callback (borrowed, so a frame costs no allocation), and call
 //! [`FrameDecoder::finish`] at the end of the body to learn whether the stream ended
 //! cleanly or was cut mid-event. Memory is bounded: one event larger than the limit
@@ -9,9 +9,11 @@
 mod lines;
 mod ndjson;
 mod sse;
+mod whole;
 
 pub use ndjson::NdjsonDecoder;
 pub use sse::SseDecoder;
+pub use whole::WholeDecoder;
 
 use std::fmt;
 
@@ -37,6 +39,8 @@ pub enum Framing {
     Sse,
     /// Newline-delimited JSON: one JSON value per line.
     Ndjson,
+    /// One JSON document, the whole body (a format that does not stream).
+    Json,
 }
 
 /// One complete frame.
@@ -95,6 +99,8 @@ pub enum FrameDecoder {
     Sse(SseDecoder),
     /// NDJSON.
     Ndjson(NdjsonDecoder),
+    /// A whole JSON body.
+    Json(WholeDecoder),
 }
 
 impl FrameDecoder {
@@ -108,6 +114,7 @@ impl FrameDecoder {
         match framing {
             Framing::Sse => Self::Sse(SseDecoder::new(max)),
             Framing::Ndjson => Self::Ndjson(NdjsonDecoder::new(max)),
+            Framing::Json => Self::Json(WholeDecoder::new(max)),
         }
     }
 
@@ -116,6 +123,7 @@ impl FrameDecoder {
         match self {
             Self::Sse(d) => d.feed(chunk, on_frame),
             Self::Ndjson(d) => d.feed(chunk, on_frame),
+            Self::Json(d) => d.feed(chunk, on_frame),
         }
     }
 
@@ -124,6 +132,7 @@ impl FrameDecoder {
         match self {
             Self::Sse(d) => d.finish(on_frame),
             Self::Ndjson(d) => d.finish(on_frame),
+            Self::Json(d) => d.finish(on_frame),
         }
     }
 }
