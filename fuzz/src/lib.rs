@@ -68,7 +68,7 @@ pub fn framing(data: &[u8]) {
 }
 
 fn check_framing(data: &[u8]) {
-    for framing in [Framing::Sse, Framing::Ndjson] {
+    for framing in [Framing::Sse, Framing::Ndjson, Framing::Json] {
         let whole = run_framing(framing, data, data.len().max(1));
         let chunked = run_framing(framing, data, chunk_size(data));
         assert_eq!(whole, chunked, "{framing:?}: the same frames whole and in chunks");
