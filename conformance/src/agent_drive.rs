@@ -161,6 +161,15 @@ pub fn run_agent_scenario(
     if transcript != want {
         return Err(diff(named.name, &want, &transcript, "different events"));
     }
+    // A cancelled turn's event carries what it had produced: its prompt at least.
+    for event in &events {
+        if let AgentEvent::Cancelled(response) = event {
+            let prompt = response.messages.first().map(|m| m.role);
+            if response.stop_reason != Some(omni_core::StopReason::Cancelled) || prompt != Some(omni_core::Role::User) {
+                return Err(format!("{}: the cancelled event lacks the turn: {response:?}", named.name));
+            }
+        }
+    }
     if !script.unfired().is_empty() {
         return Err(format!("{}: actions never fired: {:?}", named.name, script.unfired()));
     }

@@ -148,6 +148,12 @@ pub async fn chat_turn<L: AsyncLaunch>(client: L) {
     let state = agent.state().await.expect("state");
     assert_eq!(state.system.as_deref(), Some("Be brief. Really."));
     assert!(state.messages.is_empty(), "the history as a function of itself");
+    // The subscriber is told of the accepted change, with the new state (the refused one
+    // said nothing).
+    match events.next_event().await {
+        Some(AgentEvent::State(told)) => assert_eq!(*told, state),
+        other => panic!("a state event: {other:?}"),
+    }
 }
 
 /// Subscribers given to the builder see the agent's events from the first one on: a

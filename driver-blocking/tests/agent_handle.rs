@@ -69,6 +69,8 @@ fn a_chat_turn_through_the_handle() {
     let (snapshot, events) = agent.subscribe().expect("subscribe");
     assert_eq!(snapshot.status, Status::Idle);
     assert!(snapshot.committed.is_empty());
+    // A second subscriber, to see the state events after the turn.
+    let (_, later) = agent.subscribe().expect("subscribe");
     agent.prompt("Hi").expect("prompt accepted");
     let lines = lines_until_turn(events);
     assert_eq!(skeleton(&lines), CHAT_TURN);
@@ -85,9 +87,19 @@ fn a_chat_turn_through_the_handle() {
     // A change as a function of the value the agent holds when it applies.
     let longer = StateChange::new().system_with(|current| Some(format!("{} Really.", current.unwrap_or_default())));
     agent.set_state(longer).expect("an idle agent takes a change");
-    assert_eq!(agent.state().expect("state").system.as_deref(), Some("Be brief. Really."));
+    let state = agent.state().expect("state");
+    assert_eq!(state.system.as_deref(), Some("Be brief. Really."));
     agent.set_state(StateChange::new().no_system()).expect("an idle agent takes a change");
     assert_eq!(agent.state().expect("state").system, None);
+    // The subscriber was told of each accepted change, with the new state.
+    let told: Vec<omni_blocking::AgentState> = std::iter::from_fn(|| later.try_recv().ok())
+        .filter_map(|event| match event {
+            AgentEvent::State(state) => Some(*state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 2, "one event per accepted change, none for the refused one");
+    assert_eq!(told[0], state);
 }
 
 /// Subscribers given to the builder see the agent's events from the first one on: a
