@@ -810,3 +810,30 @@ fn handle_step_sees_the_step_and_changes_the_system_prompt_for_the_next_steps() 
     assert_eq!(steps, ["handle_step 1 messages=0", "handle_step 2 messages=0"]);
     assert!(r.transcript.contains(&"state".to_string()), "the change is a state event: {:#?}", r.transcript);
 }
+
+#[test]
+fn provider_hooks_shape_an_agents_steps_as_they_shape_a_call() {
+    let mut named = by_name("chat_turn");
+    named.config.provider = named
+        .config
+        .provider
+        .clone()
+        .body_hook(|body, _| {
+            body.insert("trace".into(), serde_json::json!("agent"));
+        })
+        .url_hook(|url, _| url.push_str("?beta=1"))
+        // The provider's text arrives upper-cased: each event passes the hook first.
+        .event_hook(|kind, event| {
+            if kind == "content_block_delta" {
+                if let Some(text) = event["delta"]["text"].as_str().map(str::to_uppercase) {
+                    event["delta"]["text"] = serde_json::Value::String(text);
+                }
+            }
+        });
+    let agent = Agent::new(named.config, named.callbacks, std::time::Instant::now()).expect("a valid configuration");
+    let (r, agent) = simulate_agent(agent, &named.scenario);
+    assert!(r.requests[0].url.ends_with("/messages?beta=1"), "{}", r.requests[0].url);
+    let body: serde_json::Value = serde_json::from_slice(&r.requests[0].body).expect("JSON body");
+    assert_eq!(body["trace"], "agent");
+    assert_eq!(agent.messages().last().map(Message::text).as_deref(), Some("HELLO THERE."));
+}
