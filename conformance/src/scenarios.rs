@@ -65,6 +65,7 @@ pub fn provider(base_url: &str) -> Provider {
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
         hooks: Default::default(),
+        tool_protocol: None,
     }
 }
 

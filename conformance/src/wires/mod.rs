@@ -104,6 +104,7 @@ impl Wire {
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
             hooks: Default::default(),
+            tool_protocol: None,
         }
     }
 

@@ -126,6 +126,11 @@ pub struct Provider {
     /// ([`crate::data::hooks`]). Not serialized; compared by identity.
     #[serde(skip)]
     pub hooks: ProviderHooks,
+    /// The text tool-call protocol every model of this provider needs (a gateway without
+    /// native tool calling), unless the model names its own; the `tool_protocol` option's
+    /// default after the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
 }
 
 impl fmt::Debug for Provider {
@@ -140,6 +145,7 @@ impl fmt::Debug for Provider {
             .field("headers", &RedactedHeaders { headers: &self.headers, marked: &self.secret_headers })
             .field("secret_headers", &self.secret_headers)
             .field("quirks", &self.quirks)
+            .field("tool_protocol", &self.tool_protocol)
             .field("hooks", &self.hooks)
             .finish()
     }
@@ -170,6 +176,7 @@ impl Provider {
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
             hooks: ProviderHooks::default(),
+            tool_protocol: None,
         }
     }
 
@@ -295,6 +302,7 @@ mod tests {
             secret_headers: Vec::new(),
             quirks: Quirks::default(),
             hooks: ProviderHooks::default(),
+            tool_protocol: None,
         };
         let env = |name: &str| (name == "X_KEY").then(|| "env".to_string());
         let call = ApiKey::new("call");

@@ -27,18 +27,25 @@ use crate::data::error::RequestError;
 use crate::data::message::{Block, Context, Message, Role, ToolResult, ToolResultContent, ToolSpec};
 use crate::data::model::Model;
 use crate::data::options::{Options, ToolChoice};
+use crate::data::provider::Provider;
 use crate::wire::dialect::{BuiltRequest, RequestSpec};
 
-/// The protocol a request uses: the option's, else the model's, else native.
-pub fn protocol_for(model: &Model, options: &Options) -> ToolProtocol {
-    options.tool_protocol.clone().or_else(|| model.tool_protocol.clone()).unwrap_or_default()
+/// The protocol a request uses: the option's, else the model's, else the provider's,
+/// else native.
+pub fn protocol_for(model: &Model, provider: &Provider, options: &Options) -> ToolProtocol {
+    options
+        .tool_protocol
+        .clone()
+        .or_else(|| model.tool_protocol.clone())
+        .or_else(|| provider.tool_protocol.clone())
+        .unwrap_or_default()
 }
 
 /// Builds `spec`'s request: as the dialect does for native tools, or rendered for the
 /// text protocol the options (or the model) name. Returns the protocol with it, for the
 /// stream's parser.
 pub fn build_request(spec: &RequestSpec<'_>) -> Result<(BuiltRequest, Option<Arc<dyn TextProtocol>>), RequestError> {
-    let Some(protocol) = protocol_for(spec.model, spec.options).text() else {
+    let Some(protocol) = protocol_for(spec.model, spec.provider, spec.options).text() else {
         return Ok((spec.model.dialect.build_request(spec)?, None));
     };
     let (context, options) = render_request(&*protocol, spec.context, spec.options)?;

@@ -85,12 +85,15 @@ fn a_rendered_request_carries_the_tools_in_its_system_prompt_and_its_history_as_
 #[test]
 fn the_protocol_is_the_options_else_the_models_else_native() {
     let mut model = Model::new("local", "m", Dialect::OpenaiCompletions);
-    assert_eq!(protocol_for(&model, &Options::default()), ToolProtocol::Native);
+    let mut provider = Provider::openai_compatible("local", "http://127.0.0.1:9/v1", None);
+    assert_eq!(protocol_for(&model, &provider, &Options::default()), ToolProtocol::Native);
+    provider.tool_protocol = Some(ToolProtocol::Xml);
+    assert_eq!(protocol_for(&model, &provider, &Options::default()), ToolProtocol::Xml, "the provider's");
     model.tool_protocol = Some(ToolProtocol::Json);
-    assert_eq!(protocol_for(&model, &Options::default()), ToolProtocol::Json);
+    assert_eq!(protocol_for(&model, &provider, &Options::default()), ToolProtocol::Json, "the model's first");
     let native = Options::default().tool_protocol(ToolProtocol::Native);
-    assert_eq!(protocol_for(&model, &native), ToolProtocol::Native, "the option wins");
-    let provider = Provider::openai_compatible("local", "http://127.0.0.1:9/v1", None);
+    assert_eq!(protocol_for(&model, &provider, &native), ToolProtocol::Native, "the option wins");
+    provider.tool_protocol = None;
     let context = Context { tools: vec![weather()], ..Context::from("Hi") };
     let spec = RequestSpec {
         model: &model,

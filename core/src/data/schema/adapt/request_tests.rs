@@ -22,6 +22,7 @@ fn build(dialect: Dialect, context: &Context, options: &Options) -> (Value, Vec<
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
         hooks: Default::default(),
+        tool_protocol: None,
     };
     let model = Model::new("p", "m", dialect);
     let key = ApiKey::new("k");

@@ -210,6 +210,7 @@ fn provider() -> Provider {
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
         hooks: Default::default(),
+        tool_protocol: None,
     }
 }
 

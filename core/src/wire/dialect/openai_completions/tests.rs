@@ -383,6 +383,7 @@ fn provider(quirks: Quirks) -> Provider {
         secret_headers: Vec::new(),
         quirks,
         hooks: Default::default(),
+        tool_protocol: None,
     }
 }
 

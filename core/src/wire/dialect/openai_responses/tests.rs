@@ -25,6 +25,7 @@ fn provider() -> Provider {
         secret_headers: Vec::new(),
         quirks: Quirks::default(),
         hooks: Default::default(),
+        tool_protocol: None,
     }
 }
 
