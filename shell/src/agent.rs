@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::host::ask_loop;
 use crate::AsyncTool;
 use crate::{Command, Reply};
 use async_channel::{Receiver, Sender};
@@ -33,7 +34,7 @@ pub(crate) enum LoopMessage<C> {
         /// The new tools, if any.
         tools: Option<Vec<AsyncTool>>,
         /// Where the answer goes.
-        reply: Sender<Result<(), AgentError>>,
+        reply: Reply<Result<(), AgentError>>,
     },
 }
 
@@ -148,10 +149,8 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     pub async fn set_state(&self, change: StateChange) -> Result<(), Error> {
         let env = crate::client::environment;
         let (patch, tools) = change.into_patch(&self.shared.client, &env, AsyncTool::decl)?;
-        let (reply, answer) = async_channel::bounded(1);
-        let message = LoopMessage::SetState { patch: Box::new(patch), tools, reply };
-        self.shared.commands.send(message).await.map_err(|_| Error::Agent(AgentError::Terminated))?;
-        Ok(answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))??)
+        let patch = Box::new(patch);
+        Ok(ask_loop(&self.shared.commands, |reply| LoopMessage::SetState { patch, tools, reply }).await??)
     }
 
     /// Status, model, system prompt, committed history, tools and options.
@@ -187,29 +186,11 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
         &self,
         f: impl FnOnce(&mut C) -> R + Send + 'static,
     ) -> Result<R, Error> {
-        let (reply, answer) = async_channel::bounded(1);
-        let command = Command::Inspect(Box::new(move |callbacks: &mut C| {
-            let _ = reply.try_send(f(callbacks));
-        }));
-        self.shared
-            .commands
-            .send(LoopMessage::Command(command))
-            .await
-            .map_err(|_| Error::Agent(AgentError::Terminated))?;
-        answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))
+        self.ask(|reply| Command::Inspect(Box::new(move |callbacks: &mut C| reply(f(callbacks))))).await
     }
 
     /// Sends a command and waits for its answer.
     async fn ask<T: Send + 'static>(&self, command: impl FnOnce(Reply<T>) -> Command<C>) -> Result<T, Error> {
-        let (reply, answer) = async_channel::bounded(1);
-        let reply: Reply<T> = Box::new(move |value| {
-            let _ = reply.try_send(value);
-        });
-        self.shared
-            .commands
-            .send(LoopMessage::Command(command(reply)))
-            .await
-            .map_err(|_| Error::Agent(AgentError::Terminated))?;
-        answer.recv().await.map_err(|_| Error::Agent(AgentError::Terminated))
+        ask_loop(&self.shared.commands, |reply| LoopMessage::Command(command(reply))).await
     }
 }

@@ -99,7 +99,7 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
                 if let (Ok(()), Some(tools)) = (&accepted, tools) {
                     executor.set_tools(&tools);
                 }
-                let _ = reply.try_send(accepted);
+                reply(accepted);
             }
         }
     }

@@ -20,6 +20,22 @@ use omni_core::machines::generate::Effect;
 /// Sends a command's answer back to the caller, over whatever channel the driver uses.
 pub type Reply<T> = Box<dyn FnOnce(T) + Send>;
 
+/// Sends a loop (an agent's or a session's) the message `message` makes around a reply,
+/// and waits for the answer; a loop that is gone answers [`AgentError::Terminated`]. The
+/// one request/answer of every async handle.
+pub(crate) async fn ask_loop<M, T: Send + 'static>(
+    messages: &async_channel::Sender<M>,
+    message: impl FnOnce(Reply<T>) -> M,
+) -> Result<T, crate::Error> {
+    let (reply, answer) = async_channel::bounded(1);
+    let reply: Reply<T> = Box::new(move |value| {
+        let _ = reply.try_send(value);
+    });
+    let terminated = || crate::Error::Agent(AgentError::Terminated);
+    messages.send(message(reply)).await.map_err(|_| terminated())?;
+    answer.recv().await.map_err(|_| terminated())
+}
+
 /// Where a subscriber's events go: an agent's (`E` is [`AgentEvent`]) or a session's.
 pub trait EventSink<E = AgentEvent>: Send {
     /// Offers one event, owned (the host clones an event only for the subscribers

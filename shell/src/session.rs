@@ -7,13 +7,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_channel::Sender;
-use omni_core::machines::agent::{AgentError, NoCallbacks, Prompt, ToolDecision};
+use omni_core::machines::agent::{NoCallbacks, Prompt, ToolDecision};
 use omni_core::machines::session::machine::{SessionEvent, SessionInput, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, SessionState, StoreWarning};
 use omni_core::machines::session::tree::{NodeId, Tree};
 
 use crate::drive_session::{SessionMessage, SubscriberCount, SubscriberRole};
-use crate::host::Reply;
+use crate::host::{ask_loop, Reply};
 use crate::subscription::Subscription;
 use crate::Error;
 
@@ -171,13 +171,7 @@ impl<C> Session<C> {
     where
         C: 'static,
     {
-        let (reply, answer) = async_channel::bounded(1);
-        let inspect = SessionMessage::Inspect(Box::new(move |callbacks: &mut C| {
-            let _ = reply.try_send(f(callbacks));
-        }));
-        let terminated = || Error::Agent(AgentError::Terminated);
-        self.shared.messages.send(inspect).await.map_err(|_| terminated())?;
-        answer.recv().await.map_err(|_| terminated())
+        self.ask(|reply| SessionMessage::Inspect(Box::new(move |callbacks: &mut C| reply(f(callbacks))))).await
     }
 
     async fn join(&self, role: SubscriberRole) -> Result<(SessionSnapshot, Subscription<SessionEvent>), Error> {
@@ -192,12 +186,6 @@ impl<C> Session<C> {
 
     /// Sends a message and waits for its answer.
     async fn ask<T: Send + 'static>(&self, message: impl FnOnce(Reply<T>) -> SessionMessage<C>) -> Result<T, Error> {
-        let (reply, answer) = async_channel::bounded(1);
-        let reply: Reply<T> = Box::new(move |value| {
-            let _ = reply.try_send(value);
-        });
-        let terminated = || Error::Agent(AgentError::Terminated);
-        self.shared.messages.send(message(reply)).await.map_err(|_| terminated())?;
-        answer.recv().await.map_err(|_| terminated())
+        ask_loop(&self.shared.messages, message).await
     }
 }
