@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use omni_core::machines::agent::{Agent, AgentConfig, NoCallbacks};
 use omni_core::machines::generate::Effect;
-use omni_core::machines::session::machine::{
-    Session, SessionEffect, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
-};
+use omni_core::machines::session::machine::{Session, SessionEffect, SessionEvent, SessionInput, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, SessionState, Store};
 use omni_core::machines::session::tree::Tree;
 
@@ -94,13 +92,7 @@ impl SimSession {
                 // The session scenarios give the agent no tools.
                 SessionEffect::Agent(Effect::RunTool { .. } | Effect::CancelTool { .. }) => {}
                 SessionEffect::Store { write, op } => {
-                    let id = self.session.id().clone();
-                    let result = match op {
-                        StoreOp::Create(state) => self.store.create(&id, &state),
-                        StoreOp::Append(nodes) => self.store.append_nodes(&id, &nodes),
-                        StoreOp::SaveState(state) => self.store.save_state(&id, &state),
-                    };
-                    results.push((write, result));
+                    results.push((write, op.apply(&*self.store, self.session.id())));
                 }
             }
         }

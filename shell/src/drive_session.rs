@@ -20,7 +20,7 @@ use omni_core::machines::session::machine::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
-use omni_core::machines::session::store::{SessionId, SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{SessionState, Store, StoreError, StoreErrorKind};
 use omni_core::machines::timer::Timer;
 
 use crate::drive::{drive, Notice, Side};
@@ -161,7 +161,7 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
         let Some((write, op)) = self.hosted.writes.pop_front() else { return };
         let store = self.store.clone();
         let id = self.hosted.session.id().clone();
-        let done = off_executor(&self.runtime, move || execute(&*store, &id, op));
+        let done = off_executor(&self.runtime, move || op.apply(&*store, &id));
         self.write = Some(Box::pin(async move {
             let result = done.await.unwrap_or_else(|panic| {
                 Err(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
@@ -189,15 +189,6 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
             SessionMessage::State(reply) => reply(self.hosted.session.state()),
             SessionMessage::Inspect(f) => f(self.hosted.session.callbacks_mut()),
         }
-    }
-}
-
-/// One store write.
-fn execute(store: &dyn Store, id: &SessionId, op: StoreOp) -> Result<(), StoreError> {
-    match op {
-        StoreOp::Create(state) => store.create(id, &state),
-        StoreOp::Append(nodes) => store.append_nodes(id, &nodes),
-        StoreOp::SaveState(state) => store.save_state(id, &state),
     }
 }
 

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use super::store::{SessionId, SessionState, StoreError};
+use super::store::{SessionId, SessionState, Store, StoreError};
 use super::tree::{Node, NodeId, Position, Tree, TreeError};
 use crate::data::message::{Block, Message, Role};
 use crate::machines::agent::ToolDecision;
@@ -44,6 +44,18 @@ pub enum StoreOp {
     Append(Vec<Node>),
     /// Replace the state map.
     SaveState(SessionState),
+}
+
+impl StoreOp {
+    /// Makes this write to session `id` of `store`: the one call of the store's method
+    /// each write stands for (the driver runs it where blocking is allowed).
+    pub fn apply(&self, store: &dyn Store, id: &SessionId) -> Result<(), StoreError> {
+        match self {
+            Self::Create(state) => store.create(id, state),
+            Self::Append(nodes) => store.append_nodes(id, nodes),
+            Self::SaveState(state) => store.save_state(id, state),
+        }
+    }
 }
 
 /// What the session asks its driver to do.
