@@ -259,12 +259,8 @@ impl ChildRun {
                 }
                 SessionEffect::Agent(other) => panic!("an effect the child does not expect: {other:?}"),
                 SessionEffect::Store { write, op } => {
-                    let id = self.session.id().clone();
-                    let (result, added) = match &op {
-                        StoreOp::Create(state) => (self.store.create(&id, state), 0),
-                        StoreOp::Append(nodes) => (self.store.append_nodes(&id, nodes), nodes.len()),
-                        StoreOp::SaveState(state) => (self.store.save_state(&id, state), 0),
-                    };
+                    let result = op.apply(&*self.store, self.session.id());
+                    let added = if let StoreOp::Append(nodes) = &op { nodes.len() } else { 0 };
                     if let Err(e) = &result {
                         panic!("the store refused {op:?}: {e}");
                     }
