@@ -340,7 +340,7 @@ impl<C: AgentCallbacks> Agent<C> {
         let results = prompt.content.iter().any(|b| matches!(b, Block::ToolResult(_)));
         if !matches!(self.state, State::Idle) {
             if results {
-                return Err(if matches!(self.state, State::Paused(_)) { AgentError::Paused } else { AgentError::Busy });
+                self.idle()?;
             }
             self.staged = Some(prompt);
             return Ok(());
@@ -400,14 +400,18 @@ impl<C: AgentCallbacks> Agent<C> {
     }
 
     fn set_state(&mut self, patch: StatePatch) -> Result<(), AgentError> {
-        match self.state {
-            State::Idle => {}
-            State::Paused(_) => return Err(AgentError::Paused),
-            State::Streaming(_) | State::Backoff { .. } | State::Tools(_) | State::Terminated => {
-                return Err(AgentError::Busy)
-            }
-        }
+        self.idle()?;
         self.apply_patch(patch)
+    }
+
+    /// What may change only while idle is refused as `Paused` while a call waits for a
+    /// decision, else as `Busy` while a turn is in flight.
+    fn idle(&self) -> Result<(), AgentError> {
+        match self.state {
+            State::Idle => Ok(()),
+            State::Paused(_) => Err(AgentError::Paused),
+            State::Streaming(_) | State::Backoff { .. } | State::Tools(_) | State::Terminated => Err(AgentError::Busy),
+        }
     }
 
     /// Checks `patch` whole and applies it, or nothing (`set_state`, and `handle_step`'s
