@@ -146,7 +146,14 @@ pub fn a_call_refused_before_it_starts_names_the_model(driver: &impl StreamingDr
 /// None)`, then `.api_key(..)` on the client) is sent as a bearer token, never dropped.
 pub fn a_key_given_for_a_keyless_provider_is_sent_not_dropped(driver: &impl StreamingDriver) {
     let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
-    let setup = Setup { keyless_provider: true, ..Setup::new(server.base_url(), "sk-explicit") };
+    // The suites' provider taking no key, as `Provider::openai_compatible(.., None)` makes
+    // one; the key is still given to the client.
+    let keyless = omni_core::Provider {
+        auth: omni_core::Auth::None,
+        api_key_env: None,
+        ..crate::scenarios::provider(&server.base_url())
+    };
+    let setup = Setup { provider: Some(keyless), ..Setup::new(server.base_url(), "sk-explicit") };
     let client = driver.client(&setup);
     let events = driver.stream(&client);
     assert_eq!(finished_text(&events).as_deref(), Some("Hi."), "{events:?}");

@@ -38,9 +38,6 @@ pub struct Setup {
     /// The client's retry policy (its seed then used by every call); ignored with
     /// `no_retries`.
     pub retry: Option<RetryPolicy>,
-    /// The provider takes no key (`Auth::None`, as `Provider::openai_compatible(.., None)`
-    /// makes it); the key is still given to the client.
-    pub keyless_provider: bool,
     /// A provider registered on the client besides the suites' own, with `key` as its key
     /// (for [`StreamingDriver::stream_model`] with one of its models).
     pub provider: Option<Provider>,
@@ -68,14 +65,6 @@ impl Setup {
             builder = builder.retry(RetryPolicy::none());
         } else if let Some(policy) = self.retry {
             builder = builder.retry(policy);
-        }
-        if self.keyless_provider {
-            let keyless = Provider {
-                auth: omni_core::Auth::None,
-                api_key_env: None,
-                ..crate::scenarios::provider(&self.base_url)
-            };
-            builder = builder.provider(keyless);
         }
         if !self.provider_headers.0.is_empty() {
             let (headers, secret_headers) = self.provider_headers.clone();
