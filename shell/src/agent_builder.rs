@@ -207,23 +207,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
 
     /// The callbacks, which also hold the application's private state.
     pub fn callbacks<D: AgentCallbacks + Send + 'static>(self, callbacks: D) -> AgentBuilder<L, T, D> {
-        AgentBuilder {
-            launcher: self.launcher,
-            model: self.model,
-            api_key: self.api_key,
-            system: self.system,
-            messages: self.messages,
-            tools: self.tools,
-            available: self.available,
-            options: self.options,
-            tool_timeout: self.tool_timeout,
-            error_backoff: self.error_backoff,
-            output_retries: self.output_retries,
-            output_validator: self.output_validator,
-            capacity: self.capacity,
-            subscribers: self.subscribers,
-            callbacks,
-        }
+        self.rebuild(|launcher| launcher, |tool| tool, |_| callbacks)
     }
 
     /// Starts the agent: resolves the model as a call would, runs `init`, checks the
@@ -278,9 +262,22 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
 
     /// The same builder on another driver's client, its tools converted: for a driver
     /// whose handles wrap the shell's (omni-blocking).
-    pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, mut tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
+    pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
+        self.rebuild(|_| launcher, tool, |callbacks| callbacks)
+    }
+}
+
+impl<L, T, C> AgentBuilder<L, T, C> {
+    /// The same settings with the launcher, each tool and the callbacks passed through
+    /// these functions: the one place every field is carried over.
+    fn rebuild<M, U, D>(
+        self,
+        launcher: impl FnOnce(L) -> M,
+        mut tool: impl FnMut(T) -> U,
+        callbacks: impl FnOnce(C) -> D,
+    ) -> AgentBuilder<M, U, D> {
         AgentBuilder {
-            launcher,
+            launcher: launcher(self.launcher),
             model: self.model,
             api_key: self.api_key,
             system: self.system,
@@ -294,7 +291,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
             output_validator: self.output_validator,
             capacity: self.capacity,
             subscribers: self.subscribers,
-            callbacks: self.callbacks,
+            callbacks: callbacks(self.callbacks),
         }
     }
 }
