@@ -45,14 +45,17 @@ fn builder<L: AsyncSessionLaunch>(client: &L, model: &str) -> AgentBuilder<L, As
     AgentBuilder::new(client.clone(), model.into())
 }
 
-/// Reads events until the turn's writes are done (the state map saved), or a write failed.
+/// True for the event that ends a change's writes: the state map written (it goes last),
+/// or a write that failed (no other follows it until the next change).
+pub fn writes_done(event: &SessionEvent) -> bool {
+    matches!(event, SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. })
+}
+
+/// Reads events until the turn's writes are done ([`writes_done`]).
 pub async fn until_saved(events: &mut Subscription<SessionEvent>) -> Vec<SessionEvent> {
     let mut seen = Vec::new();
     while let Some(event) = events.next_event().await {
-        let done = matches!(
-            event,
-            SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. }
-        );
+        let done = writes_done(&event);
         seen.push(event);
         if done {
             break;

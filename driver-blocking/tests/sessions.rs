@@ -97,9 +97,9 @@ mod handle {
 
     use omni_blocking::{
         AgentEvent, Client, Error, NodeId, Session, SessionError, SessionEvent, Store, StoreErrorKind, StoreWarning,
-        SubscriberCount, Subscription, Written,
+        SubscriberCount, Subscription,
     };
-    use omni_conformance::async_session::{handle_replies, image_prompt, tear_last_record, MODEL};
+    use omni_conformance::async_session::{handle_replies, image_prompt, tear_last_record, writes_done, MODEL};
     use omni_conformance::replay::ReplayServer;
     use omni_conformance::session_drive::{replay_client, TempDir};
     use omni_core::machines::session::store::SessionId;
@@ -107,10 +107,7 @@ mod handle {
 
     fn until_saved(events: &Subscription<SessionEvent>) {
         while let Ok(event) = events.recv_timeout(Duration::from_secs(20)) {
-            if matches!(
-                event,
-                SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. }
-            ) {
+            if writes_done(&event) {
                 return;
             }
         }

@@ -10,7 +10,7 @@ use futures_lite::StreamExt;
 use omni_core::data::tool::ToolError;
 use omni_core::machines::agent::{AgentEvent, NoCallbacks};
 use omni_core::machines::generate::{GenerateError, GenerateEvent};
-use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
+use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
 use omni_core::machines::session::store::{SessionState, Store};
 use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use omni_shell::AsyncTool;
@@ -323,7 +323,7 @@ where
 
 /// The end of a committed turn's writes: the state map saved, or a write failed.
 fn is_saved(event: &SessionEvent) -> bool {
-    matches!(event, SessionEvent::Store { written: Written::State, .. } | SessionEvent::Store { result: Err(_), .. })
+    omni_conformance::async_session::writes_done(event)
         || matches!(event, SessionEvent::Agent(AgentEvent::Error(_) | AgentEvent::Cancelled(_)))
 }
 
