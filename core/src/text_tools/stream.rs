@@ -120,10 +120,10 @@ impl TextCalls {
         acc.push(Delta::BlockDelta { index: key, delta: BlockDelta::Text(text.into()) }, out);
     }
 
+    /// Opens call `index`'s tool_use block; returns its key.
     fn start_call(&mut self, index: usize, name: String, acc: &mut Accumulator, out: &mut Vec<StreamEvent>) -> u32 {
         self.text_key = None;
         let key = self.key();
-        self.calls.insert(index, key);
         let id = format!("{}{index}", self.id_prefix);
         acc.push(Delta::BlockStart { index: key, kind: BlockKind::ToolUse { id, name } }, out);
         key
@@ -135,7 +135,8 @@ impl TextCalls {
             match event {
                 Parsed::Text(text) => self.text(&text, acc, out),
                 Parsed::CallStart { index, name } => {
-                    self.start_call(index, name, acc, out);
+                    let key = self.start_call(index, name, acc, out);
+                    self.calls.insert(index, key);
                 }
                 Parsed::CallDelta { index, json } => {
                     if let Some(&key) = self.calls.get(&index) {
@@ -158,7 +159,6 @@ impl TextCalls {
                             let why = BlockDelta::ToolInputInvalid(reason.to_string().into());
                             acc.push(Delta::BlockDelta { index: key, delta: why }, out);
                             acc.push(Delta::BlockStop { index: key }, out);
-                            self.calls.remove(&index);
                         }
                         None => {
                             acc.warn(Warning {
