@@ -19,6 +19,11 @@
 //!
 //! Paths are only ever made from a [`SessionId`], which is URL-safe base64: no `/`, no
 //! `..`. Names starting with `.` (a deletion under way) are never ids, so `list` skips them.
+//!
+//! Ownership: `<dir>/<id>/lock`, locked by the owner ([`crate::lock`]); the lock goes
+//! with the owner's process. A creator locks it before it writes anything else, so a
+//! session is owned from its first byte; a deletion locks it too, then renames the
+//! folder away, so a claimer that opened the old file finds its path gone and fails.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -26,14 +31,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use omni_core::machines::session::store::assemble;
+use omni_core::machines::session::store::{assemble, check_append};
 use omni_core::machines::session::tree::{Node, Tree};
 use serde::{Deserialize, Serialize};
 
-use crate::{Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning};
+use crate::lock::{owned_elsewhere, Locking, Owners, SessionLock};
+use crate::{
+    Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
+};
 
 const NODES: &str = "nodes.jsonl";
 const SESSION: &str = "session.json";
+const LOCK: &str = "lock";
 /// The prefix of a session folder being deleted (renamed out of the way first).
 const DELETED: &str = ".deleted-";
 
@@ -42,6 +51,8 @@ const DELETED: &str = ".deleted-";
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
+    /// The sessions this store (and its clones) owns.
+    owners: Owners,
 }
 
 /// What `session.json` holds.
@@ -64,11 +75,30 @@ impl FileStore {
                 let _ = fs::remove_dir_all(entry.path());
             }
         }
-        Ok(Self { dir })
+        Ok(Self { dir, owners: Owners::default() })
     }
 
     fn session_dir(&self, id: &SessionId) -> PathBuf {
         self.dir.join(id.as_str())
+    }
+
+    /// Takes session `id`'s lock: `wait` for a creator's (see [`SessionLock::take`]).
+    fn lock(&self, id: &SessionId, wait: bool) -> Result<SessionLock, StoreError> {
+        let dir = self.session_dir(id);
+        let path = dir.join(LOCK);
+        match SessionLock::take(&path, wait) {
+            Ok(Locking::Taken(lock)) => Ok(lock),
+            Ok(Locking::Held) => Err(owned_elsewhere(&display(&dir))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(StoreError::new(StoreErrorKind::NotFound, display(&dir), "no such session"))
+            }
+            Err(e) => Err(io_error(&e, &path, "locking the session")),
+        }
+    }
+
+    /// `Ok` when `claim` owns its session here.
+    fn owned(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owners.check(claim, &display(&self.session_dir(claim.session())))
     }
 
     /// The error for `e`, met at `path` in session `id`: a file that is not there means
@@ -111,7 +141,7 @@ impl FileStore {
 }
 
 impl Store for FileStore {
-    fn create(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+    fn create(&self, id: &SessionId, state: &SessionState) -> Result<Claim, StoreError> {
         let dir = self.session_dir(id);
         // `create_dir` (not `create_dir_all`) fails if the folder exists: the one atomic
         // check that lets exactly one of several creators, in any process, win.
@@ -124,6 +154,8 @@ impl Store for FileStore {
         }
         let at = SystemTime::now();
         let fill = || {
+            // The lock first: the session is owned from its first byte.
+            let lock = self.lock(id, true)?;
             // nodes.jsonl first: session.json, written last, marks the session complete.
             let nodes = dir.join(NODES);
             let write_nodes = || {
@@ -134,7 +166,8 @@ impl Store for FileStore {
             write_nodes().map_err(|e| io_error(&e, &nodes, "creating the nodes file"))?;
             self.write_session(id, &SessionFile { created_ms: millis(at), state: state.clone() }, at)?;
             // The new folder's entry in the store's directory.
-            sync_dir(&self.dir).map_err(|e| io_error(&e, &self.dir, "syncing the store's directory"))
+            sync_dir(&self.dir).map_err(|e| io_error(&e, &self.dir, "syncing the store's directory"))?;
+            Ok(self.owners.keep(id, lock))
         };
         fill().inspect_err(|_| {
             // Without effect, as far as we can: the id is free again.
@@ -142,7 +175,32 @@ impl Store for FileStore {
         })
     }
 
-    fn append_nodes(&self, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
+    fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
+        let dir = self.session_dir(id);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(StoreError::new(StoreErrorKind::Corrupt, display(&dir), "not a session's folder")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::new(StoreErrorKind::NotFound, display(&dir), "no such session"))
+            }
+            Err(e) => return Err(io_error(&e, &dir, "looking for the session")),
+        }
+        let lock = self.lock(id, false)?;
+        Ok(self.owners.keep(id, lock))
+    }
+
+    fn renew(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owned(claim)
+    }
+
+    fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owners.release(claim);
+        Ok(())
+    }
+
+    fn append_nodes(&self, claim: &Claim, nodes: &[Node]) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         let path = self.session_dir(id).join(NODES);
         let mut file = OpenOptions::new()
             .read(true)
@@ -158,12 +216,7 @@ impl Store for FileStore {
         })?;
         // A batch that does not follow the file would make it a list that is not a tree:
         // refused before anything is written.
-        for (n, node) in (next..).zip(nodes) {
-            if node.id.0 != n || node.parent.is_some_and(|parent| parent >= node.id) {
-                let message = format!("refused: node {} (parent {:?}) is not node {n}, the next", node.id, node.parent);
-                return Err(StoreError::new(StoreErrorKind::Corrupt, display(&path), message));
-            }
-        }
+        check_append(next, nodes, &display(&path))?;
         let mut batch = Vec::new();
         for node in nodes {
             serde_json::to_writer(&mut batch, node)
@@ -187,7 +240,9 @@ impl Store for FileStore {
         })
     }
 
-    fn save_tree(&self, id: &SessionId, tree: &Tree) -> Result<(), StoreError> {
+    fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         let dir = self.session_dir(id);
         let mut bytes = Vec::new();
         for node in tree.nodes() {
@@ -199,7 +254,9 @@ impl Store for FileStore {
             .map_err(|(e, path)| self.error(id, &e, &path, "writing the nodes"))
     }
 
-    fn save_state(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+    fn save_state(&self, claim: &Claim, state: &SessionState) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         let at = SystemTime::now();
         let created_ms = match self.read_session(id) {
             Ok((session, _)) => session.created_ms,
@@ -223,7 +280,7 @@ impl Store for FileStore {
         assemble(nodes, session.state, warnings, &display(&self.session_dir(id)))
     }
 
-    fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>, StoreError> {
+    fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError> {
         let entries = fs::read_dir(&self.dir).map_err(|e| io_error(&e, &self.dir, "listing sessions"))?;
         let mut all = Vec::new();
         for entry in entries {
@@ -256,11 +313,21 @@ impl Store for FileStore {
         }
         // Newest first by the full-precision time; ties by id, so pages do not shift.
         all.sort_by(|(a, a_info), (b, b_info)| b.cmp(a).then_with(|| a_info.id.cmp(&b_info.id)));
-        Ok(all.into_iter().skip(offset).take(limit).map(|(_, info)| info).collect())
+        let sessions = all.into_iter().skip(offset).take(limit).map(|(_, info)| info).collect();
+        Ok(SessionList { sessions, unreadable: Vec::new() })
     }
 
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
         let dir = self.session_dir(id);
+        if self.owners.holds(id) {
+            return Err(owned_elsewhere(&display(&dir)));
+        }
+        // Held through the rename: no owner can come between.
+        let _lock = match self.lock(id, false) {
+            Ok(lock) => lock,
+            Err(e) if e.kind == StoreErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
         // Renamed out of the way first (atomic): a reader sees the whole session or none,
         // never one being removed file by file.
         let doomed = self.dir.join(format!("{DELETED}{id}-{}", unique()));

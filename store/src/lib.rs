@@ -4,10 +4,16 @@
 //! file store (a folder per session: `nodes.jsonl`, one node per line, appended and
 //! synced; `session.json`, written to a temporary file, synced and renamed) and the
 //! SQLite store (one database file for many sessions, WAL mode, a transaction per write),
-//! and [`MemoryStore`] for sessions that need not outlive the process. The first two block while they read or write: the drivers call them off their executor's
-//! threads. [`suite`] is the conformance suite every store passes.
+//! and [`MemoryStore`] for sessions that need not outlive the process. The first two
+//! block while they read or write: the drivers call them off their executor's threads.
+//!
+//! Every store enforces one writer per session ([`Claim`]): the file and SQLite stores
+//! with a lock on a per-session lock file that the operating system drops when the
+//! owner's process ends ([`lock`]), so a crashed owner never leaves a session locked.
+//! [`suite`] is the conformance suite every store passes.
 
 mod file;
+pub mod lock;
 mod memory;
 mod sqlite;
 pub mod suite;
@@ -15,6 +21,6 @@ pub mod suite;
 pub use file::FileStore;
 pub use memory::MemoryStore;
 pub use omni_core::machines::session::store::{
-    Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
+    Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
 pub use sqlite::SqliteStore;

@@ -9,17 +9,23 @@
 //! of `sessions` (its state as JSON, the title copied out for `list`, its times and a
 //! write counter) and its nodes are rows of `nodes` (each node as JSON, keyed by session
 //! and node id, deleted with their session by a cascading foreign key).
+//!
+//! Ownership: a lock file per session in a folder beside the database (`<db>.omni-locks/`),
+//! locked by the owner ([`crate::lock`]). SQLite's own locks last one transaction and
+//! a row naming an owner outlives a crashed one; a file lock is held across transactions
+//! and goes with the owner's process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use omni_core::machines::session::store::assemble;
+use omni_core::machines::session::store::{assemble, check_append};
 use omni_core::machines::session::tree::{Node, Tree};
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
 
-use crate::{Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind};
+use crate::lock::{owned_elsewhere, Locking, Owners, SessionLock};
+use crate::{Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind};
 
 /// The schema version this code writes and reads.
 const VERSION: i64 = 1;
@@ -61,6 +67,10 @@ pub struct SqliteStore {
     connection: Mutex<Connection>,
     /// The database's path, as every error names it.
     path: String,
+    /// The folder of the sessions' lock files.
+    locks: PathBuf,
+    /// The sessions this handle owns.
+    owners: Owners,
 }
 
 impl SqliteStore {
@@ -83,7 +93,9 @@ impl SqliteStore {
         // Per connection: sync the WAL at every commit; enforce the cascade on delete.
         connection.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(fail)?;
         migrate(&mut connection, &location)?;
-        Ok(Self { connection: Mutex::new(connection), path: location })
+        let mut locks = path.as_os_str().to_owned();
+        locks.push(".omni-locks");
+        Ok(Self { connection: Mutex::new(connection), path: location, locks: locks.into(), owners: Owners::default() })
     }
 
     fn connection(&self) -> MutexGuard<'_, Connection> {
@@ -143,14 +155,44 @@ impl SqliteStore {
         StoreError::new(StoreErrorKind::Io, &self.path, format!("cannot write as JSON: {e}"))
     }
 
+    /// Takes session `id`'s lock, for a claim or a deletion.
+    fn lock(&self, id: &SessionId) -> Result<SessionLock, StoreError> {
+        let location = format!("{}:sessions({id})", self.path);
+        let io = |e: std::io::Error, doing: &str| {
+            let kind =
+                if e.kind() == std::io::ErrorKind::PermissionDenied { StoreErrorKind::Denied } else { StoreErrorKind::Io };
+            StoreError::new(kind, self.locks.display().to_string(), format!("{doing}: {e}"))
+        };
+        std::fs::create_dir_all(&self.locks).map_err(|e| io(e, "creating the lock folder"))?;
+        match SessionLock::take(&self.locks.join(id.as_str()), false) {
+            Ok(Locking::Taken(lock)) => Ok(lock),
+            Ok(Locking::Held) => Err(owned_elsewhere(&location)),
+            Err(e) => Err(io(e, "locking the session")),
+        }
+    }
+
+    /// `Ok` when `claim` owns its session here.
+    fn owned(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owners.check(claim, &format!("{}:sessions({})", self.path, claim.session()))
+    }
+
     fn state_json(&self, state: &SessionState) -> Result<String, StoreError> {
         serde_json::to_string(state).map_err(|e| self.unwritable(e))
     }
 }
 
 impl Store for SqliteStore {
-    fn create(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+    fn create(&self, id: &SessionId, state: &SessionState) -> Result<Claim, StoreError> {
         let json = self.state_json(state)?;
+        // The lock before the row: the session is owned from the moment it exists. A lock
+        // held by another means the id is in use (being created or owned).
+        let lock = match self.lock(id) {
+            Ok(lock) => lock,
+            Err(e) if e.kind == StoreErrorKind::OwnedElsewhere => {
+                return Err(StoreError::new(StoreErrorKind::Exists, e.location, "a session with this id exists"))
+            }
+            Err(e) => return Err(e),
+        };
         self.write(|tx| {
             let now = now_ms();
             // The primary key decides, atomically: no check-then-write.
@@ -168,13 +210,33 @@ impl Store for SqliteStore {
                 )),
                 Err(e) => Err(sql_error(e, &self.path)),
             }
-        })
+        })?;
+        Ok(self.owners.keep(id, lock))
+    }
+
+    fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
+        if !self.exists(id)? {
+            return Err(self.not_found(id));
+        }
+        let lock = self.lock(id)?;
+        Ok(self.owners.keep(id, lock))
+    }
+
+    fn renew(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owned(claim)
+    }
+
+    fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.owners.release(claim);
+        Ok(())
     }
 
     /// Refuses ([`StoreErrorKind::Corrupt`], nothing written) nodes that are not the
     /// session's next ids in order, or whose parent does not precede them: stored, they
     /// would make a tree that no longer loads.
-    fn append_nodes(&self, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
+    fn append_nodes(&self, claim: &Claim, nodes: &[Node]) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         self.write(|tx| {
             self.touch(tx, id)?;
             let next: i64 = tx
@@ -182,22 +244,15 @@ impl Store for SqliteStore {
                     row.get(0)
                 })
                 .map_err(self.fail())?;
-            for (expected, node) in (next..).zip(nodes) {
-                let found = node_key(node);
-                let why = if found != expected {
-                    format!("node {found} appended where node {expected} is next")
-                } else if node.parent.is_some_and(|parent| parent >= node.id) {
-                    format!("node {found} names a parent that does not precede it")
-                } else {
-                    continue;
-                };
-                return Err(StoreError::new(StoreErrorKind::Corrupt, self.node_location(id, found), why));
-            }
+            let next = u64::try_from(next).unwrap_or(0);
+            check_append(next, nodes, &format!("{}:nodes({id})", self.path))?;
             self.insert_nodes(tx, id, nodes)
         })
     }
 
-    fn save_tree(&self, id: &SessionId, tree: &Tree) -> Result<(), StoreError> {
+    fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         self.write(|tx| {
             self.touch(tx, id)?;
             tx.execute("DELETE FROM nodes WHERE session = ?1", [id.as_str()]).map_err(self.fail())?;
@@ -205,7 +260,9 @@ impl Store for SqliteStore {
         })
     }
 
-    fn save_state(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+    fn save_state(&self, claim: &Claim, state: &SessionState) -> Result<(), StoreError> {
+        self.owned(claim)?;
+        let id = claim.session();
         let json = self.state_json(state)?;
         self.write(|tx| {
             self.touch(tx, id)?;
@@ -248,7 +305,7 @@ impl Store for SqliteStore {
         assemble(nodes, state, Vec::new(), &format!("{}:nodes({id})", self.path))
     }
 
-    fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>, StoreError> {
+    fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError> {
         let connection = self.connection();
         let mut select = connection
             .prepare_cached(
@@ -264,7 +321,7 @@ impl Store for SqliteStore {
                 Ok((row.get::<_, String>(0)?, row.get(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
             })
             .map_err(self.fail())?;
-        rows.map(|row| {
+        let sessions: Result<Vec<SessionInfo>, StoreError> = rows.map(|row| {
             let (id, title, created_ms, updated_ms) = row.map_err(self.fail())?;
             let id = SessionId::new(id).map_err(|e| {
                 StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({})", self.path, e.0), e.to_string())
@@ -273,10 +330,20 @@ impl Store for SqliteStore {
             let ms = |t: i64| u64::try_from(t).unwrap_or(0);
             Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
         })
-        .collect()
+        .collect();
+        Ok(SessionList { sessions: sessions?, unreadable: Vec::new() })
     }
 
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
+        if self.owners.holds(id) {
+            return Err(owned_elsewhere(&format!("{}:sessions({id})", self.path)));
+        }
+        if !self.exists(id)? {
+            return Ok(false);
+        }
+        // Held through the delete: no owner can come between. The lock file stays (a
+        // claimer that opened it would otherwise lock a file nobody else looks at).
+        let _lock = self.lock(id)?;
         // The nodes go with the row (ON DELETE CASCADE), in the same transaction.
         self.write(|tx| Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", [id.as_str()]).map_err(self.fail())? > 0))
     }

@@ -29,12 +29,14 @@ pub enum Timer {
     ToolDeadline,
     /// A step that `handle_error` asked to retry is sent again (the agent's error backoff).
     StepBackoff,
+    /// A session's lease on its place in the store is due for renewal.
+    LeaseRenewal,
 }
 
 impl Timer {
     /// Every timer, in the table's order (the earliest deadline wins; on a tie, the first).
-    pub const ALL: [Self; 5] =
-        [Self::RequestTimeout, Self::Stall, Self::RetryBackoff, Self::ToolDeadline, Self::StepBackoff];
+    pub const ALL: [Self; 6] =
+        [Self::RequestTimeout, Self::Stall, Self::RetryBackoff, Self::ToolDeadline, Self::StepBackoff, Self::LeaseRenewal];
 
     /// A short name for logs.
     pub fn as_str(self) -> &'static str {
@@ -44,6 +46,7 @@ impl Timer {
             Self::RetryBackoff => "retry backoff",
             Self::ToolDeadline => "tool deadline",
             Self::StepBackoff => "step backoff",
+            Self::LeaseRenewal => "lease renewal",
         }
     }
 
@@ -54,6 +57,7 @@ impl Timer {
             Self::RetryBackoff => 2,
             Self::ToolDeadline => 3,
             Self::StepBackoff => 4,
+            Self::LeaseRenewal => 5,
         }
     }
 }

@@ -366,14 +366,14 @@ pub struct Snapshot {
     pub partial: Option<Message>,
 }
 
-/// Checks a history the agent may start from or be given.
+/// Checks a history the agent may start from or be given. It may end with tool calls
+/// nobody answered (a turn that ended at `max_steps`, or on a tool without handler, and
+/// was kept so): the next prompt answers each ahead of its text, as it does in the turn
+/// after such a turn, so a history saved there loads and goes on as it would have.
 pub(super) fn validate_history(messages: &[Message]) -> Result<(), AgentError> {
     let Some(last) = messages.last() else { return Ok(()) };
     if last.role != Role::Assistant {
         return Err(AgentError::InvalidMessages("the history must end with an assistant message".into()));
-    }
-    if last.tool_uses().next().is_some() {
-        return Err(AgentError::InvalidMessages("the history ends with tool calls that have no results".into()));
     }
     Ok(())
 }

@@ -12,16 +12,27 @@
 //!                                   agent's history go back to where they were
 //! ```
 //!
-//! Writes go one at a time, in order: the session's creation, then the nodes the store
-//! does not have yet (one append), then the state map when it changed. A failed write is
-//! reported and never stops the session; the next change writes everything still
-//! unsaved, so nothing the tree holds is lost to a store that failed for a while.
+//! The session writes as the owner of its claim ([`Claim`], taken by whoever opened it):
+//! one write at a time, in order: a lease's renewal when it is due, then the nodes the
+//! store does not have yet (one append), then the state map when it changed, and at the
+//! end the claim's release. A failed write is reported and never stops the session; the
+//! next change writes everything still unsaved, so nothing the tree holds is lost to a
+//! store that failed for a while. A write refused for good (the claim lost its session,
+//! or the store holds what the session did not write: [`StoreErrorKind::is_final`](super::store::StoreErrorKind::is_final)) ends
+//! the writing: the session says so ([`SessionError::NotOwner`]) to every later change.
+//! A session opened read-only writes nothing and refuses every change.
+//!
+//! What is written is always a state a turn can start from: while a turn is in flight
+//! (a regenerate or an edit has moved the path to its user message) the state map names
+//! the position the turn found, so a process killed mid-turn resumes where the last
+//! committed turn left it. [`Session::resume`] repairs a path that ends inside a turn
+//! anyway (written by an older version, or a batch torn by a crash) and says so.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use super::store::{SessionId, SessionState, Store, StoreError};
+use super::store::{Claim, SessionId, SessionState, Store, StoreError, StoreWarning};
 use super::tree::{Node, NodeId, Position, Tree, TreeError};
 use crate::data::message::{Block, Message, Role};
 use crate::machines::agent::ToolDecision;
@@ -38,22 +49,25 @@ pub struct WriteId(pub u64);
 /// What a write does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoreOp {
-    /// Create the session with this state (fails if the id exists).
-    Create(SessionState),
     /// Append these nodes.
     Append(Vec<Node>),
     /// Replace the state map.
     SaveState(SessionState),
+    /// Extend the claim's lease.
+    Renew,
+    /// Give up the claim (the session's last write).
+    Release,
 }
 
 impl StoreOp {
-    /// Makes this write to session `id` of `store`: the one call of the store's method
-    /// each write stands for (the driver runs it where blocking is allowed).
-    pub fn apply(&self, store: &dyn Store, id: &SessionId) -> Result<(), StoreError> {
+    /// Makes this write to `store` as the owner of `claim`: the one call of the store's
+    /// method each write stands for (the driver runs it where blocking is allowed).
+    pub fn apply(&self, store: &dyn Store, claim: &Claim) -> Result<(), StoreError> {
         match self {
-            Self::Create(state) => store.create(id, state),
-            Self::Append(nodes) => store.append_nodes(id, nodes),
-            Self::SaveState(state) => store.save_state(id, state),
+            Self::Append(nodes) => store.append_nodes(claim, nodes),
+            Self::SaveState(state) => store.save_state(claim, state),
+            Self::Renew => store.renew(claim),
+            Self::Release => store.release(claim),
         }
     }
 }
@@ -63,10 +77,13 @@ impl StoreOp {
 pub enum SessionEffect {
     /// The agent's: send or cancel a request, run or cancel a tool.
     Agent(Effect),
-    /// Write to the store, then report [`SessionInput::Stored`] with `write`.
+    /// Write to the store as the owner of `claim`, then report [`SessionInput::Stored`]
+    /// with `write`.
     Store {
         /// Which write.
         write: WriteId,
+        /// The session's claim, which the write carries.
+        claim: Claim,
         /// What to write.
         op: StoreOp,
     },
@@ -75,12 +92,14 @@ pub enum SessionEffect {
 /// What was written, in a [`SessionEvent::Store`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
-    /// The session was created.
-    Session,
     /// New nodes (this many).
     Nodes(usize),
     /// The state map.
     State,
+    /// The lease was renewed.
+    Renewed,
+    /// The claim was released.
+    Released,
 }
 
 /// What the application observes.
@@ -153,6 +172,11 @@ pub enum SessionError {
     NotAnAssistantNode(NodeId),
     /// A store result for a write that is not in flight.
     UnknownWrite(WriteId),
+    /// The session was opened read-only: it changes nothing.
+    ReadOnly,
+    /// The session no longer owns its place in the store (why, in the error): it
+    /// changes nothing more, so that nothing it shows is unsaved.
+    NotOwner(StoreError),
     /// The agent refused.
     Agent(AgentError),
 }
@@ -166,6 +190,8 @@ impl fmt::Display for SessionError {
             Self::NotAUserNode(id) => write!(f, "node {id} is not a user message"),
             Self::NotAnAssistantNode(id) => write!(f, "node {id} is not an assistant message"),
             Self::UnknownWrite(id) => write!(f, "no store write {} is in flight", id.0),
+            Self::ReadOnly => f.write_str("the session was opened read-only"),
+            Self::NotOwner(e) => write!(f, "the session lost its ownership in the store ({e})"),
             Self::Agent(e) => write!(f, "{e}"),
         }
     }
@@ -211,8 +237,19 @@ pub struct Session<C: AgentCallbacks> {
     /// Model, system, options and title (the position is the tree's).
     state: SessionState,
     turn: Option<Turn>,
-    /// The store knows the session.
-    created: bool,
+    /// The claim the session writes with; `None`: opened read-only.
+    claim: Option<Claim>,
+    /// Why writing stopped for good (a write refused for good).
+    lost: Option<StoreError>,
+    /// When a lease is next renewed.
+    renew_at: Option<Instant>,
+    /// A renewal is due: the next write.
+    renew_due: bool,
+    /// Stopping: once nothing is left to write (or a write failed), the claim is released.
+    terminating: bool,
+    released: bool,
+    /// What `resume` repaired.
+    repairs: Vec<StoreWarning>,
     /// How many of the tree's nodes the store holds.
     saved: usize,
     /// Bumped at every change of the state map; `state_saved` is the last one written.
@@ -225,51 +262,62 @@ pub struct Session<C: AgentCallbacks> {
 }
 
 impl<C: AgentCallbacks> Session<C> {
-    /// A new session `id` over `agent` (whose history should be empty): its creation is
-    /// the first write.
-    pub fn create(id: SessionId, agent: Agent<C>, state: SessionState) -> Self {
-        let mut session = Self::with(id, agent, Tree::new(), state, false);
-        session.flush();
-        session
-    }
-
-    /// A session loaded from a store: `tree` with its position, `state` its map. The
-    /// agent's history becomes the tree's active path.
+    /// A session loaded from a store (or just created in it: an empty tree): `tree` with
+    /// its position, `state` its map, written as the owner of `claim` (`None`: read-only,
+    /// every change refused). The agent's history becomes the tree's active path.
     ///
     /// Nodes beyond those the state counts were committed after it was saved: the process
     /// stopped between a turn's nodes and the state that moves the path onto them. The
     /// path is moved onto the newest of them (and the state written again), so a turn
     /// reported saved is on the path, not left on a branch the next prompt would start.
+    ///
+    /// A path that ends inside a turn (on a user message: a batch torn between its
+    /// nodes, or a state written mid-turn by an older version) is repaired: on down the
+    /// branch last used when there is one, else back to the last reply on it. Each repair
+    /// is in [`repairs`](Self::repairs); nothing that loads is refused.
     pub fn resume(
         id: SessionId,
+        claim: Option<Claim>,
         agent: Agent<C>,
         mut tree: Tree,
         state: SessionState,
         now: Instant,
     ) -> Result<Self, SessionError> {
+        let saved_path = tree.path().to_vec();
         let behind = (tree.len() as u64) > state.nodes;
         if behind {
             let newest = NodeId(tree.len() as u64 - 1);
             tree.navigate(Some(newest))?;
         }
-        let mut session = Self::with(id, agent, tree, state, true);
+        let repaired = settle(&mut tree);
+        let mut session = Self::with(id, claim, agent, tree, state, now);
+        if repaired {
+            let now_path = session.tree.path().to_vec();
+            session.repairs.push(StoreWarning::PathRepaired { saved: saved_path, now: now_path });
+        }
         session.sync_history(now)?;
-        if behind {
+        if behind || repaired {
             session.changed();
         }
         Ok(session)
     }
 
-    fn with(id: SessionId, agent: Agent<C>, tree: Tree, state: SessionState, created: bool) -> Self {
-        let saved = if created { tree.len() } else { 0 };
+    fn with(id: SessionId, claim: Option<Claim>, agent: Agent<C>, tree: Tree, state: SessionState, now: Instant) -> Self {
+        let renew_at = claim.as_ref().and_then(Claim::lease).map(|lease| now + renewal(lease));
         Self {
             id,
             agent,
+            saved: tree.len(),
             tree,
             state,
             turn: None,
-            created,
-            saved,
+            claim,
+            lost: None,
+            renew_at,
+            renew_due: false,
+            terminating: false,
+            released: false,
+            repairs: Vec::new(),
             state_version: 0,
             state_saved: 0,
             in_flight: None,
@@ -277,6 +325,21 @@ impl<C: AgentCallbacks> Session<C> {
             effects: VecDeque::new(),
             events: VecDeque::new(),
         }
+    }
+
+    /// What [`resume`](Self::resume) repaired.
+    pub fn repairs(&self) -> &[StoreWarning] {
+        &self.repairs
+    }
+
+    /// The claim the session writes with (`None` when read-only).
+    pub fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
+    }
+
+    /// Why the session stopped writing for good, if it did.
+    pub fn lost(&self) -> Option<&StoreError> {
+        self.lost.as_ref()
     }
 
     /// The session's id.
@@ -312,7 +375,12 @@ impl<C: AgentCallbacks> Session<C> {
 
     /// Whether everything the session holds is in the store.
     pub fn is_saved(&self) -> bool {
-        self.created && self.saved == self.tree.len() && self.state_saved == self.state_version
+        self.saved == self.tree.len() && self.state_saved == self.state_version
+    }
+
+    /// Whether the claim is released (the session's writing is over).
+    pub fn is_released(&self) -> bool {
+        self.released
     }
 
     /// The next effect to execute.
@@ -328,16 +396,25 @@ impl<C: AgentCallbacks> Session<C> {
         self.events.pop_front()
     }
 
-    /// The agent's next deadline (a session has none of its own).
+    /// The next deadline: the agent's, or a lease's renewal.
     pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        self.agent.poll_timeout()
+        let renew = self.renew_at.filter(|_| self.writing()).map(|at| (at, Timer::LeaseRenewal));
+        match (self.agent.poll_timeout(), renew) {
+            (Some(agent), Some(renew)) => Some(if renew.0 < agent.0 { renew } else { agent }),
+            (agent, renew) => agent.or(renew),
+        }
     }
 
-    /// Acts on the agent's deadlines.
+    /// Acts on the deadlines that passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         self.agent.handle_timeout(now);
         self.pump(now);
+        if self.renew_at.is_some_and(|at| at <= now) {
+            self.renew_at = None;
+            self.renew_due = true;
+            self.flush();
+        }
     }
 
     /// Stops the session for good (its last handle went away): the agent's work is
@@ -352,23 +429,24 @@ impl<C: AgentCallbacks> Session<C> {
         if let Some(turn) = self.turn.take() {
             let _ = self.tree.restore(&turn.rollback);
         }
+        self.terminating = true;
+        self.flush();
     }
 
     /// Feeds an input; a refused one changes nothing.
     pub fn handle_input(&mut self, input: SessionInput<'_>, now: Instant) -> Result<(), SessionError> {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
         let result = match input {
-            SessionInput::Prompt(text) => self.start(false, Prompt::text(text), now),
-            SessionInput::PromptWith(prompt) => self.start(false, *prompt, now),
-            SessionInput::Navigate(id) => self.navigate(id, now),
-            SessionInput::Regenerate(id) => self.regenerate(id, now),
-            SessionInput::Edit(parent, text) => self.edit(parent, text, now),
-            SessionInput::Title(title) => {
+            SessionInput::Prompt(text) => self.writable().and_then(|()| self.start(false, Prompt::text(text), now)),
+            SessionInput::PromptWith(prompt) => self.writable().and_then(|()| self.start(false, *prompt, now)),
+            SessionInput::Navigate(id) => self.writable().and_then(|()| self.navigate(id, now)),
+            SessionInput::Regenerate(id) => self.writable().and_then(|()| self.regenerate(id, now)),
+            SessionInput::Edit(parent, text) => self.writable().and_then(|()| self.edit(parent, text, now)),
+            SessionInput::Title(title) => self.writable().map(|()| {
                 self.state.title.clone_from(&title);
                 self.events.push_back(SessionEvent::Title(title));
                 self.changed();
-                Ok(())
-            }
+            }),
             SessionInput::Cancel => self.agent.handle_input(AgentInput::Cancel, now).map_err(SessionError::Agent),
             SessionInput::Resume(decision) => {
                 self.agent.handle_input(AgentInput::Resume(decision), now).map_err(SessionError::Agent)
@@ -377,10 +455,24 @@ impl<C: AgentCallbacks> Session<C> {
                 let _ = self.agent.handle_input(AgentInput::Report(report), now);
                 Ok(())
             }
-            SessionInput::Stored { write, result } => self.stored(write, result),
+            SessionInput::Stored { write, result } => self.stored(write, result, now),
         };
         self.pump(now);
         result
+    }
+
+    /// `Ok` when the session may change: it owns its session, and has not lost it.
+    fn writable(&self) -> Result<(), SessionError> {
+        match (&self.claim, &self.lost) {
+            (None, _) => Err(SessionError::ReadOnly),
+            (Some(_), Some(lost)) => Err(SessionError::NotOwner(lost.clone())),
+            (Some(_), None) => Ok(()),
+        }
+    }
+
+    /// Whether writes still go out.
+    fn writing(&self) -> bool {
+        self.claim.is_some() && self.lost.is_none() && !self.released
     }
 
     fn idle(&self) -> Result<(), SessionError> {
@@ -549,56 +641,116 @@ impl<C: AgentCallbacks> Session<C> {
         self.flush();
     }
 
-    /// The state map as the store keeps it: the position and node count of the tree now.
+    /// The state map as the store keeps it: the node count of the tree now, and the
+    /// position of the last committed turn (while a turn is in flight, where it found the
+    /// path: a regenerate or an edit moves the path to its user message, which is not a
+    /// state to resume from).
     pub fn state(&self) -> SessionState {
-        SessionState { position: self.tree.position(), nodes: self.tree.len() as u64, ..self.state.clone() }
+        let position = self.turn.as_ref().map_or_else(|| self.tree.position(), |turn| turn.rollback.clone());
+        SessionState { position, nodes: self.tree.len() as u64, ..self.state.clone() }
     }
 
     /// Sends the next write, unless one is in flight.
     fn flush(&mut self) {
-        if self.in_flight.is_some() {
+        if self.in_flight.is_some() || !self.writing() {
             return;
         }
-        let (op, written) = if !self.created {
-            (StoreOp::Create(self.state()), Written::Session)
+        let Some(claim) = self.claim.clone() else { return };
+        let (op, written) = if self.renew_due {
+            (StoreOp::Renew, Written::Renewed)
         } else if self.saved < self.tree.len() {
             let nodes = self.tree.nodes()[self.saved..].to_vec();
             let count = nodes.len();
             (StoreOp::Append(nodes), Written::Nodes(count))
         } else if self.state_saved != self.state_version {
             (StoreOp::SaveState(self.state()), Written::State)
+        } else if self.terminating {
+            (StoreOp::Release, Written::Released)
         } else {
             return;
         };
         let write = WriteId(self.next_write);
         self.next_write += 1;
         self.in_flight = Some((write, written, self.state_version));
-        self.effects.push_back(SessionEffect::Store { write, op });
+        self.effects.push_back(SessionEffect::Store { write, claim, op });
     }
 
-    fn stored(&mut self, write: WriteId, result: Result<(), StoreError>) -> Result<(), SessionError> {
+    fn stored(&mut self, write: WriteId, result: Result<(), StoreError>, now: Instant) -> Result<(), SessionError> {
         let Some((id, written, version)) = self.in_flight else { return Err(SessionError::UnknownWrite(write)) };
         if id != write {
             return Err(SessionError::UnknownWrite(write));
         }
         self.in_flight = None;
-        let ok = result.is_ok();
-        if ok {
-            match written {
-                Written::Session => {
-                    self.created = true;
-                    self.state_saved = version;
-                }
+        let lease = self.claim.as_ref().and_then(Claim::lease);
+        match &result {
+            Ok(()) => match written {
                 Written::Nodes(count) => self.saved += count,
                 Written::State => self.state_saved = version,
+                Written::Renewed => {
+                    self.renew_due = false;
+                    self.renew_at = lease.map(|lease| now + renewal(lease));
+                }
+                Written::Released => self.released = true,
+            },
+            Err(e) if e.kind.is_final() => {
+                // Writing again cannot succeed: the claim lost its session, or the store
+                // holds what this session did not write. Stop, and say so to every change.
+                self.lost = Some(e.clone());
+                self.renew_due = false;
+            }
+            Err(_) => {
+                if written == Written::Renewed {
+                    // Tried again soon, well within the lease.
+                    self.renew_due = false;
+                    self.renew_at = lease.map(|lease| now + lease / 10);
+                }
+                if written == Written::Released {
+                    // Nothing more to do: the lock or lease goes with the process or lapses.
+                    self.released = true;
+                }
             }
         }
+        let ok = result.is_ok();
         self.events.push_back(SessionEvent::Store { written, result });
         // After a failure the next change writes again (no loop against a store that
-        // keeps failing); after a success, whatever else is unsaved goes now.
+        // keeps failing); after a success, whatever else is unsaved goes now. A stopping
+        // session goes on to its release either way.
         if ok {
+            self.flush();
+        } else if self.terminating {
+            self.saved = self.tree.len();
+            self.state_saved = self.state_version;
             self.flush();
         }
         Ok(())
     }
+}
+
+/// How long after a lease is taken or renewed it is renewed again: a third of it, so two
+/// renewals can fail before it lapses.
+fn renewal(lease: std::time::Duration) -> std::time::Duration {
+    lease / 3
+}
+
+/// Moves a path that ends inside a turn (on a user message) to one a turn can start from:
+/// down the branch last used under it when that reaches a reply, else back to the last
+/// reply on the path (or no path). Whether it moved.
+fn settle(tree: &mut Tree) -> bool {
+    let ends_a_turn = |tree: &Tree| tree.head().and_then(|head| tree.message(head)).is_none_or(|m| m.role == Role::Assistant);
+    if ends_a_turn(tree) {
+        return false;
+    }
+    let before = tree.path().to_vec();
+    tree.extend();
+    if ends_a_turn(tree) && tree.path().len() > before.len() {
+        return true;
+    }
+    let last_reply = before.iter().rev().copied().find(|&id| tree.message(id).is_some_and(|m| m.role == Role::Assistant));
+    let moved = match last_reply {
+        Some(reply) => tree.truncate_to(reply),
+        None => tree.navigate(None),
+    };
+    // A node of the path is always in the tree.
+    debug_assert!(moved.is_ok());
+    true
 }

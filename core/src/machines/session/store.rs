@@ -6,10 +6,11 @@
 //! is new.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::tree::{Node, Position, Tree};
+use super::tree::{Node, NodeId, Position, Tree};
 
 /// A session's id: 1 to 64 characters of the URL-safe base64 alphabet (`A-Z a-z 0-9 - _`),
 /// so it is a safe file name, URL segment and database key as it is.
@@ -122,6 +123,17 @@ pub struct SessionInfo {
     pub updated_ms: u64,
 }
 
+/// A page of a store's sessions, and the entries it could not read.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionList {
+    /// The sessions of the page, the most recently written first.
+    pub sessions: Vec<SessionInfo>,
+    /// Entries that are not readable sessions (a damaged record, a file that is not a
+    /// session's, a row with a bad id): each reported, none hiding the others. Not paged:
+    /// every page reports them all.
+    pub unreadable: Vec<StoreError>,
+}
+
 /// A session as a store gives it back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
@@ -133,8 +145,9 @@ pub struct Loaded {
     pub warnings: Vec<StoreWarning>,
 }
 
-/// Something a store got past while loading.
+/// Something got past while loading: nothing saved whole was lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreWarning {
     /// The last record was cut short (a crash in the middle of an append) and left out:
     /// it was never reported saved.
@@ -144,10 +157,33 @@ pub enum StoreWarning {
         /// Bytes left out.
         bytes: usize,
     },
+    /// The saved position was not one a turn can start from (it ended inside a turn: on
+    /// a user message, or on nodes of a turn cut by a crash) and was moved to the nearest
+    /// point that is. Every node is still in the tree.
+    PathRepaired {
+        /// The path as saved.
+        saved: Vec<NodeId>,
+        /// The path now.
+        now: Vec<NodeId>,
+    },
+}
+
+impl fmt::Display for StoreWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TornRecord { location, bytes } => {
+                write!(f, "{location}: a torn last record ({bytes} bytes, never reported saved) was left out")
+            }
+            Self::PathRepaired { saved, now } => {
+                write!(f, "the saved path {saved:?} ended inside a turn; the session resumes at {now:?}")
+            }
+        }
+    }
 }
 
 /// What kind of failure a store met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreErrorKind {
     /// No session has this id.
     NotFound,
@@ -159,6 +195,24 @@ pub enum StoreErrorKind {
     Denied,
     /// Any other failure to read or write (a full disk, a lost connection, ...).
     Io,
+    /// Another owner (a handle in this process or another) holds the session: it cannot
+    /// be claimed, or deleted, until that owner releases it or its process ends.
+    OwnedElsewhere,
+    /// A write carried a claim that is not (or no longer) the session's owner: it was
+    /// released, its lease ran out and another owner took the session, or the session
+    /// was deleted and made again. Nothing was written.
+    NotOwner,
+    /// The write does not follow what the store holds (nodes that are not the next ids,
+    /// or whose parent does not precede them). Nothing was written.
+    Conflict,
+}
+
+impl StoreErrorKind {
+    /// Whether writing again with the same claim can ever succeed: false for a claim that
+    /// lost its session, or a write the store refuses for what it holds.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::NotFound | Self::OwnedElsewhere | Self::NotOwner | Self::Conflict)
+    }
 }
 
 /// A store's failure: its kind, where, and why.
@@ -187,36 +241,120 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// Ownership of one session: what [`Store::create`] and [`Store::claim`] give, and what
+/// every write carries. A session has at most one owner at a time; a store refuses a
+/// write whose claim is not the owner's ([`StoreErrorKind::NotOwner`]).
+///
+/// `token` is a fencing token: every new owner of a session gets a higher one than any
+/// before, so a store can refuse a late write of an owner that lost the session even when
+/// the owners cannot see each other (two machines and a database). `lease` says how the
+/// ownership ends: `None`, when it is released or the owner's process ends (the file and
+/// SQLite stores hold a lock the operating system drops with the process); `Some(d)`, a
+/// lease that lapses `d` after it was taken or last renewed ([`Store::renew`]), for a
+/// store shared by machines that cannot see each other's processes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Claim {
+    session: SessionId,
+    token: u64,
+    lease: Option<Duration>,
+}
+
+impl Claim {
+    /// A claim on `session` with fencing token `token`, for a store to hand out.
+    pub fn new(session: SessionId, token: u64, lease: Option<Duration>) -> Self {
+        Self { session, token, lease }
+    }
+
+    /// The session owned.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// The fencing token.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// How long the ownership lasts without renewal; `None` until released.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+}
+
 /// Where sessions are kept. Every method is one write or one read, atomic: a write either
 /// happens whole or fails without effect (an append cut by a crash is a torn record that
 /// loading leaves out and reports). Calls may block: drivers make them off their
 /// executor's threads. Implementations must be safe to share between threads and between
 /// processes holding the same store.
+///
+/// **One writer per session.** Writing takes ownership ([`create`](Self::create) or
+/// [`claim`](Self::claim)), which holds until [`release`](Self::release), the end of the
+/// owner's process, or the lapse of a lease; every write is fenced by its [`Claim`].
+/// Reading ([`load`](Self::load), [`list`](Self::list)) needs none: a reader sees the
+/// last whole write. Whole-state writes are safe under this rule: a write either comes
+/// from the one owner, which holds the newest state, or is refused.
 pub trait Store: Send + Sync + 'static {
-    /// Creates session `id` with `state` and no node; [`StoreErrorKind::Exists`] when it
-    /// exists, decided atomically (two creators of one id: one wins).
-    fn create(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError>;
+    /// Creates session `id` with `state` and no node, owned by the caller:
+    /// [`StoreErrorKind::Exists`] when it exists, decided atomically (two creators of one
+    /// id: one wins).
+    fn create(&self, id: &SessionId, state: &SessionState) -> Result<Claim, StoreError>;
 
-    /// Appends `nodes` (the next ids, in order) to session `id`'s nodes.
-    fn append_nodes(&self, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError>;
+    /// Takes ownership of session `id`: [`StoreErrorKind::OwnedElsewhere`] at once (no
+    /// waiting) while another owner holds it, [`StoreErrorKind::NotFound`] when there is
+    /// no such session. A claim taken after a crashed owner's is always possible.
+    fn claim(&self, id: &SessionId) -> Result<Claim, StoreError>;
 
-    /// Replaces session `id`'s nodes with `tree`'s.
-    fn save_tree(&self, id: &SessionId, tree: &Tree) -> Result<(), StoreError>;
+    /// Extends a lease (nothing to do for ownership that lasts until released, but the
+    /// check that `claim` still owns its session): [`StoreErrorKind::NotOwner`] when it
+    /// does not.
+    fn renew(&self, claim: &Claim) -> Result<(), StoreError>;
 
-    /// Replaces session `id`'s state map.
-    fn save_state(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError>;
+    /// Gives up ownership; a claim that no longer owns its session is released already
+    /// (`Ok`).
+    fn release(&self, claim: &Claim) -> Result<(), StoreError>;
 
-    /// Session `id`: its tree (position restored from the state) and state.
+    /// Appends `nodes` to the claimed session's: refused ([`StoreErrorKind::Conflict`],
+    /// nothing written) unless they are the next ids in order, each parent before its
+    /// node.
+    fn append_nodes(&self, claim: &Claim, nodes: &[Node]) -> Result<(), StoreError>;
+
+    /// Replaces the claimed session's nodes with `tree`'s.
+    fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError>;
+
+    /// Replaces the claimed session's state map.
+    fn save_state(&self, claim: &Claim, state: &SessionState) -> Result<(), StoreError>;
+
+    /// Session `id`: its tree (position restored from the state) and state, as the last
+    /// whole write left them. Needs no ownership.
     fn load(&self, id: &SessionId) -> Result<Loaded, StoreError>;
 
-    /// Up to `limit` sessions after the first `offset`, the most recently written first.
-    fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>, StoreError>;
+    /// Up to `limit` sessions after the first `offset`, the most recently written first,
+    /// and the entries that are not readable sessions.
+    fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError>;
 
-    /// Deletes session `id`; false when there was none.
+    /// Deletes session `id`; false when there was none. Refused
+    /// ([`StoreErrorKind::OwnedElsewhere`]) while an owner holds it.
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError>;
 
     /// Whether session `id` exists.
     fn exists(&self, id: &SessionId) -> Result<bool, StoreError>;
+}
+
+/// Whether `nodes` may be appended to a session whose next node id is `next`: the next
+/// ids in order, each parent before its node. Every store's `append_nodes` asks this
+/// before writing, so that what it holds is always a tree that loads.
+pub fn check_append(next: u64, nodes: &[Node], location: &str) -> Result<(), StoreError> {
+    for (expected, node) in (next..).zip(nodes) {
+        let why = if node.id.0 != expected {
+            format!("node {} appended where node {expected} is next", node.id)
+        } else if node.parent.is_some_and(|parent| parent >= node.id) {
+            format!("node {} names a parent that does not precede it", node.id)
+        } else {
+            continue;
+        };
+        return Err(StoreError::new(StoreErrorKind::Conflict, location, why));
+    }
+    Ok(())
 }
 
 /// The tree of loaded `nodes` with `state`'s position, for a store's [`Store::load`]: a
