@@ -1,9 +1,10 @@
 //! The async session handle's own behaviour (omni-shell's, under omni-tokio and
 //! omni-smol), written once, beside the scenarios: ids taken and missing as typed store
 //! errors, refusals while busy, a handle dropped right after a commit losing nothing, what
-//! a load takes from the store and what from the builder, a torn record reported, and
-//! subscribers counted by role. omni-blocking's tests make the same checks through its
-//! blocking handle.
+//! a load takes from the store and what from the builder, a torn record reported,
+//! subscribers counted by role, and one owner per session (a second load refused at once,
+//! a read-only load beside the owner, `close` handing the session on). omni-blocking's
+//! tests make the same checks through its blocking handle.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +36,10 @@ pub const MODEL: &str = "anthropic:claude-sonnet-4-5";
 /// [`SLOW`] to finish, for the refusals while busy.
 pub fn handle_replies() -> Vec<Reply> {
     let quick = || paced(&text_events(&["Hello", " there."]), Duration::from_millis(2));
-    vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW), quick(), quick(), quick(), quick(), quick(), quick()]
+    let mut replies = vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW)];
+    // The other checks' turns, then two a store for `one_owner_per_session`.
+    replies.extend((0..6 + 6).map(|_| quick()));
+    replies
 }
 
 /// The gap between the events of the slow reply.
@@ -78,6 +82,52 @@ pub async fn every_check<L: AsyncSessionLaunch>(client: L, server: &ReplayServer
     load_takes_the_kept_model_and_the_builders_system(&client, server, store).await;
     torn_record_reported(&client).await;
     blocks_join_the_tree_and_a_regenerate_sends_them_again(&client, server).await;
+    one_owner_per_session(&client).await;
+}
+
+/// One owner per session, through the handle, with each store: a second load (a second
+/// handle in this process, as one in another process) is refused at once as
+/// `OwnedElsewhere`; a read-only load shows what was saved beside the owner and changes
+/// nothing; `close` writes, releases, and the next load owns the session.
+pub async fn one_owner_per_session<L: AsyncSessionLaunch>(client: &L) {
+    let dir = TempDir::new("one-owner");
+    let stores: [Arc<dyn Store>; 3] = [
+        Arc::new(omni_store::MemoryStore::new()),
+        Arc::new(FileStore::open(dir.0.join("files")).expect("the file store opens")),
+        Arc::new(omni_store::SqliteStore::open(dir.0.join("sessions.db")).expect("the SQLite store opens")),
+    ];
+    for store in stores {
+        let owner = builder(client, MODEL).session(store.clone()).create().await.expect("created");
+        let (_, mut events) = owner.subscribe().await.expect("subscribe");
+        turn(&owner, &mut events, "Hi").await;
+        let id = owner.id().clone();
+        let second = builder(client, MODEL).session(store.clone()).load(id.clone()).await;
+        assert!(
+            matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere),
+            "{second:?}"
+        );
+        let taken = builder(client, MODEL).session(store.clone()).create_with_id(id.clone()).await;
+        assert!(matches!(taken, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::Exists), "{taken:?}");
+        let viewer = builder(client, MODEL).session(store.clone()).load_read_only(id.clone()).await.expect("read-only");
+        assert_eq!(viewer.tree().await.expect("tree").len(), 2, "what was saved");
+        let refused = |r: Result<(), Error>| matches!(r, Err(Error::Session(SessionError::ReadOnly)));
+        assert!(refused(viewer.prompt("mine now").await));
+        assert!(refused(viewer.set_title(Some("mine".into())).await));
+        assert!(refused(viewer.navigate(None).await));
+        viewer.close().await.expect("a read-only session closes");
+        // The owner goes on, then hands the session over.
+        owner.set_title(Some("renamed".into())).await.expect("title");
+        until_saved(&mut events).await;
+        owner.close().await.expect("closed");
+        owner.close().await.expect("closing twice is fine");
+        assert!(owner.prompt("after close").await.is_err(), "a closed session takes nothing");
+        let next = builder(client, MODEL).session(store.clone()).load(id.clone()).await.expect("the next owner");
+        assert_eq!(next.state().await.expect("state").title.as_deref(), Some("renamed"));
+        let (_, mut events) = next.subscribe().await.expect("subscribe");
+        turn(&next, &mut events, "Again").await;
+        next.close().await.expect("closed");
+        assert_eq!(store.load(&id).expect("loads").tree.len(), 4, "both owners' turns");
+    }
 }
 
 /// A prompt of blocks (text and an image) joins the tree whole, and regenerating its
@@ -125,7 +175,7 @@ pub async fn torn_record_reported<L: AsyncSessionLaunch>(client: &L) {
     let (_, mut events) = session.subscribe().await.expect("subscribe");
     turn(&session, &mut events, "Hi").await;
     let id = session.id().clone();
-    drop(session);
+    session.close().await.expect("closed");
     tear_last_record(&dir, &id);
     let loaded = builder(client, MODEL).session(store).load(id).await.expect("loaded");
     assert!(
@@ -204,7 +254,22 @@ pub async fn dropped_right_after_a_commit<L: AsyncSessionLaunch>(client: &L, sto
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(nodes, 2, "the committed turn reached the store after the last handle went");
-    let loaded = builder(client, MODEL).session(store).load(id).await.expect("loaded");
+    // Its ownership goes with the loop's end, a moment after the write.
+    let mut loaded = None;
+    for _ in 0..200 {
+        match builder(client, MODEL).session(store.clone()).load(id.clone()).await {
+            Ok(session) => {
+                loaded = Some(session);
+                break;
+            }
+            Err(Error::Store(e)) if e.kind == StoreErrorKind::OwnedElsewhere => {
+                #[allow(clippy::disallowed_methods)] // a test's wait, on the test's own thread
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("the session does not load: {e}"),
+        }
+    }
+    let loaded = loaded.expect("the dropped session's ownership was released");
     assert_eq!(loaded.tree().await.expect("tree").path().len(), 2);
 }
 
@@ -226,7 +291,7 @@ pub async fn load_takes_the_kept_model_and_the_builders_system<L: AsyncSessionLa
     let (_, mut events) = created.subscribe().await.expect("subscribe");
     turn(&created, &mut events, "First").await;
     let id = created.id().clone();
-    drop(created);
+    created.close().await.expect("closed");
     let loaded = builder(client, "openai:gpt-4o").system("New system.").session(store).load(id).await.expect("loaded");
     let state = loaded.state().await.expect("state");
     assert_eq!(state.model.as_deref(), Some(MODEL));

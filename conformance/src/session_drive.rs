@@ -158,10 +158,11 @@ impl<B: BlockOn> SessionDriver for ShellSessionDriver<B> {
 
     fn reload(&mut self) -> Result<(SessionSnapshot, SessionState), String> {
         let id = self.session.id().clone();
+        // The old session ends, having written everything and released its ownership.
+        self.runtime.block_on(self.session.close()).map_err(|e| format!("close: {e}"))?;
         let session = self.runtime.block_on((self.open)(Open::Load(id))).map_err(|e| format!("load: {e}"))?;
         let (snapshot, events) = self.runtime.block_on(session.subscribe()).map_err(|e| e.to_string())?;
         let state = self.runtime.block_on(session.state()).map_err(|e| e.to_string())?;
-        // The old handle goes (its loop ends on its own, having written everything).
         self.session = session;
         self.events = events;
         Ok((snapshot, state))

@@ -16,7 +16,7 @@ use std::time::Duration;
 use omni_core::machines::agent::AgentEvent;
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
 use omni_core::machines::session::store::{
-    Loaded, SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind,
+    Claim, Loaded, SessionId, SessionList, SessionState, Store, StoreError, StoreErrorKind,
 };
 use omni_core::machines::session::tree::{Node, NodeId, Tree};
 use omni_core::StreamEvent;
@@ -293,9 +293,10 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         SessionEvent::Store { written, result } => Some(format!(
             "store {} {}",
             match written {
-                Written::Session => "session".to_string(),
                 Written::Nodes(n) => format!("nodes({n})"),
                 Written::State => "state".to_string(),
+                Written::Renewed => "lease".to_string(),
+                Written::Released => "claim".to_string(),
             },
             match result {
                 Ok(()) => "saved".to_string(),
@@ -357,7 +358,7 @@ impl FlakyStore {
         Self { inner, failing }
     }
 
-    fn write(&self, id: &SessionId, write: impl FnOnce() -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn write<T>(&self, id: &SessionId, write: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
         if self.failing.load(Ordering::SeqCst) {
             return Err(StoreError::new(StoreErrorKind::Io, id.as_str(), "no space left on device (scripted)"));
         }
@@ -366,22 +367,32 @@ impl FlakyStore {
 }
 
 impl Store for FlakyStore {
-    fn create(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
+    fn create(&self, id: &SessionId, state: &SessionState) -> Result<Claim, StoreError> {
         self.write(id, || self.inner.create(id, state))
     }
-    fn append_nodes(&self, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
-        self.write(id, || self.inner.append_nodes(id, nodes))
+    // Ownership is not writing: it goes through, so a failing store keeps its owner.
+    fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
+        self.inner.claim(id)
     }
-    fn save_tree(&self, id: &SessionId, tree: &Tree) -> Result<(), StoreError> {
-        self.write(id, || self.inner.save_tree(id, tree))
+    fn renew(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.inner.renew(claim)
     }
-    fn save_state(&self, id: &SessionId, state: &SessionState) -> Result<(), StoreError> {
-        self.write(id, || self.inner.save_state(id, state))
+    fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.inner.release(claim)
+    }
+    fn append_nodes(&self, claim: &Claim, nodes: &[Node]) -> Result<(), StoreError> {
+        self.write(claim.session(), || self.inner.append_nodes(claim, nodes))
+    }
+    fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError> {
+        self.write(claim.session(), || self.inner.save_tree(claim, tree))
+    }
+    fn save_state(&self, claim: &Claim, state: &SessionState) -> Result<(), StoreError> {
+        self.write(claim.session(), || self.inner.save_state(claim, state))
     }
     fn load(&self, id: &SessionId) -> Result<Loaded, StoreError> {
         self.inner.load(id)
     }
-    fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>, StoreError> {
+    fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError> {
         self.inner.list(limit, offset)
     }
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use omni_core::machines::agent::{Agent, AgentConfig, NoCallbacks};
 use omni_core::machines::generate::Effect;
 use omni_core::machines::session::machine::{Session, SessionEffect, SessionEvent, SessionInput, SessionSnapshot};
-use omni_core::machines::session::store::{SessionId, SessionState, Store};
+use omni_core::machines::session::store::{Claim, SessionId, SessionState, Store};
 use omni_core::machines::session::tree::Tree;
 
 use crate::agent_sim::{config, schedule_reply, Queue};
@@ -53,9 +53,9 @@ impl SimSession {
             title: Some(TITLE.into()),
             ..SessionState::default()
         };
-        store.create(&id, &state).map_err(|e| e.to_string())?;
+        let claim = store.create(&id, &state).map_err(|e| e.to_string())?;
         let start = Instant::now();
-        let session = Self::open(id, Tree::new(), state, start)?;
+        let session = Self::open(id, Some(claim), Tree::new(), state, start)?;
         Ok(Self {
             session,
             store,
@@ -67,9 +67,15 @@ impl SimSession {
         })
     }
 
-    fn open(id: SessionId, tree: Tree, state: SessionState, now: Instant) -> Result<Session<NoCallbacks>, String> {
+    fn open(
+        id: SessionId,
+        claim: Option<Claim>,
+        tree: Tree,
+        state: SessionState,
+        now: Instant,
+    ) -> Result<Session<NoCallbacks>, String> {
         let agent = Agent::new(session_config(), NoCallbacks, now).map_err(|e| e.to_string())?;
-        Session::resume(id, agent, tree, state, now).map_err(|e| e.to_string())
+        Session::resume(id, claim, agent, tree, state, now).map_err(|e| e.to_string())
     }
 
     fn at(&self) -> Instant {
@@ -91,8 +97,8 @@ impl SimSession {
                 }
                 // The session scenarios give the agent no tools.
                 SessionEffect::Agent(Effect::RunTool { .. } | Effect::CancelTool { .. }) => {}
-                SessionEffect::Store { write, op } => {
-                    results.push((write, op.apply(&*self.store, self.session.id())));
+                SessionEffect::Store { write, claim, op } => {
+                    results.push((write, op.apply(&*self.store, &claim)));
                 }
             }
         }
@@ -151,9 +157,14 @@ impl SessionDriver for SimSession {
 
     fn reload(&mut self) -> Result<(SessionSnapshot, SessionState), String> {
         self.run_effects();
+        // The session stops, as a dropped handle's does: its writes, then its release.
+        let at = self.at();
+        self.session.terminate(at);
+        self.run_effects();
         let id = self.session.id().clone();
+        let claim = self.store.claim(&id).map_err(|e| e.to_string())?;
         let loaded = self.store.load(&id).map_err(|e| e.to_string())?;
-        self.session = Self::open(id, loaded.tree, loaded.state, self.at())?;
+        self.session = Self::open(id, Some(claim), loaded.tree, loaded.state, self.at())?;
         self.run_effects();
         Ok((self.session.snapshot(), self.session.state()))
     }

@@ -11,7 +11,7 @@ use omni_core::machines::generate::{Effect, Report, RequestId};
 use omni_core::machines::session::machine::{
     Session, SessionEffect, SessionError, SessionEvent, SessionInput, StoreOp, WriteId,
 };
-use omni_core::machines::session::store::{SessionId, SessionState, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{Claim, SessionId, SessionState, StoreError, StoreErrorKind, StoreWarning};
 use omni_core::machines::session::tree::{NodeId, Tree};
 use omni_core::{Dialect, Message, Model, Provider};
 use serde_json::json;
@@ -49,9 +49,14 @@ fn agent(now: Instant) -> Agent<NoCallbacks> {
     Agent::new(AgentConfig::new(model, provider), NoCallbacks, now).unwrap()
 }
 
-/// A session resumed from `tree` and `state` over a fresh agent.
+/// The claim the tests' sessions write with.
+fn claim() -> Claim {
+    Claim::new(SessionId::new("test").unwrap(), 1, None)
+}
+
+/// A session resumed from `tree` and `state` over a fresh agent, owned.
 fn resume(tree: Tree, state: SessionState, now: Instant) -> Session<NoCallbacks> {
-    Session::resume(SessionId::new("test").unwrap(), agent(now), tree, state, now).unwrap()
+    Session::resume(SessionId::new("test").unwrap(), Some(claim()), agent(now), tree, state, now).unwrap()
 }
 
 struct Harness {
@@ -63,6 +68,8 @@ struct Harness {
     writes: Vec<(WriteId, StoreOp)>,
     /// Requests sent, not yet answered.
     requests: Vec<RequestId>,
+    /// The body of every request sent.
+    bodies: Vec<serde_json::Value>,
 }
 
 impl Harness {
@@ -71,13 +78,15 @@ impl Harness {
         let agent = agent(now);
         let id = SessionId::new("test").unwrap();
         let state = SessionState { title: Some("chat".into()), ..SessionState::default() };
-        let mut harness =
-            Self { session: Session::create(id, agent, state), now, lines: vec![], writes: vec![], requests: vec![] };
+        Self::with(Session::resume(id, Some(claim()), agent, Tree::new(), state, now).unwrap(), now)
+    }
+
+    fn with(session: Session<NoCallbacks>, now: Instant) -> Self {
+        let mut harness = Self { session, now, lines: vec![], writes: vec![], requests: vec![], bodies: vec![] };
         harness.drain();
         harness
     }
 
-    /// Events first, then effects: each line where the application would see it.
     /// A session created, with one turn committed and saved.
     fn after_a_turn(prompt: &str, answer: &str) -> Self {
         let mut h = Self::new();
@@ -88,6 +97,7 @@ impl Harness {
         h
     }
 
+    /// Events first, then effects: each line where the application would see it.
     fn drain(&mut self) {
         while let Some(event) = self.session.poll_event() {
             if let Some(line) = event_line(&event) {
@@ -96,10 +106,13 @@ impl Harness {
         }
         while let Some(effect) = self.session.poll_effect() {
             match effect {
-                SessionEffect::Agent(Effect::SendRequest { id, .. }) => self.requests.push(id),
+                SessionEffect::Agent(Effect::SendRequest { id, request }) => {
+                    self.requests.push(id);
+                    self.bodies.push(serde_json::from_slice(&request.body).unwrap());
+                }
                 SessionEffect::Agent(Effect::CancelRequest { id }) => self.requests.retain(|&r| r != id),
                 SessionEffect::Agent(_) => {}
-                SessionEffect::Store { write, op } => {
+                SessionEffect::Store { write, op, .. } => {
                     self.lines.push(format!("write {}", op_line(&op)));
                     self.writes.push((write, op));
                 }
@@ -144,11 +157,12 @@ impl Harness {
 
 fn op_line(op: &StoreOp) -> String {
     match op {
-        StoreOp::Create(state) => format!("create path={:?}", state.position.path),
         StoreOp::Append(nodes) => format!("append {:?}", nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()),
         StoreOp::SaveState(state) => {
             format!("state path={:?}", state.position.path.iter().map(|n| n.0).collect::<Vec<_>>())
         }
+        StoreOp::Renew => "renew".into(),
+        StoreOp::Release => "release".into(),
     }
 }
 
@@ -174,14 +188,10 @@ fn event_line(event: &SessionEvent) -> Option<String> {
 #[test]
 fn a_turn_commits_to_the_tree_then_the_store_in_that_order() {
     let mut h = Harness::new();
-    assert_eq!(h.take_lines(), ["write create path=[]"]);
-    h.store(Ok(()));
+    assert!(h.take_lines().is_empty(), "a session made in the store has nothing to write");
     h.input(SessionInput::Prompt("hi".into())).unwrap();
     h.answer(200, &reply("hello"));
-    assert_eq!(
-        h.take_lines(),
-        ["store Session saved", "turn 2 messages", "tree +[0, 1] path=[0, 1]", "write append [0, 1]"]
-    );
+    assert_eq!(h.take_lines(), ["turn 2 messages", "tree +[0, 1] path=[0, 1]", "write append [0, 1]"]);
     h.store(Ok(()));
     assert_eq!(h.take_lines(), ["store Nodes(2) saved", "write state path=[0, 1]", "store State saved"]);
     assert!(h.session.is_saved());
@@ -345,4 +355,230 @@ fn a_snapshot_is_everything_before_the_next_event() {
     // What follows is the turn's commit: the snapshot's tree plus its nodes is the tree.
     h.answer(200, &reply("more"));
     assert_eq!(h.session.tree().len(), snapshot.tree.len() + 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 22: what is written is always a state a session resumes from; one writer.
+
+/// The path of the state the store was last asked to save.
+fn last_state_path(lines: &[String]) -> Option<String> {
+    lines.iter().rev().find_map(|line| line.strip_prefix("write state path=").map(str::to_string))
+}
+
+#[test]
+fn a_state_written_while_a_regenerate_streams_is_the_committed_path() {
+    let mut h = Harness::after_a_turn("hi", "hello");
+    h.take_lines();
+    h.input(SessionInput::Regenerate(NodeId(0))).unwrap();
+    assert_eq!(h.session.tree().path(), [NodeId(0)], "the live path stops at the user message");
+    h.input(SessionInput::Title(Some("renamed".into()))).unwrap();
+    assert_eq!(last_state_path(&h.take_lines()).as_deref(), Some("[0, 1]"), "not the cut path [0]");
+    assert_eq!(h.session.state().position.path, [NodeId(0), NodeId(1)]);
+    // The same for an edit, which moves the path to the assistant node it hangs under.
+    h.store(Ok(()));
+    h.answer(200, &reply("again"));
+    h.store(Ok(()));
+    h.input(SessionInput::Edit(None, "new root".into())).unwrap();
+    h.input(SessionInput::Title(Some("again".into()))).unwrap();
+    assert_eq!(last_state_path(&h.take_lines()).as_deref(), Some("[0, 2]"));
+}
+
+#[test]
+fn the_last_turns_own_write_made_after_a_regenerate_began_is_the_committed_path() {
+    let mut h = Harness::new();
+    h.input(SessionInput::Prompt("hi".into())).unwrap();
+    h.answer(200, &reply("hello"));
+    // The turn's append is in flight when the regenerate begins: its state write follows
+    // the append's answer, during the regenerate.
+    h.input(SessionInput::Regenerate(NodeId(0))).unwrap();
+    h.store(Ok(()));
+    let lines = h.take_lines();
+    assert_eq!(last_state_path(&lines).as_deref(), Some("[0, 1]"), "{lines:?}");
+    // Killed here: the store holds [0, 1] with the committed path, which resumes.
+    let (mut tree, state) = (h.session.tree().clone(), h.session.state());
+    tree.restore(&state.position).unwrap();
+    let resumed = resume(tree, state, h.now);
+    assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1)]);
+    assert!(resumed.repairs().is_empty());
+}
+
+/// The tree `u0 ─ a1 ─ u2 ─ a3` with the path and node count given.
+fn four_nodes(path: &[u64]) -> (Tree, SessionState) {
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("u0"), Message::assistant("a1"), Message::user("u2"), Message::assistant("a3")], None);
+    let path: Vec<NodeId> = path.iter().copied().map(NodeId).collect();
+    let mut position = tree.position();
+    position.path = path;
+    let state = SessionState { title: Some("chat".into()), position, nodes: 4, ..SessionState::default() };
+    tree.restore(&state.position).unwrap();
+    (tree, state)
+}
+
+#[test]
+fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
+    let now = Instant::now();
+    // Ending on a user message with a reply under it: on down to the reply last used.
+    let (tree, state) = four_nodes(&[0, 1, 2]);
+    let resumed = resume(tree, state, now);
+    assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1), NodeId(2), NodeId(3)]);
+    assert_eq!(
+        resumed.repairs(),
+        [StoreWarning::PathRepaired { saved: vec![NodeId(0), NodeId(1), NodeId(2)], now: resumed.tree().path().to_vec() }]
+    );
+    assert!(!resumed.is_saved(), "the repaired state is written");
+    // A user node whose reply never reached the store (a batch torn between its nodes,
+    // counted beyond the state): back to the last reply.
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("u0"), Message::assistant("a1")], None);
+    let state = SessionState { position: tree.position(), nodes: 2, ..SessionState::default() };
+    tree.append(vec![Message::user("u2")], None);
+    tree.restore(&state.position).unwrap();
+    let resumed = resume(tree, state, now);
+    assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1)]);
+    assert_eq!(resumed.agent().messages().len(), 2);
+    assert_eq!(resumed.repairs().len(), 1);
+    // Nothing but a user message: an empty path (the next prompt starts a new root).
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("alone")], None);
+    let state = SessionState { position: tree.position(), nodes: 1, ..SessionState::default() };
+    let resumed = resume(tree, state, now);
+    assert!(resumed.tree().path().is_empty());
+    assert_eq!(resumed.tree().len(), 1, "the node stays in the tree");
+    // A path that is fine is left alone.
+    let (tree, state) = four_nodes(&[0, 1]);
+    let resumed = resume(tree, state, now);
+    assert!(resumed.repairs().is_empty());
+    assert!(resumed.is_saved());
+}
+
+#[test]
+fn a_turn_ended_on_open_tool_calls_resumes_and_the_next_request_answers_them() {
+    let now = Instant::now();
+    let mut tree = Tree::new();
+    let call = omni_core::ToolUse {
+        id: "toolu_1".into(),
+        name: "lookup".into(),
+        input: json!({"q": "x"}),
+        signature: None,
+    };
+    let calling = Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)]);
+    tree.append(vec![Message::user("look it up"), calling], None);
+    let state = SessionState { position: tree.position(), nodes: 2, ..SessionState::default() };
+    let session = Session::resume(SessionId::new("test").unwrap(), Some(claim()), agent(now), tree, state, now)
+        .expect("a saved step-cap turn loads");
+    let mut h = Harness::with(session, now);
+    h.input(SessionInput::Prompt("go on".into())).unwrap();
+    let body = h.bodies.last().unwrap();
+    let last = &body["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert_eq!(last[0]["type"], "tool_result", "{body}");
+    assert_eq!(last[0]["tool_use_id"], "toolu_1");
+    assert_eq!(last[0]["is_error"], true);
+    assert_eq!(last[1]["text"], "go on");
+}
+
+#[test]
+fn a_read_only_session_changes_nothing() {
+    let now = Instant::now();
+    let (tree, state) = four_nodes(&[0, 1]);
+    let session = Session::resume(SessionId::new("test").unwrap(), None, agent(now), tree, state, now).unwrap();
+    let mut h = Harness::with(session, now);
+    for input in [
+        SessionInput::Prompt("x".into()),
+        SessionInput::Navigate(Some(NodeId(3))),
+        SessionInput::Regenerate(NodeId(0)),
+        SessionInput::Edit(None, "x".into()),
+        SessionInput::Title(Some("x".into())),
+    ] {
+        assert_eq!(h.input(input), Err(SessionError::ReadOnly));
+    }
+    h.session.terminate(now);
+    h.drain();
+    assert!(h.take_lines().is_empty(), "no write, no release");
+    assert!(h.session.claim().is_none());
+}
+
+#[test]
+fn a_lost_claim_or_a_conflict_stops_the_writing_and_every_later_change_says_why() {
+    for kind in [StoreErrorKind::NotOwner, StoreErrorKind::Conflict, StoreErrorKind::OwnedElsewhere] {
+        let mut h = Harness::new();
+        h.input(SessionInput::Prompt("hi".into())).unwrap();
+        h.answer(200, &reply("hello"));
+        let lost = StoreError::new(kind, "test", "another owner took the session");
+        h.store(Err(lost.clone()));
+        assert_eq!(h.session.lost(), Some(&lost));
+        assert_eq!(h.input(SessionInput::Prompt("again".into())), Err(SessionError::NotOwner(lost.clone())));
+        assert_eq!(h.input(SessionInput::Title(None)), Err(SessionError::NotOwner(lost.clone())));
+        h.take_lines();
+        h.session.terminate(h.now);
+        h.drain();
+        assert!(h.take_lines().iter().all(|line| !line.starts_with("write")), "{kind:?}: never written again");
+        assert!(!h.session.is_saved());
+    }
+    // A failure that may pass (a full disk) is not final: the next change writes again.
+    let mut h = Harness::new();
+    h.input(SessionInput::Prompt("hi".into())).unwrap();
+    h.answer(200, &reply("hello"));
+    h.store(Err(StoreError::new(StoreErrorKind::Io, "test", "disk full")));
+    assert!(h.session.lost().is_none());
+    h.input(SessionInput::Title(Some("t".into()))).unwrap();
+    assert!(h.take_lines().iter().any(|line| line == "write append [0, 1]"));
+}
+
+#[test]
+fn stopping_writes_what_is_owed_then_releases_the_claim() {
+    let mut h = Harness::new();
+    h.input(SessionInput::Prompt("hi".into())).unwrap();
+    h.answer(200, &reply("hello"));
+    h.session.terminate(h.now);
+    h.drain();
+    h.store(Ok(()));
+    let lines = h.take_lines();
+    let writes: Vec<&String> = lines.iter().filter(|line| line.starts_with("write")).collect();
+    assert_eq!(writes, ["write append [0, 1]", "write state path=[0, 1]", "write release"], "{lines:?}");
+    assert!(h.session.is_saved());
+    assert!(h.session.is_released());
+    // A write that fails while stopping does not hold the release back.
+    let mut h = Harness::new();
+    h.input(SessionInput::Prompt("hi".into())).unwrap();
+    h.answer(200, &reply("hello"));
+    h.session.terminate(h.now);
+    h.drain();
+    h.store(Err(StoreError::new(StoreErrorKind::Io, "test", "disk full")));
+    h.store(Ok(()));
+    assert!(h.session.is_released());
+}
+
+#[test]
+fn a_lease_is_renewed_at_a_third_of_its_length_and_sooner_after_a_failure() {
+    use std::time::Duration;
+    let now = Instant::now();
+    let lease = Duration::from_secs(30);
+    let claim = Claim::new(SessionId::new("test").unwrap(), 7, Some(lease));
+    let state = SessionState::default();
+    let session = Session::resume(SessionId::new("test").unwrap(), Some(claim), agent(now), Tree::new(), state, now)
+        .unwrap();
+    let mut h = Harness::with(session, now);
+    let (at, timer) = h.session.poll_timeout().expect("a renewal deadline");
+    assert_eq!((at, timer), (now + Duration::from_secs(10), omni_core::machines::timer::Timer::LeaseRenewal));
+    h.now = at;
+    h.session.handle_timeout(at);
+    h.drain();
+    assert_eq!(h.take_lines(), ["write renew"]);
+    assert_eq!(h.session.poll_timeout(), None, "none while the renewal is in flight");
+    h.store(Ok(()));
+    assert_eq!(h.session.poll_timeout().map(|t| t.0), Some(at + Duration::from_secs(10)));
+    let at = at + Duration::from_secs(10);
+    h.now = at;
+    h.session.handle_timeout(at);
+    h.drain();
+    h.store(Err(StoreError::new(StoreErrorKind::Io, "test", "connection reset")));
+    assert_eq!(h.session.poll_timeout().map(|t| t.0), Some(at + Duration::from_secs(3)), "tried again soon");
+    // A renewal refused for good: the session stops writing, and has no deadline left.
+    let at = at + Duration::from_secs(3);
+    h.now = at;
+    h.session.handle_timeout(at);
+    h.drain();
+    h.store(Err(StoreError::new(StoreErrorKind::NotOwner, "test", "the lease lapsed")));
+    assert_eq!(h.session.poll_timeout(), None);
+    assert!(matches!(h.input(SessionInput::Prompt("x".into())), Err(SessionError::NotOwner(_))));
 }

@@ -102,6 +102,9 @@ impl<C: AgentCallbacks + Send + 'static> Session<C> {
         fn cancel() -> ();
         /// Answers the paused tool call.
         fn resume(decision: ToolDecision) -> ();
+        /// Stops the session and waits until everything committed is written and its
+        /// ownership in the store released (every handle on it is closed with it).
+        fn close() -> ();
         /// The tree, the agent's snapshot and the title.
         fn snapshot() -> SessionSnapshot;
         /// The message tree, with its active path.

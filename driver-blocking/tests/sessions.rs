@@ -53,6 +53,7 @@ impl SessionDriver for BlockingSession {
 
     fn reload(&mut self) -> Result<(SessionSnapshot, SessionState), String> {
         let id = self.session.id().clone();
+        self.session.close().map_err(|e| format!("close: {e}"))?;
         let (session, events) = Self::open(&self.client, &self.store, Open::Load(id))?;
         (self.session, self.events) = (session, events);
         let snapshot = self.session.snapshot().map_err(|e| e.to_string())?;
@@ -167,6 +168,16 @@ mod handle {
             })
             .find(|&n| n == 2);
         assert_eq!(nodes, Some(2), "the committed turn reached the store after the last handle went");
+        // Its ownership goes with the loop's end, a moment after the write.
+        let reloaded = (0..200).find_map(|_| match open(MODEL).load(id.clone()) {
+            Ok(session) => Some(session),
+            Err(Error::Store(e)) if e.kind == StoreErrorKind::OwnedElsewhere => {
+                std::thread::sleep(Duration::from_millis(10));
+                None
+            }
+            Err(e) => panic!("the session does not load: {e}"),
+        });
+        reloaded.expect("the dropped session's ownership was released").close().expect("closed");
 
         // The kept model, the builder's system prompt.
         let created =
@@ -174,7 +185,7 @@ mod handle {
         let (_, events) = created.subscribe().expect("subscribe");
         turn(&created, &events, "First");
         let id = created.id().clone();
-        drop(created);
+        created.close().expect("closed");
         let loaded =
             client.agent("openai:gpt-4o").system("New system.").session(store.clone()).load(id).expect("loaded");
         let state = loaded.state().expect("state");
@@ -196,7 +207,7 @@ mod handle {
         let (_, events) = session.subscribe().expect("subscribe");
         turn(&session, &events, "Hi");
         let id = session.id().clone();
-        drop(session);
+        session.close().expect("closed");
         tear_last_record(&dir, &id);
         let loaded = client.agent(MODEL).session(files).load(id).expect("loaded");
         assert!(matches!(loaded.load_warnings(), [StoreWarning::TornRecord { bytes: 10, .. }]));
@@ -215,5 +226,46 @@ mod handle {
         let body: serde_json::Value = serde_json::from_slice(&last.body).expect("a JSON body");
         assert_eq!(body["messages"][0]["content"][1]["type"], "image", "{body}");
         assert_eq!(session.tree().expect("tree").children(NodeId(0)).len(), 2);
+
+        one_owner_per_session(&client);
+    }
+
+    /// One owner per session through the blocking handle, with each store (the async
+    /// drivers' `async_session::one_owner_per_session`).
+    fn one_owner_per_session(client: &Client) {
+        let dir = TempDir::new("one-owner-blocking");
+        let stores: [Arc<dyn Store>; 3] = [
+            Arc::new(MemoryStore::new()),
+            Arc::new(FileStore::open(dir.0.join("files")).expect("the file store opens")),
+            Arc::new(omni_store::SqliteStore::open(dir.0.join("sessions.db")).expect("the SQLite store opens")),
+        ];
+        for store in stores {
+            let open = || client.agent(MODEL).session(store.clone());
+            let owner = open().create().expect("created");
+            let (_, events) = owner.subscribe().expect("subscribe");
+            turn(&owner, &events, "Hi");
+            let id = owner.id().clone();
+            let second = open().load(id.clone());
+            assert!(
+                matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere),
+                "{second:?}"
+            );
+            let viewer = open().load_read_only(id.clone()).expect("read-only");
+            assert_eq!(viewer.tree().expect("tree").len(), 2);
+            let refused = |r: Result<(), Error>| matches!(r, Err(Error::Session(SessionError::ReadOnly)));
+            assert!(refused(viewer.prompt("mine now")));
+            assert!(refused(viewer.set_title(Some("mine".into()))));
+            viewer.close().expect("closed");
+            owner.set_title(Some("renamed".into())).expect("title");
+            until_saved(&events);
+            owner.close().expect("closed");
+            owner.close().expect("closing twice is fine");
+            let next = open().load(id.clone()).expect("the next owner");
+            assert_eq!(next.state().expect("state").title.as_deref(), Some("renamed"));
+            let (_, events) = next.subscribe().expect("subscribe");
+            turn(&next, &events, "Again");
+            next.close().expect("closed");
+            assert_eq!(store.load(&id).expect("loads").tree.len(), 4, "both owners' turns");
+        }
     }
 }

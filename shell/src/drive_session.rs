@@ -4,8 +4,9 @@
 //! holds up none of the runtime's tasks ([`off_executor`]) and feeds its result back.
 //!
 //! Once the last handle is gone the agent is stopped, but the loop goes on until the
-//! store holds what the session committed (or a write failed): an application that drops
-//! its session right after a turn loses nothing.
+//! store holds what the session committed (or a write failed) and the session's claim is
+//! released: an application that drops its session right after a turn loses nothing, and
+//! the next owner can take the session at once.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -20,7 +21,7 @@ use omni_core::machines::session::machine::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
-use omni_core::machines::session::store::{SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{Claim, SessionState, Store, StoreError, StoreErrorKind};
 use omni_core::machines::timer::Timer;
 
 use crate::drive::{drive, Notice, Side};
@@ -65,6 +66,9 @@ pub(crate) enum SessionMessage<C> {
     State(Reply<SessionState>),
     /// Runs a closure on the callbacks (the application's private state).
     Inspect(Box<dyn FnOnce(&mut C) + Send>),
+    /// Stops the session (as the last handle's drop does) and answers once the store
+    /// holds what it committed and its claim is released.
+    Close(Reply<()>),
 }
 
 /// What wakes a session's loop besides the work of its agent.
@@ -79,7 +83,7 @@ pub(crate) enum Wake<C> {
 /// executor; the store's are kept for the side, which runs them.
 struct Hosted<C: AgentCallbacks> {
     session: SessionMachine<C>,
-    writes: VecDeque<(WriteId, StoreOp)>,
+    writes: VecDeque<(WriteId, Claim, StoreOp)>,
 }
 
 impl<C: AgentCallbacks> Machine for Hosted<C> {
@@ -89,7 +93,7 @@ impl<C: AgentCallbacks> Machine for Hosted<C> {
         loop {
             match self.session.poll_effect()? {
                 SessionEffect::Agent(effect) => return Some(effect),
-                SessionEffect::Store { write, op } => self.writes.push_back((write, op)),
+                SessionEffect::Store { write, claim, op } => self.writes.push_back((write, claim, op)),
             }
         }
     }
@@ -125,8 +129,10 @@ struct SessionSide<C: AgentCallbacks, R> {
     messages: Receiver<SessionMessage<C>>,
     /// The store write in flight.
     write: Option<Write>,
-    /// The last handle is gone and the agent stopped.
+    /// The last handle is gone (or a handle closed the session) and the agent stopped.
     orphaned: bool,
+    /// Handles waiting for the session's end.
+    closing: Vec<Reply<()>>,
 }
 
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
@@ -158,16 +164,21 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
         if self.write.is_some() {
             return;
         }
-        let Some((write, op)) = self.hosted.writes.pop_front() else { return };
+        let Some((write, claim, op)) = self.hosted.writes.pop_front() else { return };
         let store = self.store.clone();
-        let id = self.hosted.session.id().clone();
-        let done = off_executor(&self.runtime, move || op.apply(&*store, &id));
+        let done = off_executor(&self.runtime, move || op.apply(&*store, &claim));
         self.write = Some(Box::pin(async move {
             let result = done.await.unwrap_or_else(|panic| {
                 Err(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
             });
             (write, result)
         }));
+    }
+
+    /// Stops the agent; the loop goes on until the store is written and the claim released.
+    fn stop(&mut self, now: Instant) {
+        self.hosted.session.terminate(now);
+        self.orphaned = true;
     }
 
     fn apply_message(&mut self, message: SessionMessage<C>, now: Instant) {
@@ -188,6 +199,12 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
             SessionMessage::Saved(reply) => reply(self.hosted.session.is_saved()),
             SessionMessage::State(reply) => reply(self.hosted.session.state()),
             SessionMessage::Inspect(f) => f(self.hosted.session.callbacks_mut()),
+            SessionMessage::Close(reply) => {
+                self.closing.push(reply);
+                if !self.orphaned {
+                    self.stop(now);
+                }
+            }
         }
     }
 }
@@ -241,12 +258,22 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
     }
 
     fn gone(&mut self, now: Instant) {
-        self.hosted.session.terminate(now);
-        self.orphaned = true;
+        self.stop(now);
     }
 
     fn finished(&mut self) -> bool {
-        self.orphaned && self.write.is_none() && self.hosted.writes.is_empty()
+        let finished = self.orphaned && self.write.is_none() && self.hosted.writes.is_empty();
+        if finished {
+            for reply in self.closing.drain(..) {
+                reply(());
+            }
+            // Messages sent as the loop ends would wait for an answer forever: the channel
+            // is closed (later sends fail at once) and what is in it dropped, which ends
+            // each waiting ask with `Terminated`.
+            self.messages.close();
+            while self.messages.try_recv().is_ok() {}
+        }
+        finished
     }
 }
 
@@ -283,6 +310,7 @@ where
         messages,
         write: None,
         orphaned: false,
+        closing: Vec::new(),
     };
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
     // Detached: the loop ends on its own once every handle is gone and the store is written.

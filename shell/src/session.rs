@@ -123,6 +123,19 @@ impl<C> Session<C> {
         self.input(SessionInput::Resume(decision)).await
     }
 
+    /// Stops the session and waits until it is over: a turn in flight is abandoned and
+    /// rolled back (as a cancel does), everything committed is written, and the session's
+    /// ownership in the store is released, so that it can be loaded again at once, here
+    /// or in another process. Every handle on the session is closed with it. Dropping the
+    /// last handle does the same without waiting.
+    pub async fn close(&self) -> Result<(), Error> {
+        match self.ask(SessionMessage::Close).await {
+            // Over already.
+            Err(Error::Agent(omni_core::machines::agent::AgentError::Terminated)) => Ok(()),
+            done => done,
+        }
+    }
+
     /// The tree, the agent's snapshot and the title.
     pub async fn snapshot(&self) -> Result<SessionSnapshot, Error> {
         self.ask(SessionMessage::Snapshot).await

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use omni_core::machines::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::session::machine::{Session as SessionMachine, SessionEvent};
-use omni_core::machines::session::store::{SessionId, SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError, StoreErrorKind};
 use omni_core::machines::session::tree::Tree;
 use omni_core::Options;
 
@@ -25,8 +25,13 @@ use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Launch, Session};
 pub enum Open {
     /// A new session: this id (refused if the store has it), or a random one.
     Create(Option<SessionId>),
-    /// The session the store keeps under this id.
+    /// The session the store keeps under this id, owned by this handle: refused
+    /// ([`StoreErrorKind::OwnedElsewhere`]) while another owns it.
     Load(SessionId),
+    /// The session the store keeps under this id, read-only: it shows what was saved and
+    /// changes nothing (every change is refused with `SessionError::ReadOnly`), whoever
+    /// owns it.
+    ReadOnly(SessionId),
 }
 
 /// Sets up a session: the agent's builder (its model, system prompt, tools and options
@@ -101,9 +106,18 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> SessionBuilder<L, T, C
         L::open(self, Open::Create(Some(id)))
     }
 
-    /// Loads the session the store keeps under `id`.
+    /// Loads the session the store keeps under `id`, and owns it until the session's
+    /// last handle is dropped: refused ([`Error::Store`] of kind
+    /// [`StoreErrorKind::OwnedElsewhere`], at once) while another handle, in this process
+    /// or another, owns it.
     pub fn load(self, id: SessionId) -> L::Opening<C> {
         L::open(self, Open::Load(id))
+    }
+
+    /// Loads the session the store keeps under `id` read-only: its saved state, whoever
+    /// owns it; every change is refused.
+    pub fn load_read_only(self, id: SessionId) -> L::Opening<C> {
+        L::open(self, Open::ReadOnly(id))
     }
 
     /// The client the session will run on.
@@ -147,7 +161,8 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
     let client = start.launcher.clone();
     let runtime = client.inner.runtime.clone();
     let now = || client.now();
-    let (id, tree, state, warnings, config) = match open {
+    let owned = !matches!(open, Open::ReadOnly(_));
+    let (id, claim, tree, state, warnings, config) = match open {
         Open::Create(id) => {
             let id = id.unwrap_or_else(|| random_id::<D>());
             let config = start.configure(&start.model)?;
@@ -159,20 +174,36 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
                 ..SessionState::default()
             };
             let written = (store.clone(), id.clone(), state.clone());
-            off_executor(&runtime, move || written.0.create(&written.1, &written.2)).await.map_err(panicked)??;
-            (id, Tree::new(), state, Vec::new(), config)
+            let claim = off_executor(&runtime, move || written.0.create(&written.1, &written.2))
+                .await
+                .map_err(panicked)??;
+            (id, Some(claim), Tree::new(), state, Vec::new(), config)
         }
-        Open::Load(id) => {
+        Open::Load(id) | Open::ReadOnly(id) => {
+            // Claimed before it is read: what an owner reads is what the last owner left,
+            // and nobody writes after it.
             let read = (store.clone(), id.clone());
-            let loaded = off_executor(&runtime, move || read.0.load(&read.1)).await.map_err(panicked)??;
+            let (claim, loaded) = off_executor(&runtime, move || {
+                let (store, id) = read;
+                let claim = if owned { Some(store.claim(&id)?) } else { None };
+                match store.load(&id) {
+                    Ok(loaded) => Ok((claim, loaded)),
+                    Err(e) => Err(release_after(&*store, claim.as_ref(), e)),
+                }
+            })
+            .await
+            .map_err(panicked)??;
             let mut state = loaded.state;
-            let config = loaded_config(&start, &state)?;
+            let config = match loaded_config(&start, &state) {
+                Ok(config) => config,
+                Err(e) => return Err(release_on_error(&runtime, &store, claim, e.into()).await),
+            };
             state.model = Some(model_name(&config));
             state.system.clone_from(&config.system);
             if start.options != Options::default() {
                 state.options = kept_options(&start.options);
             }
-            (id, loaded.tree, state, loaded.warnings, config)
+            (id, claim, loaded.tree, state, loaded.warnings, config)
         }
     };
     let tools = start.take_handlers();
@@ -180,11 +211,41 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
         let sink: Box<dyn EventSink<SessionEvent>> = Box::new(AgentEventsOnly(sink));
         (SubscriberRole::Controller, sink)
     }));
-    let agent = Agent::new(config, start.callbacks, now())?;
-    let session = SessionMachine::resume(id.clone(), agent, tree, state, now())?;
+    let session = Agent::new(config, start.callbacks, now())
+        .map_err(Error::from)
+        .and_then(|agent| Ok(SessionMachine::resume(id.clone(), claim.clone(), agent, tree, state, now())?));
+    let session = match session {
+        Ok(session) => session,
+        Err(e) => return Err(release_on_error(&runtime, &store, claim, e).await),
+    };
+    let mut warnings = warnings;
+    warnings.extend(session.repairs().iter().cloned());
     let inner = &client.inner;
     let messages = spawn_session(&runtime, inner.transport.clone(), session, store, &tools, subscribers)?;
     Ok(Session::new(id, messages, start.capacity, warnings))
+}
+
+/// `error`, after giving up `claim` (a session that could not be opened is not kept
+/// owned); a failed release is left to the lock's end with the process.
+fn release_after(store: &dyn Store, claim: Option<&Claim>, error: StoreError) -> StoreError {
+    if let Some(claim) = claim {
+        let _ = store.release(claim);
+    }
+    error
+}
+
+/// `error`, after giving up `claim` off the executor.
+async fn release_on_error<R: crate::Runtime>(
+    runtime: &R,
+    store: &Arc<dyn Store>,
+    claim: Option<Claim>,
+    error: Error,
+) -> Error {
+    if let Some(claim) = claim {
+        let store = store.clone();
+        let _ = off_executor(runtime, move || store.release(&claim)).await;
+    }
+    error
 }
 
 /// The agent's configuration for a loaded session: the model it kept (else the
