@@ -159,8 +159,11 @@ impl SqliteStore {
     fn lock(&self, id: &SessionId) -> Result<SessionLock, StoreError> {
         let location = format!("{}:sessions({id})", self.path);
         let io = |e: std::io::Error, doing: &str| {
-            let kind =
-                if e.kind() == std::io::ErrorKind::PermissionDenied { StoreErrorKind::Denied } else { StoreErrorKind::Io };
+            let kind = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                StoreErrorKind::Denied
+            } else {
+                StoreErrorKind::Io
+            };
             StoreError::new(kind, self.locks.display().to_string(), format!("{doing}: {e}"))
         };
         std::fs::create_dir_all(&self.locks).map_err(|e| io(e, "creating the lock folder"))?;
@@ -321,16 +324,17 @@ impl Store for SqliteStore {
                 Ok((row.get::<_, String>(0)?, row.get(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
             })
             .map_err(self.fail())?;
-        let sessions: Result<Vec<SessionInfo>, StoreError> = rows.map(|row| {
-            let (id, title, created_ms, updated_ms) = row.map_err(self.fail())?;
-            let id = SessionId::new(id).map_err(|e| {
-                StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({})", self.path, e.0), e.to_string())
-            })?;
-            // Times before the epoch (a clock set far back) read as the epoch.
-            let ms = |t: i64| u64::try_from(t).unwrap_or(0);
-            Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
-        })
-        .collect();
+        let sessions: Result<Vec<SessionInfo>, StoreError> = rows
+            .map(|row| {
+                let (id, title, created_ms, updated_ms) = row.map_err(self.fail())?;
+                let id = SessionId::new(id).map_err(|e| {
+                    StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({})", self.path, e.0), e.to_string())
+                })?;
+                // Times before the epoch (a clock set far back) read as the epoch.
+                let ms = |t: i64| u64::try_from(t).unwrap_or(0);
+                Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
+            })
+            .collect();
         Ok(SessionList { sessions: sessions?, unreadable: Vec::new() })
     }
 

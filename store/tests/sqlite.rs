@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use omni_core::machines::session::tree::{NodeId, Tree};
 use omni_core::{Message, Usage};
-use omni_store::{SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
+use omni_store::{Claim, SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
 
 /// A fresh folder under the system's temporary one, removed when dropped (even when the
 /// test fails), so runs and parallel tests never share a database.
@@ -61,13 +61,13 @@ fn a_branched_tree_round_trips_through_incremental_appends() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("branched");
     let mut tree = Tree::new();
-    store.create(&session, &state("branched", &tree)).unwrap();
+    let claim = store.create(&session, &state("branched", &tree)).unwrap();
     let usage = Usage { input_tokens: 10, output_tokens: 2, ..Usage::default() };
     let mut saved = 0;
     let mut commit = |tree: &Tree| {
-        store.append_nodes(&session, &tree.nodes()[saved..]).unwrap();
+        store.append_nodes(&claim, &tree.nodes()[saved..]).unwrap();
         saved = tree.len();
-        store.save_state(&session, &state("branched", tree)).unwrap();
+        store.save_state(&claim, &state("branched", tree)).unwrap();
     };
     tree.append(vec![Message::user("hi"), Message::assistant("hello")], Some(usage));
     commit(&tree);
@@ -79,7 +79,7 @@ fn a_branched_tree_round_trips_through_incremental_appends() {
     commit(&tree);
     // Back onto the first branch, down to its tip.
     tree.navigate(Some(NodeId(1))).unwrap();
-    store.save_state(&session, &state("branched", &tree)).unwrap();
+    store.save_state(&claim, &state("branched", &tree)).unwrap();
     assert_eq!(tree.path(), [NodeId(0), NodeId(1), NodeId(2), NodeId(3)]);
 
     // A second handle (a new process, say) reads it all back.
@@ -97,19 +97,19 @@ fn appends_that_would_break_the_tree_are_refused_whole() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("s");
     let mut tree = Tree::new();
-    store.create(&session, &state("s", &tree)).unwrap();
+    let claim = store.create(&session, &state("s", &tree)).unwrap();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
-    store.append_nodes(&session, tree.nodes()).unwrap();
+    store.append_nodes(&claim, tree.nodes()).unwrap();
     // The same nodes again: node 0 is not the next one.
-    let again = store.append_nodes(&session, tree.nodes()).unwrap_err();
-    assert_eq!(again.kind, StoreErrorKind::Corrupt);
-    assert!(again.location.ends_with("sessions.db:nodes(s,0)"), "{again}");
+    let again = store.append_nodes(&claim, tree.nodes()).unwrap_err();
+    assert_eq!(again.kind, StoreErrorKind::Conflict);
+    assert!(again.location.ends_with("sessions.db:nodes(s)"), "{again}");
     // A gap: node 3 without node 2.
     tree.append(vec![Message::user("c"), Message::assistant("d")], None);
-    assert_eq!(store.append_nodes(&session, &tree.nodes()[3..]).unwrap_err().kind, StoreErrorKind::Corrupt);
+    assert_eq!(store.append_nodes(&claim, &tree.nodes()[3..]).unwrap_err().kind, StoreErrorKind::Conflict);
     // Nothing of a refused write was kept; the right append goes through.
     assert_eq!(store.load(&session).unwrap().tree.len(), 2);
-    store.append_nodes(&session, &tree.nodes()[2..]).unwrap();
+    store.append_nodes(&claim, &tree.nodes()[2..]).unwrap();
     assert_eq!(store.load(&session).unwrap().tree.nodes(), tree.nodes());
 }
 
@@ -117,7 +117,8 @@ fn appends_that_would_break_the_tree_are_refused_whole() {
 fn an_id_is_created_once_even_by_racing_handles() {
     let dir = TempDir::new("create");
     let store = SqliteStore::open(dir.db()).unwrap();
-    store.create(&id("once"), &state("first", &Tree::new())).unwrap();
+    let claim = store.create(&id("once"), &state("first", &Tree::new())).unwrap();
+    store.release(&claim).unwrap();
     let again = store.create(&id("once"), &state("second", &Tree::new())).unwrap_err();
     assert_eq!(again.kind, StoreErrorKind::Exists);
     assert_eq!(store.load(&id("once")).unwrap().state.title.as_deref(), Some("first"));
@@ -134,7 +135,7 @@ fn an_id_is_created_once_even_by_racing_handles() {
                     start.wait();
                     let handle = SqliteStore::open(db).unwrap();
                     match handle.create(&id("raced"), &state(&format!("racer {n}"), &Tree::new())) {
-                        Ok(()) => 1,
+                        Ok(_) => 1,
                         Err(e) if e.kind == StoreErrorKind::Exists => 0,
                         Err(e) => panic!("{e}"),
                     }
@@ -157,12 +158,12 @@ fn two_handles_write_different_sessions_at_once() {
             scope.spawn(move || {
                 let handle = SqliteStore::open(db).unwrap();
                 let mut tree = Tree::new();
-                handle.create(session, &state(session.as_str(), &tree)).unwrap();
+                let claim = handle.create(session, &state(session.as_str(), &tree)).unwrap();
                 for turn in 0..TURNS {
                     let saved = tree.len();
                     tree.append(vec![Message::user(format!("{turn}")), Message::assistant(format!("{turn}"))], None);
-                    handle.append_nodes(session, &tree.nodes()[saved..]).unwrap();
-                    handle.save_state(session, &state(session.as_str(), &tree)).unwrap();
+                    handle.append_nodes(&claim, &tree.nodes()[saved..]).unwrap();
+                    handle.save_state(&claim, &state(session.as_str(), &tree)).unwrap();
                 }
             });
         }
@@ -181,9 +182,9 @@ fn a_corrupt_node_row_is_named() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("damaged");
     let mut tree = Tree::new();
-    store.create(&session, &state("d", &tree)).unwrap();
+    let claim = store.create(&session, &state("d", &tree)).unwrap();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
-    store.append_nodes(&session, tree.nodes()).unwrap();
+    store.append_nodes(&claim, tree.nodes()).unwrap();
     raw(&dir.db()).execute("UPDATE nodes SET body = '{\"id\": 1, ' WHERE session = 'damaged' AND id = 1", []).unwrap();
     let e = store.load(&session).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Corrupt);
@@ -224,22 +225,23 @@ fn list_is_newest_write_first_and_pages() {
     let dir = TempDir::new("list");
     let store = SqliteStore::open(dir.db()).unwrap();
     // No sleeps: several writes land in one millisecond, and the write counter orders them.
-    for name in ["a", "b", "c", "d"] {
-        store.create(&id(name), &state(name, &Tree::new())).unwrap();
-    }
-    store.save_state(&id("b"), &state("b, renamed", &Tree::new())).unwrap();
+    let claims: Vec<Claim> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|name| store.create(&id(name), &state(name, &Tree::new())).unwrap())
+        .collect();
+    store.save_state(&claims[1], &state("b, renamed", &Tree::new())).unwrap();
     let mut tree = Tree::new();
     tree.append(vec![Message::user("x")], None);
-    store.append_nodes(&id("a"), tree.nodes()).unwrap();
-    let all = store.list(usize::MAX, 0).unwrap();
+    store.append_nodes(&claims[0], tree.nodes()).unwrap();
+    let all = store.list(usize::MAX, 0).unwrap().sessions;
     let order: Vec<&str> = all.iter().map(|info| info.id.as_str()).collect();
     assert_eq!(order, ["a", "b", "d", "c"]);
     assert_eq!(all[1].title.as_deref(), Some("b, renamed"));
     assert!(all.iter().all(|info| info.created_ms <= info.updated_ms && info.created_ms > 0));
-    let page: Vec<String> = store.list(2, 1).unwrap().into_iter().map(|info| info.id.to_string()).collect();
+    let page: Vec<String> = store.list(2, 1).unwrap().sessions.into_iter().map(|info| info.id.to_string()).collect();
     assert_eq!(page, ["b", "d"]);
-    assert!(store.list(0, 0).unwrap().is_empty());
-    assert!(store.list(10, 4).unwrap().is_empty());
+    assert!(store.list(0, 0).unwrap().sessions.is_empty());
+    assert!(store.list(10, 4).unwrap().sessions.is_empty());
 }
 
 #[test]
@@ -249,8 +251,9 @@ fn delete_takes_the_nodes_with_it() {
     let mut tree = Tree::new();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
     for name in ["gone", "kept"] {
-        store.create(&id(name), &state(name, &Tree::new())).unwrap();
-        store.save_tree(&id(name), &tree).unwrap();
+        let claim = store.create(&id(name), &state(name, &Tree::new())).unwrap();
+        store.save_tree(&claim, &tree).unwrap();
+        store.release(&claim).unwrap();
     }
     assert!(store.delete(&id("gone")).unwrap());
     assert!(!store.delete(&id("gone")).unwrap());
@@ -270,9 +273,11 @@ fn missing_sessions_are_not_found_and_nothing_is_made() {
     let mut tree = Tree::new();
     tree.append(vec![Message::user("a")], None);
     assert_eq!(store.load(&missing).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.append_nodes(&missing, tree.nodes()).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.save_tree(&missing, &tree).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.save_state(&missing, &state("x", &tree)).unwrap_err().kind, StoreErrorKind::NotFound);
+    assert_eq!(store.claim(&missing).unwrap_err().kind, StoreErrorKind::NotFound);
+    let forged = Claim::new(missing.clone(), 1, None);
+    assert_eq!(store.append_nodes(&forged, tree.nodes()).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_tree(&forged, &tree).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_state(&forged, &state("x", &tree)).unwrap_err().kind, StoreErrorKind::NotOwner);
     assert!(!store.exists(&missing).unwrap());
     let rows: i64 = raw(&dir.db()).query_row("SELECT COUNT(*) FROM nodes", [], |row| row.get(0)).unwrap();
     assert_eq!(rows, 0);
@@ -290,7 +295,7 @@ fn a_writer_that_holds_the_lock_too_long_is_an_io_error_after_the_timeout() {
     assert!(started.elapsed() >= std::time::Duration::from_secs(4), "it waited for the lock first");
     // Reads go on meanwhile (WAL: readers never wait for the writer), and once the lock
     // is let go the write goes through.
-    assert!(store.list(10, 0).unwrap().is_empty());
+    assert!(store.list(10, 0).unwrap().sessions.is_empty());
     blocker.execute_batch("ROLLBACK").unwrap();
     store.create(&id("late"), &state("late", &Tree::new())).unwrap();
 }
