@@ -185,16 +185,20 @@ fn a_corrupt_node_row_is_named() {
     let claim = store.create(&session, &state("d", &tree)).unwrap();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
     store.append_nodes(&claim, tree.nodes()).unwrap();
-    raw(&dir.db()).execute("UPDATE nodes SET body = '{\"id\": 1, ' WHERE session = 'damaged' AND id = 1", []).unwrap();
+    raw(&dir.db())
+        .execute("UPDATE omni_store_nodes SET body = '{\"id\": 1, ' WHERE session = 'damaged' AND id = 1", [])
+        .unwrap();
     let e = store.load(&session).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Corrupt);
     assert_eq!(e.location, format!("{}:nodes(damaged,1)", dir.db().display()));
     // A row that parses but holds another node's id is no better.
     let node0 = serde_json::to_string(&tree.nodes()[0]).unwrap();
-    raw(&dir.db()).execute("UPDATE nodes SET body = ?1 WHERE session = 'damaged' AND id = 1", [node0]).unwrap();
+    raw(&dir.db())
+        .execute("UPDATE omni_store_nodes SET body = ?1 WHERE session = 'damaged' AND id = 1", [node0])
+        .unwrap();
     assert_eq!(store.load(&session).unwrap_err().location, format!("{}:nodes(damaged,1)", dir.db().display()));
     // A broken state map too, at its row.
-    raw(&dir.db()).execute("UPDATE sessions SET state = 'nope' WHERE id = 'damaged'", []).unwrap();
+    raw(&dir.db()).execute("UPDATE omni_store_sessions SET state = 'nope' WHERE id = 'damaged'", []).unwrap();
     let e = store.load(&session).unwrap_err();
     assert_eq!((e.kind, e.location), (StoreErrorKind::Corrupt, format!("{}:sessions(damaged)", dir.db().display())));
 }
@@ -212,12 +216,12 @@ fn a_file_that_is_not_a_database_is_a_typed_error() {
 fn a_newer_schema_is_refused_not_downgraded() {
     let dir = TempDir::new("newer");
     drop(SqliteStore::open(dir.db()).unwrap());
-    raw(&dir.db()).pragma_update(None, "user_version", 2).unwrap();
+    raw(&dir.db()).execute("UPDATE omni_store_schema SET version = 3", []).unwrap();
     let e = SqliteStore::open(dir.db()).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Io, "{e}");
-    assert!(e.message.contains("version 2"), "{e}");
-    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
-    assert_eq!(version, 2, "left as it was");
+    assert!(e.message.contains("version 3"), "{e}");
+    let version: i64 = raw(&dir.db()).query_row("SELECT version FROM omni_store_schema", [], |row| row.get(0)).unwrap();
+    assert_eq!(version, 3, "left as it was");
 }
 
 #[test]
@@ -260,7 +264,9 @@ fn delete_takes_the_nodes_with_it() {
     assert!(!store.exists(&id("gone")).unwrap());
     assert!(store.exists(&id("kept")).unwrap());
     let count = |session: &str| -> i64 {
-        raw(&dir.db()).query_row("SELECT COUNT(*) FROM nodes WHERE session = ?1", [session], |row| row.get(0)).unwrap()
+        raw(&dir.db())
+            .query_row("SELECT COUNT(*) FROM omni_store_nodes WHERE session = ?1", [session], |row| row.get(0))
+            .unwrap()
     };
     assert_eq!((count("gone"), count("kept")), (0, 2));
 }
@@ -279,7 +285,7 @@ fn missing_sessions_are_not_found_and_nothing_is_made() {
     assert_eq!(store.save_tree(&forged, &tree).unwrap_err().kind, StoreErrorKind::NotOwner);
     assert_eq!(store.save_state(&forged, &state("x", &tree)).unwrap_err().kind, StoreErrorKind::NotOwner);
     assert!(!store.exists(&missing).unwrap());
-    let rows: i64 = raw(&dir.db()).query_row("SELECT COUNT(*) FROM nodes", [], |row| row.get(0)).unwrap();
+    let rows: i64 = raw(&dir.db()).query_row("SELECT COUNT(*) FROM omni_store_nodes", [], |row| row.get(0)).unwrap();
     assert_eq!(rows, 0);
 }
 
