@@ -1,6 +1,8 @@
 //! The file store: the conformance suite, then what only files can do (torn and corrupt
 //! lines, damaged or unreadable files, half-made sessions) and the checks the store's
 //! brief names, each in a temporary directory of its own.
+// Test helpers fail the test on any unexpected error, as the tests themselves do.
+#![allow(clippy::unwrap_used)]
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;

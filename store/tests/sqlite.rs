@@ -1,5 +1,7 @@
 //! The SQLite store: its contract on one database file, and what only it can get wrong
 //! (its schema version, a corrupt row, a file that is not a database, the cascade).
+// Test helpers fail the test on any unexpected error, as the tests themselves do.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -312,4 +314,242 @@ fn passes_the_store_suite() {
     let dir = TempDir::new("suite");
     let db = dir.db();
     omni_store::suite::run(|| SqliteStore::open(&db).unwrap());
+}
+
+/// Version 1 of the store's schema, as its code made it.
+const SCHEMA_V1: &str = "
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY NOT NULL,
+        state TEXT NOT NULL,
+        title TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_recent ON sessions (updated_ms DESC, seq DESC);
+    CREATE INDEX sessions_seq ON sessions (seq);
+    CREATE TABLE nodes (
+        session TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        id INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session, id)
+    ) WITHOUT ROWID;
+    PRAGMA user_version = 1;
+";
+
+fn tables(db: &Path) -> Vec<String> {
+    let connection = raw(db);
+    let mut select = connection.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").unwrap();
+    let names = select.query_map([], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+    names
+}
+
+#[test]
+fn a_version_1_database_is_migrated_keeping_every_session() {
+    let dir = TempDir::new("v1");
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("hi"), Message::assistant("hello")], None);
+    {
+        let old = raw(&dir.db());
+        old.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        for (n, name) in ["old-one", "old-two"].into_iter().enumerate() {
+            let json = serde_json::to_string(&state(name, &tree)).unwrap();
+            old.execute(
+                "INSERT INTO sessions VALUES (?1, ?2, ?1, 1000, ?3, ?3)",
+                rusqlite::params![name, json, 2000 + n as i64],
+            )
+            .unwrap();
+            for node in tree.nodes() {
+                let body = serde_json::to_string(node).unwrap();
+                old.execute("INSERT INTO nodes VALUES (?1, ?2, ?3)", rusqlite::params![name, node.id.0 as i64, body])
+                    .unwrap();
+            }
+        }
+    }
+    let store = SqliteStore::open(dir.db()).unwrap();
+    assert_eq!(tables(&dir.db()), ["omni_store_nodes", "omni_store_schema", "omni_store_sessions"]);
+    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+    assert_eq!(version, 0, "user_version is the application's again");
+    let listed = store.list(usize::MAX, 0).unwrap();
+    let ids: Vec<&str> = listed.sessions.iter().map(|info| info.id.as_str()).collect();
+    assert_eq!(ids, ["old-two", "old-one"], "in the order they were written");
+    assert_eq!((listed.sessions[1].created_ms, listed.sessions[1].updated_ms), (1000, 2000));
+    for session in ["old-one", "old-two"] {
+        let loaded = store.load(&id(session)).unwrap();
+        assert_eq!((loaded.tree, loaded.state), (tree.clone(), state(session, &tree)));
+    }
+    // The migrated sessions are claimed and written as any.
+    let claim = store.claim(&id("old-one")).unwrap();
+    let mut more = tree.clone();
+    more.append(vec![Message::user("again")], None);
+    store.append_nodes(&claim, &more.nodes()[2..]).unwrap();
+    assert_eq!(store.load(&id("old-one")).unwrap().tree.len(), 3);
+    drop(store);
+    SqliteStore::open(dir.db()).unwrap();
+}
+
+#[test]
+fn another_applications_database_is_refused_unless_shared() {
+    let dir = TempDir::new("foreign");
+    raw(&dir.db()).execute_batch("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER);").unwrap();
+    let bytes = std::fs::read(dir.db()).unwrap();
+    let e = SqliteStore::open(dir.db()).unwrap_err();
+    assert_eq!(e.kind, StoreErrorKind::Denied, "{e}");
+    assert!(e.message.contains("invoices") && e.message.contains("open_shared"), "{e}");
+    assert_eq!(std::fs::read(dir.db()).unwrap(), bytes, "nothing added, not even WAL mode");
+    assert_eq!(tables(&dir.db()), ["invoices"]);
+
+    // Shared: the store's tables beside the application's, which stay as they were.
+    let store = SqliteStore::open_shared(dir.db()).unwrap();
+    let claim = store.create(&id("beside"), &state("beside", &Tree::new())).unwrap();
+    store.release(&claim).unwrap();
+    assert_eq!(tables(&dir.db()), ["invoices", "omni_store_nodes", "omni_store_schema", "omni_store_sessions"]);
+    assert_eq!(SqliteStore::open(dir.db()).unwrap_err().kind, StoreErrorKind::Denied, "still refused unshared");
+    assert!(SqliteStore::open_shared(dir.db()).unwrap().exists(&id("beside")).unwrap());
+    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+    assert_eq!(version, 0);
+
+    // A fresh empty file, or one with only the store's tables, opens plainly.
+    let empty = TempDir::new("empty");
+    std::fs::write(empty.db(), b"").unwrap();
+    drop(SqliteStore::open(empty.db()).unwrap());
+    SqliteStore::open(empty.db()).unwrap();
+}
+
+#[test]
+fn opening_does_not_wait_for_a_writer() {
+    let dir = TempDir::new("open-busy");
+    drop(SqliteStore::open(dir.db()).unwrap());
+    let blocker = raw(&dir.db());
+    blocker.execute_batch("BEGIN IMMEDIATE; INSERT INTO omni_store_schema (version) VALUES (2);").unwrap();
+    let started = std::time::Instant::now();
+    let store = SqliteStore::open(dir.db()).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(store.list(10, 0).unwrap().sessions.is_empty());
+    blocker.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
+fn list_reports_bad_rows_and_lists_the_rest() {
+    let dir = TempDir::new("bad-rows");
+    let store = SqliteStore::open(dir.db()).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        let claim = store.create(&id(name), &state(name, &Tree::new())).unwrap();
+        store.release(&claim).unwrap();
+    }
+    let db = raw(&dir.db());
+    db.execute("UPDATE omni_store_sessions SET id = 'not an id' WHERE id = 'b'", []).unwrap();
+    db.execute("UPDATE omni_store_sessions SET state = '{' WHERE id = 'c'", []).unwrap();
+    let listed = store.list(usize::MAX, 0).unwrap();
+    let ids: Vec<&str> = listed.sessions.iter().map(|info| info.id.as_str()).collect();
+    assert_eq!(ids, ["d", "a"]);
+    let reported: Vec<_> = listed.unreadable.iter().map(|e| (e.kind, e.location.clone())).collect();
+    let at = |row: &str| (StoreErrorKind::Corrupt, format!("{}:sessions({row})", dir.db().display()));
+    assert_eq!(reported, [at("c"), at("not an id")]);
+    // Bad rows shift no page, and every page reports them.
+    let page = store.list(1, 1).unwrap();
+    assert_eq!(page.sessions.iter().map(|info| info.id.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert_eq!(page.unreadable.len(), 2);
+}
+
+#[test]
+fn the_database_fences_writes_by_the_owner_token_in_the_row() {
+    let dir = TempDir::new("fenced-row");
+    let store = SqliteStore::open(dir.db()).unwrap();
+    let session = id("s");
+    let created = store.create(&session, &state("s", &Tree::new())).unwrap();
+    let owner = || -> i64 {
+        raw(&dir.db()).query_row("SELECT owner FROM omni_store_sessions WHERE id = 's'", [], |row| row.get(0)).unwrap()
+    };
+    assert_eq!(owner(), created.token() as i64);
+    store.release(&created).unwrap();
+    let claim = store.claim(&session).unwrap();
+    assert_eq!(owner(), claim.token() as i64, "a claim writes its token into the row");
+    // Another machine claims the session through a lock that lied to both: its token is
+    // in the row now, and this owner's writes are refused by the database itself.
+    raw(&dir.db()).execute("UPDATE omni_store_sessions SET owner = owner + 7 WHERE id = 's'", []).unwrap();
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("late")], None);
+    let e = store.append_nodes(&claim, tree.nodes()).unwrap_err();
+    assert_eq!(e.kind, StoreErrorKind::NotOwner, "{e}");
+    assert_eq!(store.save_state(&claim, &state("late", &tree)).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_tree(&claim, &tree).unwrap_err().kind, StoreErrorKind::NotOwner);
+    let loaded = store.load(&session).unwrap();
+    assert!(loaded.tree.is_empty() && loaded.state == state("s", &Tree::new()), "nothing written");
+}
+
+/// Whether this process can write a file whose permissions say it cannot (root can).
+#[cfg(unix)]
+fn permissions_are_enforced(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, "x").unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let enforced = std::fs::OpenOptions::new().write(true).open(&probe).is_err();
+    std::fs::remove_file(&probe).unwrap();
+    enforced
+}
+
+/// What a read-only handle on a database holding session `kept` can and cannot do.
+fn reads_but_never_writes(store: &SqliteStore, kept: &SessionId) {
+    assert!(!store.is_writable());
+    assert_eq!(store.load(kept).unwrap().tree.len(), 2);
+    assert!(store.exists(kept).unwrap());
+    assert_eq!(store.list(10, 0).unwrap().sessions.len(), 1);
+    let denied = |result: Result<(), omni_store::StoreError>| {
+        assert_eq!(result.unwrap_err().kind, StoreErrorKind::Denied);
+    };
+    denied(store.create(&id("new"), &state("new", &Tree::new())).map(drop));
+    denied(store.claim(kept).map(drop));
+    denied(store.delete(kept).map(drop));
+    let forged = Claim::new(kept.clone(), 1, None);
+    denied(store.save_state(&forged, &state("x", &Tree::new())));
+    denied(store.save_tree(&forged, &Tree::new()));
+}
+
+fn with_one_session(dir: &TempDir) -> SessionId {
+    let store = SqliteStore::open(dir.db()).unwrap();
+    let kept = id("kept");
+    let mut tree = Tree::new();
+    let claim = store.create(&kept, &state("kept", &tree)).unwrap();
+    tree.append(vec![Message::user("a"), Message::assistant("b")], None);
+    store.append_nodes(&claim, tree.nodes()).unwrap();
+    kept
+}
+
+#[test]
+fn a_read_only_handle_reads_and_is_denied_writes() {
+    let dir = TempDir::new("read-only-handle");
+    let kept = with_one_session(&dir);
+    reads_but_never_writes(&SqliteStore::open_read_only(dir.db()).unwrap(), &kept);
+    // Nothing to read is nothing to open read-only.
+    let empty = TempDir::new("read-only-empty");
+    assert!(SqliteStore::open_read_only(empty.db()).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_database_or_folder_is_opened_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("read-only-file");
+    if !permissions_are_enforced(&dir.0) {
+        eprintln!("skipped: file permissions are not enforced for this user (root); open_read_only is tested instead");
+        return;
+    }
+    let set = |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    let kept = with_one_session(&dir);
+    set(&dir.db(), 0o444);
+    reads_but_never_writes(&SqliteStore::open(dir.db()).unwrap(), &kept);
+    set(&dir.db(), 0o644);
+
+    let folder = TempDir::new("read-only-folder");
+    let kept = with_one_session(&folder);
+    set(&folder.0, 0o555);
+    let opened = SqliteStore::open(folder.db());
+    set(&folder.0, 0o755);
+    let store = opened.unwrap();
+    set(&folder.0, 0o555);
+    reads_but_never_writes(&store, &kept);
+    set(&folder.0, 0o755);
 }

@@ -93,7 +93,8 @@ fn read_only(path: &Path, location: &str, mode: Mode) -> Result<Connection, Stor
     let mut connection = Connection::open_with_flags(path, flags).map_err(fail)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
     if let Err(e) = probe(&connection) {
-        if e.sqlite_error_code() != Some(ErrorCode::CannotOpen) {
+        // SQLite says CANTOPEN or READONLY_CANTINIT, by version and by what is missing.
+        if !matches!(e.sqlite_error_code(), Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)) {
             return Err(fail(e));
         }
         // A WAL database whose shared-memory file cannot be made (see the module's doc).
