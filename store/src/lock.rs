@@ -50,11 +50,8 @@ impl SessionLock {
         for _ in 0..8 {
             let Some(mut file) = Self::lock_file(path, wait)? else { return Ok(Locking::Held) };
             if same_file(&file, path) {
-                return Self::count_owner(&mut file).map(|token| Locking::Taken(Self {
-                    file,
-                    path: path.to_path_buf(),
-                    token,
-                }));
+                return Self::count_owner(&mut file)
+                    .map(|token| Locking::Taken(Self { file, path: path.to_path_buf(), token }));
             }
         }
         Ok(Locking::Held)

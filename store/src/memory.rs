@@ -126,7 +126,8 @@ impl Store for MemoryStore {
         sessions.tokens += 1;
         let (now, last_write, token) = (now_ms(), sessions.writes, sessions.tokens);
         let owner = Some(self.owner(token));
-        let kept = Kept { state: state.clone(), nodes: Vec::new(), created_ms: now, updated_ms: now, last_write, owner };
+        let kept =
+            Kept { state: state.clone(), nodes: Vec::new(), created_ms: now, updated_ms: now, last_write, owner };
         sessions.by_id.insert(id.clone(), kept);
         Ok(Claim::new(id.clone(), token, self.lease))
     }

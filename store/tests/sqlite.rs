@@ -1,5 +1,7 @@
 //! The SQLite store: its contract on one database file, and what only it can get wrong
 //! (its schema version, a corrupt row, a file that is not a database, the cascade).
+// Test helpers fail the test on any unexpected error, as the tests themselves do.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use omni_core::machines::session::tree::{NodeId, Tree};
 use omni_core::{Message, Usage};
-use omni_store::{SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
+use omni_store::{Claim, SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
 
 /// A fresh folder under the system's temporary one, removed when dropped (even when the
 /// test fails), so runs and parallel tests never share a database.
@@ -61,13 +63,13 @@ fn a_branched_tree_round_trips_through_incremental_appends() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("branched");
     let mut tree = Tree::new();
-    store.create(&session, &state("branched", &tree)).unwrap();
+    let claim = store.create(&session, &state("branched", &tree)).unwrap();
     let usage = Usage { input_tokens: 10, output_tokens: 2, ..Usage::default() };
     let mut saved = 0;
     let mut commit = |tree: &Tree| {
-        store.append_nodes(&session, &tree.nodes()[saved..]).unwrap();
+        store.append_nodes(&claim, &tree.nodes()[saved..]).unwrap();
         saved = tree.len();
-        store.save_state(&session, &state("branched", tree)).unwrap();
+        store.save_state(&claim, &state("branched", tree)).unwrap();
     };
     tree.append(vec![Message::user("hi"), Message::assistant("hello")], Some(usage));
     commit(&tree);
@@ -79,7 +81,7 @@ fn a_branched_tree_round_trips_through_incremental_appends() {
     commit(&tree);
     // Back onto the first branch, down to its tip.
     tree.navigate(Some(NodeId(1))).unwrap();
-    store.save_state(&session, &state("branched", &tree)).unwrap();
+    store.save_state(&claim, &state("branched", &tree)).unwrap();
     assert_eq!(tree.path(), [NodeId(0), NodeId(1), NodeId(2), NodeId(3)]);
 
     // A second handle (a new process, say) reads it all back.
@@ -97,19 +99,19 @@ fn appends_that_would_break_the_tree_are_refused_whole() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("s");
     let mut tree = Tree::new();
-    store.create(&session, &state("s", &tree)).unwrap();
+    let claim = store.create(&session, &state("s", &tree)).unwrap();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
-    store.append_nodes(&session, tree.nodes()).unwrap();
+    store.append_nodes(&claim, tree.nodes()).unwrap();
     // The same nodes again: node 0 is not the next one.
-    let again = store.append_nodes(&session, tree.nodes()).unwrap_err();
-    assert_eq!(again.kind, StoreErrorKind::Corrupt);
-    assert!(again.location.ends_with("sessions.db:nodes(s,0)"), "{again}");
+    let again = store.append_nodes(&claim, tree.nodes()).unwrap_err();
+    assert_eq!(again.kind, StoreErrorKind::Conflict);
+    assert!(again.location.ends_with("sessions.db:nodes(s)"), "{again}");
     // A gap: node 3 without node 2.
     tree.append(vec![Message::user("c"), Message::assistant("d")], None);
-    assert_eq!(store.append_nodes(&session, &tree.nodes()[3..]).unwrap_err().kind, StoreErrorKind::Corrupt);
+    assert_eq!(store.append_nodes(&claim, &tree.nodes()[3..]).unwrap_err().kind, StoreErrorKind::Conflict);
     // Nothing of a refused write was kept; the right append goes through.
     assert_eq!(store.load(&session).unwrap().tree.len(), 2);
-    store.append_nodes(&session, &tree.nodes()[2..]).unwrap();
+    store.append_nodes(&claim, &tree.nodes()[2..]).unwrap();
     assert_eq!(store.load(&session).unwrap().tree.nodes(), tree.nodes());
 }
 
@@ -117,7 +119,8 @@ fn appends_that_would_break_the_tree_are_refused_whole() {
 fn an_id_is_created_once_even_by_racing_handles() {
     let dir = TempDir::new("create");
     let store = SqliteStore::open(dir.db()).unwrap();
-    store.create(&id("once"), &state("first", &Tree::new())).unwrap();
+    let claim = store.create(&id("once"), &state("first", &Tree::new())).unwrap();
+    store.release(&claim).unwrap();
     let again = store.create(&id("once"), &state("second", &Tree::new())).unwrap_err();
     assert_eq!(again.kind, StoreErrorKind::Exists);
     assert_eq!(store.load(&id("once")).unwrap().state.title.as_deref(), Some("first"));
@@ -134,7 +137,7 @@ fn an_id_is_created_once_even_by_racing_handles() {
                     start.wait();
                     let handle = SqliteStore::open(db).unwrap();
                     match handle.create(&id("raced"), &state(&format!("racer {n}"), &Tree::new())) {
-                        Ok(()) => 1,
+                        Ok(_) => 1,
                         Err(e) if e.kind == StoreErrorKind::Exists => 0,
                         Err(e) => panic!("{e}"),
                     }
@@ -157,12 +160,12 @@ fn two_handles_write_different_sessions_at_once() {
             scope.spawn(move || {
                 let handle = SqliteStore::open(db).unwrap();
                 let mut tree = Tree::new();
-                handle.create(session, &state(session.as_str(), &tree)).unwrap();
+                let claim = handle.create(session, &state(session.as_str(), &tree)).unwrap();
                 for turn in 0..TURNS {
                     let saved = tree.len();
                     tree.append(vec![Message::user(format!("{turn}")), Message::assistant(format!("{turn}"))], None);
-                    handle.append_nodes(session, &tree.nodes()[saved..]).unwrap();
-                    handle.save_state(session, &state(session.as_str(), &tree)).unwrap();
+                    handle.append_nodes(&claim, &tree.nodes()[saved..]).unwrap();
+                    handle.save_state(&claim, &state(session.as_str(), &tree)).unwrap();
                 }
             });
         }
@@ -181,19 +184,23 @@ fn a_corrupt_node_row_is_named() {
     let store = SqliteStore::open(dir.db()).unwrap();
     let session = id("damaged");
     let mut tree = Tree::new();
-    store.create(&session, &state("d", &tree)).unwrap();
+    let claim = store.create(&session, &state("d", &tree)).unwrap();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
-    store.append_nodes(&session, tree.nodes()).unwrap();
-    raw(&dir.db()).execute("UPDATE nodes SET body = '{\"id\": 1, ' WHERE session = 'damaged' AND id = 1", []).unwrap();
+    store.append_nodes(&claim, tree.nodes()).unwrap();
+    raw(&dir.db())
+        .execute("UPDATE omni_store_nodes SET body = '{\"id\": 1, ' WHERE session = 'damaged' AND id = 1", [])
+        .unwrap();
     let e = store.load(&session).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Corrupt);
     assert_eq!(e.location, format!("{}:nodes(damaged,1)", dir.db().display()));
     // A row that parses but holds another node's id is no better.
     let node0 = serde_json::to_string(&tree.nodes()[0]).unwrap();
-    raw(&dir.db()).execute("UPDATE nodes SET body = ?1 WHERE session = 'damaged' AND id = 1", [node0]).unwrap();
+    raw(&dir.db())
+        .execute("UPDATE omni_store_nodes SET body = ?1 WHERE session = 'damaged' AND id = 1", [node0])
+        .unwrap();
     assert_eq!(store.load(&session).unwrap_err().location, format!("{}:nodes(damaged,1)", dir.db().display()));
     // A broken state map too, at its row.
-    raw(&dir.db()).execute("UPDATE sessions SET state = 'nope' WHERE id = 'damaged'", []).unwrap();
+    raw(&dir.db()).execute("UPDATE omni_store_sessions SET state = 'nope' WHERE id = 'damaged'", []).unwrap();
     let e = store.load(&session).unwrap_err();
     assert_eq!((e.kind, e.location), (StoreErrorKind::Corrupt, format!("{}:sessions(damaged)", dir.db().display())));
 }
@@ -211,12 +218,12 @@ fn a_file_that_is_not_a_database_is_a_typed_error() {
 fn a_newer_schema_is_refused_not_downgraded() {
     let dir = TempDir::new("newer");
     drop(SqliteStore::open(dir.db()).unwrap());
-    raw(&dir.db()).pragma_update(None, "user_version", 2).unwrap();
+    raw(&dir.db()).execute("UPDATE omni_store_schema SET version = 3", []).unwrap();
     let e = SqliteStore::open(dir.db()).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Io, "{e}");
-    assert!(e.message.contains("version 2"), "{e}");
-    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
-    assert_eq!(version, 2, "left as it was");
+    assert!(e.message.contains("version 3"), "{e}");
+    let version: i64 = raw(&dir.db()).query_row("SELECT version FROM omni_store_schema", [], |row| row.get(0)).unwrap();
+    assert_eq!(version, 3, "left as it was");
 }
 
 #[test]
@@ -224,22 +231,23 @@ fn list_is_newest_write_first_and_pages() {
     let dir = TempDir::new("list");
     let store = SqliteStore::open(dir.db()).unwrap();
     // No sleeps: several writes land in one millisecond, and the write counter orders them.
-    for name in ["a", "b", "c", "d"] {
-        store.create(&id(name), &state(name, &Tree::new())).unwrap();
-    }
-    store.save_state(&id("b"), &state("b, renamed", &Tree::new())).unwrap();
+    let claims: Vec<Claim> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|name| store.create(&id(name), &state(name, &Tree::new())).unwrap())
+        .collect();
+    store.save_state(&claims[1], &state("b, renamed", &Tree::new())).unwrap();
     let mut tree = Tree::new();
     tree.append(vec![Message::user("x")], None);
-    store.append_nodes(&id("a"), tree.nodes()).unwrap();
-    let all = store.list(usize::MAX, 0).unwrap();
+    store.append_nodes(&claims[0], tree.nodes()).unwrap();
+    let all = store.list(usize::MAX, 0).unwrap().sessions;
     let order: Vec<&str> = all.iter().map(|info| info.id.as_str()).collect();
     assert_eq!(order, ["a", "b", "d", "c"]);
     assert_eq!(all[1].title.as_deref(), Some("b, renamed"));
     assert!(all.iter().all(|info| info.created_ms <= info.updated_ms && info.created_ms > 0));
-    let page: Vec<String> = store.list(2, 1).unwrap().into_iter().map(|info| info.id.to_string()).collect();
+    let page: Vec<String> = store.list(2, 1).unwrap().sessions.into_iter().map(|info| info.id.to_string()).collect();
     assert_eq!(page, ["b", "d"]);
-    assert!(store.list(0, 0).unwrap().is_empty());
-    assert!(store.list(10, 4).unwrap().is_empty());
+    assert!(store.list(0, 0).unwrap().sessions.is_empty());
+    assert!(store.list(10, 4).unwrap().sessions.is_empty());
 }
 
 #[test]
@@ -249,15 +257,18 @@ fn delete_takes_the_nodes_with_it() {
     let mut tree = Tree::new();
     tree.append(vec![Message::user("a"), Message::assistant("b")], None);
     for name in ["gone", "kept"] {
-        store.create(&id(name), &state(name, &Tree::new())).unwrap();
-        store.save_tree(&id(name), &tree).unwrap();
+        let claim = store.create(&id(name), &state(name, &Tree::new())).unwrap();
+        store.save_tree(&claim, &tree).unwrap();
+        store.release(&claim).unwrap();
     }
     assert!(store.delete(&id("gone")).unwrap());
     assert!(!store.delete(&id("gone")).unwrap());
     assert!(!store.exists(&id("gone")).unwrap());
     assert!(store.exists(&id("kept")).unwrap());
     let count = |session: &str| -> i64 {
-        raw(&dir.db()).query_row("SELECT COUNT(*) FROM nodes WHERE session = ?1", [session], |row| row.get(0)).unwrap()
+        raw(&dir.db())
+            .query_row("SELECT COUNT(*) FROM omni_store_nodes WHERE session = ?1", [session], |row| row.get(0))
+            .unwrap()
     };
     assert_eq!((count("gone"), count("kept")), (0, 2));
 }
@@ -270,11 +281,13 @@ fn missing_sessions_are_not_found_and_nothing_is_made() {
     let mut tree = Tree::new();
     tree.append(vec![Message::user("a")], None);
     assert_eq!(store.load(&missing).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.append_nodes(&missing, tree.nodes()).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.save_tree(&missing, &tree).unwrap_err().kind, StoreErrorKind::NotFound);
-    assert_eq!(store.save_state(&missing, &state("x", &tree)).unwrap_err().kind, StoreErrorKind::NotFound);
+    assert_eq!(store.claim(&missing).unwrap_err().kind, StoreErrorKind::NotFound);
+    let forged = Claim::new(missing.clone(), 1, None);
+    assert_eq!(store.append_nodes(&forged, tree.nodes()).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_tree(&forged, &tree).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_state(&forged, &state("x", &tree)).unwrap_err().kind, StoreErrorKind::NotOwner);
     assert!(!store.exists(&missing).unwrap());
-    let rows: i64 = raw(&dir.db()).query_row("SELECT COUNT(*) FROM nodes", [], |row| row.get(0)).unwrap();
+    let rows: i64 = raw(&dir.db()).query_row("SELECT COUNT(*) FROM omni_store_nodes", [], |row| row.get(0)).unwrap();
     assert_eq!(rows, 0);
 }
 
@@ -290,7 +303,7 @@ fn a_writer_that_holds_the_lock_too_long_is_an_io_error_after_the_timeout() {
     assert!(started.elapsed() >= std::time::Duration::from_secs(4), "it waited for the lock first");
     // Reads go on meanwhile (WAL: readers never wait for the writer), and once the lock
     // is let go the write goes through.
-    assert!(store.list(10, 0).unwrap().is_empty());
+    assert!(store.list(10, 0).unwrap().sessions.is_empty());
     blocker.execute_batch("ROLLBACK").unwrap();
     store.create(&id("late"), &state("late", &Tree::new())).unwrap();
 }
@@ -301,4 +314,242 @@ fn passes_the_store_suite() {
     let dir = TempDir::new("suite");
     let db = dir.db();
     omni_store::suite::run(|| SqliteStore::open(&db).unwrap());
+}
+
+/// Version 1 of the store's schema, as its code made it.
+const SCHEMA_V1: &str = "
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY NOT NULL,
+        state TEXT NOT NULL,
+        title TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_recent ON sessions (updated_ms DESC, seq DESC);
+    CREATE INDEX sessions_seq ON sessions (seq);
+    CREATE TABLE nodes (
+        session TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        id INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session, id)
+    ) WITHOUT ROWID;
+    PRAGMA user_version = 1;
+";
+
+fn tables(db: &Path) -> Vec<String> {
+    let connection = raw(db);
+    let mut select = connection.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").unwrap();
+    let names = select.query_map([], |row| row.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+    names
+}
+
+#[test]
+fn a_version_1_database_is_migrated_keeping_every_session() {
+    let dir = TempDir::new("v1");
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("hi"), Message::assistant("hello")], None);
+    {
+        let old = raw(&dir.db());
+        old.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        for (n, name) in ["old-one", "old-two"].into_iter().enumerate() {
+            let json = serde_json::to_string(&state(name, &tree)).unwrap();
+            old.execute(
+                "INSERT INTO sessions VALUES (?1, ?2, ?1, 1000, ?3, ?3)",
+                rusqlite::params![name, json, 2000 + n as i64],
+            )
+            .unwrap();
+            for node in tree.nodes() {
+                let body = serde_json::to_string(node).unwrap();
+                old.execute("INSERT INTO nodes VALUES (?1, ?2, ?3)", rusqlite::params![name, node.id.0 as i64, body])
+                    .unwrap();
+            }
+        }
+    }
+    let store = SqliteStore::open(dir.db()).unwrap();
+    assert_eq!(tables(&dir.db()), ["omni_store_nodes", "omni_store_schema", "omni_store_sessions"]);
+    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+    assert_eq!(version, 0, "user_version is the application's again");
+    let listed = store.list(usize::MAX, 0).unwrap();
+    let ids: Vec<&str> = listed.sessions.iter().map(|info| info.id.as_str()).collect();
+    assert_eq!(ids, ["old-two", "old-one"], "in the order they were written");
+    assert_eq!((listed.sessions[1].created_ms, listed.sessions[1].updated_ms), (1000, 2000));
+    for session in ["old-one", "old-two"] {
+        let loaded = store.load(&id(session)).unwrap();
+        assert_eq!((loaded.tree, loaded.state), (tree.clone(), state(session, &tree)));
+    }
+    // The migrated sessions are claimed and written as any.
+    let claim = store.claim(&id("old-one")).unwrap();
+    let mut more = tree.clone();
+    more.append(vec![Message::user("again")], None);
+    store.append_nodes(&claim, &more.nodes()[2..]).unwrap();
+    assert_eq!(store.load(&id("old-one")).unwrap().tree.len(), 3);
+    drop(store);
+    SqliteStore::open(dir.db()).unwrap();
+}
+
+#[test]
+fn another_applications_database_is_refused_unless_shared() {
+    let dir = TempDir::new("foreign");
+    raw(&dir.db()).execute_batch("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER);").unwrap();
+    let bytes = std::fs::read(dir.db()).unwrap();
+    let e = SqliteStore::open(dir.db()).unwrap_err();
+    assert_eq!(e.kind, StoreErrorKind::Denied, "{e}");
+    assert!(e.message.contains("invoices") && e.message.contains("open_shared"), "{e}");
+    assert_eq!(std::fs::read(dir.db()).unwrap(), bytes, "nothing added, not even WAL mode");
+    assert_eq!(tables(&dir.db()), ["invoices"]);
+
+    // Shared: the store's tables beside the application's, which stay as they were.
+    let store = SqliteStore::open_shared(dir.db()).unwrap();
+    let claim = store.create(&id("beside"), &state("beside", &Tree::new())).unwrap();
+    store.release(&claim).unwrap();
+    assert_eq!(tables(&dir.db()), ["invoices", "omni_store_nodes", "omni_store_schema", "omni_store_sessions"]);
+    assert_eq!(SqliteStore::open(dir.db()).unwrap_err().kind, StoreErrorKind::Denied, "still refused unshared");
+    assert!(SqliteStore::open_shared(dir.db()).unwrap().exists(&id("beside")).unwrap());
+    let version: i64 = raw(&dir.db()).pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+    assert_eq!(version, 0);
+
+    // A fresh empty file, or one with only the store's tables, opens plainly.
+    let empty = TempDir::new("empty");
+    std::fs::write(empty.db(), b"").unwrap();
+    drop(SqliteStore::open(empty.db()).unwrap());
+    SqliteStore::open(empty.db()).unwrap();
+}
+
+#[test]
+fn opening_does_not_wait_for_a_writer() {
+    let dir = TempDir::new("open-busy");
+    drop(SqliteStore::open(dir.db()).unwrap());
+    let blocker = raw(&dir.db());
+    blocker.execute_batch("BEGIN IMMEDIATE; INSERT INTO omni_store_schema (version) VALUES (2);").unwrap();
+    let started = std::time::Instant::now();
+    let store = SqliteStore::open(dir.db()).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(store.list(10, 0).unwrap().sessions.is_empty());
+    blocker.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
+fn list_reports_bad_rows_and_lists_the_rest() {
+    let dir = TempDir::new("bad-rows");
+    let store = SqliteStore::open(dir.db()).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        let claim = store.create(&id(name), &state(name, &Tree::new())).unwrap();
+        store.release(&claim).unwrap();
+    }
+    let db = raw(&dir.db());
+    db.execute("UPDATE omni_store_sessions SET id = 'not an id' WHERE id = 'b'", []).unwrap();
+    db.execute("UPDATE omni_store_sessions SET state = '{' WHERE id = 'c'", []).unwrap();
+    let listed = store.list(usize::MAX, 0).unwrap();
+    let ids: Vec<&str> = listed.sessions.iter().map(|info| info.id.as_str()).collect();
+    assert_eq!(ids, ["d", "a"]);
+    let reported: Vec<_> = listed.unreadable.iter().map(|e| (e.kind, e.location.clone())).collect();
+    let at = |row: &str| (StoreErrorKind::Corrupt, format!("{}:sessions({row})", dir.db().display()));
+    assert_eq!(reported, [at("c"), at("not an id")]);
+    // Bad rows shift no page, and every page reports them.
+    let page = store.list(1, 1).unwrap();
+    assert_eq!(page.sessions.iter().map(|info| info.id.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert_eq!(page.unreadable.len(), 2);
+}
+
+#[test]
+fn the_database_fences_writes_by_the_owner_token_in_the_row() {
+    let dir = TempDir::new("fenced-row");
+    let store = SqliteStore::open(dir.db()).unwrap();
+    let session = id("s");
+    let created = store.create(&session, &state("s", &Tree::new())).unwrap();
+    let owner = || -> i64 {
+        raw(&dir.db()).query_row("SELECT owner FROM omni_store_sessions WHERE id = 's'", [], |row| row.get(0)).unwrap()
+    };
+    assert_eq!(owner(), created.token() as i64);
+    store.release(&created).unwrap();
+    let claim = store.claim(&session).unwrap();
+    assert_eq!(owner(), claim.token() as i64, "a claim writes its token into the row");
+    // Another machine claims the session through a lock that lied to both: its token is
+    // in the row now, and this owner's writes are refused by the database itself.
+    raw(&dir.db()).execute("UPDATE omni_store_sessions SET owner = owner + 7 WHERE id = 's'", []).unwrap();
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("late")], None);
+    let e = store.append_nodes(&claim, tree.nodes()).unwrap_err();
+    assert_eq!(e.kind, StoreErrorKind::NotOwner, "{e}");
+    assert_eq!(store.save_state(&claim, &state("late", &tree)).unwrap_err().kind, StoreErrorKind::NotOwner);
+    assert_eq!(store.save_tree(&claim, &tree).unwrap_err().kind, StoreErrorKind::NotOwner);
+    let loaded = store.load(&session).unwrap();
+    assert!(loaded.tree.is_empty() && loaded.state == state("s", &Tree::new()), "nothing written");
+}
+
+/// Whether this process can write a file whose permissions say it cannot (root can).
+#[cfg(unix)]
+fn permissions_are_enforced(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, "x").unwrap();
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let enforced = std::fs::OpenOptions::new().write(true).open(&probe).is_err();
+    std::fs::remove_file(&probe).unwrap();
+    enforced
+}
+
+/// What a read-only handle on a database holding session `kept` can and cannot do.
+fn reads_but_never_writes(store: &SqliteStore, kept: &SessionId) {
+    assert!(!store.is_writable());
+    assert_eq!(store.load(kept).unwrap().tree.len(), 2);
+    assert!(store.exists(kept).unwrap());
+    assert_eq!(store.list(10, 0).unwrap().sessions.len(), 1);
+    let denied = |result: Result<(), omni_store::StoreError>| {
+        assert_eq!(result.unwrap_err().kind, StoreErrorKind::Denied);
+    };
+    denied(store.create(&id("new"), &state("new", &Tree::new())).map(drop));
+    denied(store.claim(kept).map(drop));
+    denied(store.delete(kept).map(drop));
+    let forged = Claim::new(kept.clone(), 1, None);
+    denied(store.save_state(&forged, &state("x", &Tree::new())));
+    denied(store.save_tree(&forged, &Tree::new()));
+}
+
+fn with_one_session(dir: &TempDir) -> SessionId {
+    let store = SqliteStore::open(dir.db()).unwrap();
+    let kept = id("kept");
+    let mut tree = Tree::new();
+    let claim = store.create(&kept, &state("kept", &tree)).unwrap();
+    tree.append(vec![Message::user("a"), Message::assistant("b")], None);
+    store.append_nodes(&claim, tree.nodes()).unwrap();
+    kept
+}
+
+#[test]
+fn a_read_only_handle_reads_and_is_denied_writes() {
+    let dir = TempDir::new("read-only-handle");
+    let kept = with_one_session(&dir);
+    reads_but_never_writes(&SqliteStore::open_read_only(dir.db()).unwrap(), &kept);
+    // Nothing to read is nothing to open read-only.
+    let empty = TempDir::new("read-only-empty");
+    assert!(SqliteStore::open_read_only(empty.db()).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_database_or_folder_is_opened_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("read-only-file");
+    if !permissions_are_enforced(&dir.0) {
+        eprintln!("skipped: file permissions are not enforced for this user (root); open_read_only is tested instead");
+        return;
+    }
+    let set = |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    let kept = with_one_session(&dir);
+    set(&dir.db(), 0o444);
+    reads_but_never_writes(&SqliteStore::open(dir.db()).unwrap(), &kept);
+    set(&dir.db(), 0o644);
+
+    let folder = TempDir::new("read-only-folder");
+    let kept = with_one_session(&folder);
+    set(&folder.0, 0o555);
+    let opened = SqliteStore::open(folder.db());
+    set(&folder.0, 0o755);
+    let store = opened.unwrap();
+    set(&folder.0, 0o555);
+    reads_but_never_writes(&store, &kept);
+    set(&folder.0, 0o755);
 }

@@ -14,11 +14,19 @@
 //! A crash between creating a session's folder and writing its `session.json` leaves a
 //! folder without one. Such a session exists (its id is taken: `create` says
 //! [`StoreErrorKind::Exists`], `delete` removes it), `load` says
-//! [`StoreErrorKind::Corrupt`] naming the missing file, `list` leaves it out, and
-//! `save_state` completes it. Nothing in it was ever reported saved, so nothing is lost.
+//! [`StoreErrorKind::Corrupt`] naming the missing file, `list` reports it among the
+//! unreadable entries, and `save_state` completes it. Nothing in it was ever reported
+//! saved, so nothing is lost. A crash in the middle of a whole-file write leaves a
+//! temporary file, and one in the middle of a deletion a renamed folder: opening the
+//! store removes them ([`tidy`]).
+//!
+//! Every file is checked to be a regular file before it is read, and every session folder
+//! to be a folder ([`check`]): anything else in their place (a FIFO, a socket, a device)
+//! is [`StoreErrorKind::Corrupt`], found without blocking on it.
 //!
 //! Paths are only ever made from a [`SessionId`], which is URL-safe base64: no `/`, no
-//! `..`. Names starting with `.` (a deletion under way) are never ids, so `list` skips them.
+//! `..`. Names that are not ids (a deletion under way, `.DS_Store`) are never sessions,
+//! so `list` skips them without a word.
 //!
 //! Ownership: `<dir>/<id>/lock`, locked by the owner ([`crate::lock`]); the lock goes
 //! with the owner's process. A creator locks it before it writes anything else, so a
@@ -26,7 +34,7 @@
 //! folder away, so a claimer that opened the old file finds its path gone and fails.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,6 +47,13 @@ use crate::lock::{owned_elsewhere, Locking, Owners, SessionLock};
 use crate::{
     Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
+
+use self::check::{Bad, Expect};
+use self::nodes::{good_end, parse_nodes, Tail};
+
+mod check;
+mod nodes;
+mod tidy;
 
 const NODES: &str = "nodes.jsonl";
 const SESSION: &str = "session.json";
@@ -63,18 +78,13 @@ struct SessionFile {
 }
 
 impl FileStore {
-    /// The store in `dir`, created if missing. Removes what deletions cut short by a crash
-    /// left behind.
+    /// The store in `dir`, created if missing. Removes what crashes left behind (see
+    /// [`tidy`]), never a file an owner in another process may be writing.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| io_error(&e, &dir, "creating the store's directory"))?;
-        let entries = fs::read_dir(&dir).map_err(|e| io_error(&e, &dir, "reading the store's directory"))?;
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(DELETED) {
-                // Best effort: another process may be removing it at this moment.
-                let _ = fs::remove_dir_all(entry.path());
-            }
-        }
+        fs::read_dir(&dir).map_err(|e| io_error(&e, &dir, "reading the store's directory"))?;
+        tidy::tidy(&dir);
         Ok(Self { dir, owners: Owners::default() })
     }
 
@@ -82,16 +92,39 @@ impl FileStore {
         self.dir.join(id.as_str())
     }
 
+    fn not_found(&self, id: &SessionId) -> StoreError {
+        StoreError::new(StoreErrorKind::NotFound, display(&self.session_dir(id)), "no such session")
+    }
+
+    /// Session `id`'s folder, checked to be one: [`StoreErrorKind::NotFound`] when there
+    /// is nothing under its name, [`StoreErrorKind::Corrupt`] when what is there is not a
+    /// folder (a file under it would fail with an error that names nothing useful).
+    fn folder(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
+        let dir = self.session_dir(id);
+        check::check(&dir, Expect::Folder).map_err(|bad| bad.or_missing(|_| self.not_found(id)))?;
+        Ok(dir)
+    }
+
+    /// File `name` of session `id`, opened with `options` once checked to be a regular
+    /// file: a missing one is a session not there, or damaged.
+    fn open_file(&self, id: &SessionId, name: &str, options: &OpenOptions, doing: &str) -> Result<File, StoreError> {
+        let path = self.folder(id)?.join(name);
+        check::open(&path, options, doing).map_err(|bad| bad.or_missing(|e| self.error(id, &e, &path, doing)))
+    }
+
     /// Takes session `id`'s lock: `wait` for a creator's (see [`SessionLock::take`]).
     fn lock(&self, id: &SessionId, wait: bool) -> Result<SessionLock, StoreError> {
-        let dir = self.session_dir(id);
-        let path = dir.join(LOCK);
+        let path = self.folder(id)?.join(LOCK);
+        // Checked here for the typed error; `SessionLock::take` checks again right before
+        // it opens the file.
+        match check::check(&path, Expect::File) {
+            Ok(_) | Err(Bad::Missing(_)) => {}
+            Err(Bad::Error(error)) => return Err(error),
+        }
         match SessionLock::take(&path, wait) {
             Ok(Locking::Taken(lock)) => Ok(lock),
-            Ok(Locking::Held) => Err(owned_elsewhere(&display(&dir))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                Err(StoreError::new(StoreErrorKind::NotFound, display(&dir), "no such session"))
-            }
+            Ok(Locking::Held) => Err(owned_elsewhere(&display(&self.session_dir(id)))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(self.not_found(id)),
             Err(e) => Err(io_error(&e, &path, "locking the session")),
         }
     }
@@ -107,25 +140,24 @@ impl FileStore {
         if e.kind() != io::ErrorKind::NotFound {
             return io_error(e, path, doing);
         }
-        let dir = self.session_dir(id);
-        if dir.is_dir() {
+        if self.session_dir(id).is_dir() {
             StoreError::new(StoreErrorKind::Corrupt, display(path), format!("{doing}: the file is missing"))
         } else {
-            StoreError::new(StoreErrorKind::NotFound, display(&dir), "no such session")
+            self.not_found(id)
         }
     }
 
     /// Session `id`'s `session.json` and when it was last written.
     fn read_session(&self, id: &SessionId) -> Result<(SessionFile, SystemTime), StoreError> {
+        let doing = "reading the session";
+        let mut file = self.open_file(id, SESSION, OpenOptions::new().read(true), doing)?;
         let path = self.session_dir(id).join(SESSION);
         let read = |file: &mut File| -> io::Result<(Vec<u8>, SystemTime)> {
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes)?;
             Ok((bytes, file.metadata()?.modified()?))
         };
-        let (bytes, modified) = File::open(&path)
-            .and_then(|mut file| read(&mut file))
-            .map_err(|e| self.error(id, &e, &path, "reading the session"))?;
+        let (bytes, modified) = read(&mut file).map_err(|e| io_error(&e, &path, doing))?;
         let session = serde_json::from_slice(&bytes)
             .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, display(&path), e.to_string()))?;
         Ok((session, modified))
@@ -137,6 +169,26 @@ impl FileStore {
         let bytes = serde_json::to_vec(session)
             .map_err(|e| StoreError::new(StoreErrorKind::Io, display(&dir.join(SESSION)), e.to_string()))?;
         replace(&dir, SESSION, &bytes, at).map_err(|(e, path)| self.error(id, &e, &path, "writing the session"))
+    }
+
+    /// Session `id` as `list` shows it, and when it was last written at full precision.
+    fn info(&self, id: SessionId) -> Result<(SystemTime, SessionInfo), StoreError> {
+        let (session, session_modified) = self.read_session(&id)?;
+        // Only looked at, not opened: but a session whose nodes cannot be loaded is not a
+        // readable one, so it is reported as `load` would.
+        let nodes = self.session_dir(&id).join(NODES);
+        let meta = check::check(&nodes, Expect::File)
+            .map_err(|bad| bad.or_missing(|e| self.error(&id, &e, &nodes, "reading the nodes")))?;
+        let nodes_modified =
+            meta.modified().map_err(|e| io_error(&e, &nodes, "reading when the nodes were written"))?;
+        let updated = session_modified.max(nodes_modified);
+        let info = SessionInfo {
+            id,
+            title: session.state.title,
+            created_ms: session.created_ms,
+            updated_ms: millis(updated).max(session.created_ms),
+        };
+        Ok((updated, info))
     }
 }
 
@@ -176,15 +228,6 @@ impl Store for FileStore {
     }
 
     fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
-        let dir = self.session_dir(id);
-        match fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(StoreError::new(StoreErrorKind::Corrupt, display(&dir), "not a session's folder")),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::new(StoreErrorKind::NotFound, display(&dir), "no such session"))
-            }
-            Err(e) => return Err(io_error(&e, &dir, "looking for the session")),
-        }
         let lock = self.lock(id, false)?;
         Ok(self.owners.keep(id, lock))
     }
@@ -202,11 +245,8 @@ impl Store for FileStore {
         self.owned(claim)?;
         let id = claim.session();
         let path = self.session_dir(id).join(NODES);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| self.error(id, &e, &path, "opening the nodes file"))?;
+        let mut file =
+            self.open_file(id, NODES, OpenOptions::new().read(true).append(true), "opening the nodes file")?;
         if nodes.is_empty() {
             return Ok(());
         }
@@ -243,7 +283,7 @@ impl Store for FileStore {
     fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError> {
         self.owned(claim)?;
         let id = claim.session();
-        let dir = self.session_dir(id);
+        let dir = self.folder(id)?;
         let mut bytes = Vec::new();
         for node in tree.nodes() {
             serde_json::to_writer(&mut bytes, node)
@@ -258,6 +298,12 @@ impl Store for FileStore {
         self.owned(claim)?;
         let id = claim.session();
         let at = SystemTime::now();
+        // Something that is not a file in session.json's place was not written by a store:
+        // left for a person to look at rather than replaced.
+        let path = self.folder(id)?.join(SESSION);
+        if let Err(Bad::Error(error)) = check::check(&path, Expect::File) {
+            return Err(error);
+        }
         let created_ms = match self.read_session(id) {
             Ok((session, _)) => session.created_ms,
             // A session.json damaged or never written (a crash inside `create`): this
@@ -273,48 +319,38 @@ impl Store for FileStore {
         // that points at them, so a state read first names only nodes already there.
         let (session, _) = self.read_session(id)?;
         let path = self.session_dir(id).join(NODES);
-        let bytes = fs::read(&path).map_err(|e| self.error(id, &e, &path, "reading the nodes"))?;
+        let doing = "reading the nodes";
+        let mut file = self.open_file(id, NODES, OpenOptions::new().read(true), doing)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| io_error(&e, &path, doing))?;
         let (nodes, torn) = parse_nodes(&bytes, &display(&path))?;
         let warnings =
             torn.map(|bytes| StoreWarning::TornRecord { location: display(&path), bytes }).into_iter().collect();
         assemble(nodes, session.state, warnings, &display(&self.session_dir(id)))
     }
 
+    /// Every entry named as a session id is listed or reported: a half-made or damaged
+    /// session, a file or a FIFO where a session's folder should be. One entry's failure
+    /// never hides the others; only a store directory that cannot be read fails the call.
     fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError> {
         let entries = fs::read_dir(&self.dir).map_err(|e| io_error(&e, &self.dir, "listing sessions"))?;
         let mut all = Vec::new();
+        let mut unreadable = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&e, &self.dir, "listing sessions"))?;
             let Some(id) = entry.file_name().to_str().and_then(|name| SessionId::new(name).ok()) else { continue };
-            if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                continue;
+            match self.info(id) {
+                Ok(listed) => all.push(listed),
+                // Deleted since the directory was read.
+                Err(e) if e.kind == StoreErrorKind::NotFound => {}
+                Err(e) => unreadable.push(e),
             }
-            let (session, session_modified) = match self.read_session(&id) {
-                Ok(read) => read,
-                // Half-made, damaged, or deleted since the directory was read: `load`
-                // reports the first two.
-                Err(e) if matches!(e.kind, StoreErrorKind::Corrupt | StoreErrorKind::NotFound) => continue,
-                Err(e) => return Err(e),
-            };
-            let nodes = self.session_dir(&id).join(NODES);
-            let nodes_modified = match fs::metadata(&nodes).and_then(|meta| meta.modified()) {
-                Ok(modified) => modified,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => UNIX_EPOCH,
-                Err(e) => return Err(io_error(&e, &nodes, "reading when the nodes were written")),
-            };
-            let updated = session_modified.max(nodes_modified);
-            let info = SessionInfo {
-                id,
-                title: session.state.title,
-                created_ms: session.created_ms,
-                updated_ms: millis(updated).max(session.created_ms),
-            };
-            all.push((updated, info));
         }
         // Newest first by the full-precision time; ties by id, so pages do not shift.
         all.sort_by(|(a, a_info), (b, b_info)| b.cmp(a).then_with(|| a_info.id.cmp(&b_info.id)));
+        unreadable.sort_by(|a, b| a.location.cmp(&b.location));
         let sessions = all.into_iter().skip(offset).take(limit).map(|(_, info)| info).collect();
-        Ok(SessionList { sessions, unreadable: Vec::new() })
+        Ok(SessionList { sessions, unreadable })
     }
 
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
@@ -341,98 +377,15 @@ impl Store for FileStore {
         Ok(true)
     }
 
+    /// Whether anything is under the id's name: the id is taken (`create` says
+    /// [`StoreErrorKind::Exists`]), even when what is there is not a readable session.
     fn exists(&self, id: &SessionId) -> Result<bool, StoreError> {
         let dir = self.session_dir(id);
-        match fs::metadata(&dir) {
-            Ok(meta) => Ok(meta.is_dir()),
+        match fs::symlink_metadata(&dir) {
+            Ok(_) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(io_error(&e, &dir, "looking for the session")),
         }
-    }
-}
-
-/// The nodes of a `nodes.jsonl`, and the bytes of a torn last record left out: the last
-/// line when it does not end in `\n`, or does but is not a node. A line in the middle that
-/// is not a node is [`StoreErrorKind::Corrupt`] at `<location>:<line>`.
-fn parse_nodes(bytes: &[u8], location: &str) -> Result<(Vec<Node>, Option<usize>), StoreError> {
-    let (whole, fragment) = match bytes.iter().rposition(|&b| b == b'\n') {
-        Some(end) => bytes.split_at(end + 1),
-        None => bytes.split_at(0),
-    };
-    let mut nodes = Vec::new();
-    let mut lines = whole.split_inclusive(|&b| b == b'\n').enumerate().peekable();
-    while let Some((n, line)) = lines.next() {
-        match serde_json::from_slice(&line[..line.len() - 1]) {
-            Ok(node) => nodes.push(node),
-            Err(_) if fragment.is_empty() && lines.peek().is_none() => return Ok((nodes, Some(line.len()))),
-            Err(e) => {
-                return Err(StoreError::new(StoreErrorKind::Corrupt, format!("{location}:{}", n + 1), e.to_string()));
-            }
-        }
-    }
-    Ok((nodes, (!fragment.is_empty()).then_some(fragment.len())))
-}
-
-/// Why the end of a nodes file could not be read.
-enum Tail {
-    Io(io::Error),
-    Corrupt(StoreError),
-}
-
-impl From<io::Error> for Tail {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
-}
-
-/// Where the good records of a nodes file end (what follows is torn, by the same rule as
-/// [`parse_nodes`]), and the id the next node must have. Reads only the last line or two.
-fn good_end(file: &mut File, path: &Path) -> Result<(u64, u64), Tail> {
-    let len = file.metadata()?.len();
-    let Some((start, end, line)) = last_line(file, len)? else { return Ok((0, 0)) };
-    match serde_json::from_slice::<Node>(&line) {
-        Ok(node) => Ok((end, node.id.0 + 1)),
-        // A last line that ends in `\n` but is not a node is torn: cut from its start, and
-        // the line before it decides the next id.
-        Err(_) if end == len => match last_line(file, start)? {
-            None => Ok((start, 0)),
-            Some((_, _, before)) => match serde_json::from_slice::<Node>(&before) {
-                Ok(node) => Ok((start, node.id.0 + 1)),
-                Err(e) => Err(Tail::Corrupt(corrupt_before_end(path, &e))),
-            },
-        },
-        Err(e) => Err(Tail::Corrupt(corrupt_before_end(path, &e))),
-    }
-}
-
-fn corrupt_before_end(path: &Path, e: &serde_json::Error) -> StoreError {
-    let message = format!("a line before the last is not a node ({e}); loading names its line");
-    StoreError::new(StoreErrorKind::Corrupt, display(path), message)
-}
-
-/// The last `\n`-terminated line wholly before `end`: its start, its end (after the `\n`)
-/// and its bytes (without it). Reads backwards in doubling windows, so a long file costs
-/// about the length of its last line.
-fn last_line(file: &mut File, end: u64) -> io::Result<Option<(u64, u64, Vec<u8>)>> {
-    let mut window = 4096u64;
-    loop {
-        let start = end.saturating_sub(window);
-        let mut buf = vec![0; usize::try_from(end - start).map_err(io::Error::other)?];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf)?;
-        if let Some(newline) = buf.iter().rposition(|&b| b == b'\n') {
-            if let Some(before) = buf[..newline].iter().rposition(|&b| b == b'\n') {
-                let line = buf[before + 1..newline].to_vec();
-                return Ok(Some((start + before as u64 + 1, start + newline as u64 + 1, line)));
-            }
-            if start == 0 {
-                buf.truncate(newline);
-                return Ok(Some((0, newline as u64 + 1, buf)));
-            }
-        } else if start == 0 {
-            return Ok(None);
-        }
-        window *= 2;
     }
 }
 
@@ -487,34 +440,4 @@ fn display(path: &Path) -> String {
 fn io_error(e: &io::Error, path: &Path, doing: &str) -> StoreError {
     let kind = if e.kind() == io::ErrorKind::PermissionDenied { StoreErrorKind::Denied } else { StoreErrorKind::Io };
     StoreError::new(kind, display(path), format!("{doing}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(id: u64) -> String {
-        format!(
-            "{{\"id\":{id},\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"x\"}}]}}}}\n"
-        )
-    }
-
-    #[test]
-    fn torn_records_are_only_ever_the_last() {
-        let two = format!("{}{}", line(0), line(1));
-        assert_eq!(parse_nodes(b"", "f").unwrap().0.len(), 0);
-        let (nodes, torn) = parse_nodes(two.as_bytes(), "f").unwrap();
-        assert_eq!((nodes.len(), torn), (2, None));
-        let (nodes, torn) = parse_nodes(format!("{two}{{\"id\":2").as_bytes(), "f").unwrap();
-        assert_eq!((nodes.len(), torn), (2, Some(7)), "a fragment without its newline");
-        let (nodes, torn) = parse_nodes(format!("{two}\n").as_bytes(), "f").unwrap();
-        assert_eq!((nodes.len(), torn), (2, Some(1)), "a last line that is not a node");
-        let whole = line(2);
-        let (nodes, torn) = parse_nodes(&whole.as_bytes()[..whole.len() - 1], "f").unwrap();
-        assert_eq!((nodes.len(), torn), (0, Some(whole.len() - 1)), "a node never terminated was never saved");
-        let error = parse_nodes(format!("{}junk\n{}", line(0), line(1)).as_bytes(), "f").unwrap_err();
-        assert_eq!((error.kind, error.location.as_str()), (StoreErrorKind::Corrupt, "f:2"));
-        let error = parse_nodes(format!("{}junk\n{{\"id\"", line(0)).as_bytes(), "f").unwrap_err();
-        assert_eq!(error.location, "f:2", "a bad line before a fragment is in the middle");
-    }
 }

@@ -5,15 +5,22 @@
 //! `IMMEDIATE` so that concurrent writers queue for the write lock up front instead of
 //! failing when a read lock cannot be upgraded.
 //!
-//! The schema is the store's own, versioned with `PRAGMA user_version`: a session is a row
-//! of `sessions` (its state as JSON, the title copied out for `list`, its times and a
-//! write counter) and its nodes are rows of `nodes` (each node as JSON, keyed by session
-//! and node id, deleted with their session by a cascading foreign key).
+//! The tables are the store's own, under names no application would use ([`schema`]): a
+//! session is a row of `omni_store_sessions` (its state as JSON, the title copied out for
+//! `list`, its times, a write counter and its owner's fencing token) and its nodes are
+//! rows of `omni_store_nodes` (each node as JSON, keyed by session and node id, deleted
+//! with their session by a cascading foreign key). A database holding other tables is an
+//! application's: the store keeps its sessions there only when opened with
+//! [`SqliteStore::open_shared`]. A database that cannot be written is opened read-only
+//! ([`connect`]).
 //!
 //! Ownership: a lock file per session in a folder beside the database (`<db>.omni-locks/`),
 //! locked by the owner ([`crate::lock`]). SQLite's own locks last one transaction and
 //! a row naming an owner outlives a crashed one; a file lock is held across transactions
-//! and goes with the owner's process.
+//! and goes with the owner's process. The row keeps the token of its last claim too, and
+//! every write checks it in the write's own transaction: should two machines share the
+//! file over a network filesystem whose locks lie, the later claim still fences the
+//! earlier one.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -22,42 +29,26 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use omni_core::machines::session::store::{assemble, check_append};
 use omni_core::machines::session::tree::{Node, Tree};
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
 
 use crate::lock::{owned_elsewhere, Locking, Owners, SessionLock};
 use crate::{Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind};
 
-/// The schema version this code writes and reads.
-const VERSION: i64 = 1;
+use self::connect::Mode;
+
+mod connect;
+mod schema;
 
 /// How long a handle waits for another one's write lock before giving up with
 /// [`StoreErrorKind::Io`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Version 1. `seq` orders sessions written in the same millisecond: every write sets it
-/// one above the highest, so `updated_ms DESC, seq DESC` is the order of the writes.
-const SCHEMA_V1: &str = "
-    CREATE TABLE sessions (
-        id TEXT PRIMARY KEY NOT NULL,
-        state TEXT NOT NULL,
-        title TEXT,
-        created_ms INTEGER NOT NULL,
-        updated_ms INTEGER NOT NULL,
-        seq INTEGER NOT NULL
-    );
-    CREATE INDEX sessions_recent ON sessions (updated_ms DESC, seq DESC);
-    CREATE INDEX sessions_seq ON sessions (seq);
-    CREATE TABLE nodes (
-        session TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        id INTEGER NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (session, id)
-    ) WITHOUT ROWID;
-";
-
-/// Stamps a session as written now: its time, and the next write counter.
-const TOUCH: &str = "UPDATE sessions SET updated_ms = ?2, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions)
-    WHERE id = ?1";
+/// Stamps a session as written now (its time, and the next write counter), if `?3` is
+/// its owner's token.
+const TOUCH: &str = "UPDATE omni_store_sessions
+    SET updated_ms = ?2, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM omni_store_sessions)
+    WHERE id = ?1 AND owner = ?3";
 
 /// Sessions in one SQLite database file (see the module's doc). Each handle holds one
 /// connection; open several on one file, in one process or many, and they take turns.
@@ -65,6 +56,8 @@ const TOUCH: &str = "UPDATE sessions SET updated_ms = ?2, seq = (SELECT COALESCE
 pub struct SqliteStore {
     /// rusqlite's connection is `Send` but not `Sync`: one call at a time per handle.
     connection: Mutex<Connection>,
+    /// Whether writes can succeed (false for a read-only database or handle).
+    writable: bool,
     /// The database's path, as every error names it.
     path: String,
     /// The folder of the sessions' lock files.
@@ -74,28 +67,47 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating it if need be) the database at `path`, and its schema. A file that
-    /// is not a database is [`StoreErrorKind::Corrupt`]; a database written by a newer
-    /// version of this store is [`StoreErrorKind::Io`] (nothing is wrong with it, this
-    /// code is too old to read it; never `Corrupt`, which might invite deleting it).
+    /// Opens (creating it if need be) the database at `path`, and its schema; read-only
+    /// when it cannot be written. A database holding tables of another application is
+    /// refused ([`StoreErrorKind::Denied`], nothing written): see [`Self::open_shared`].
+    /// A file that is not a database is [`StoreErrorKind::Corrupt`]; a database written
+    /// by a newer version of this store is [`StoreErrorKind::Io`] (nothing is wrong with
+    /// it, this code is too old to read it; never `Corrupt`, which might invite deleting
+    /// it).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref();
+        Self::open_as(path.as_ref(), Mode::default())
+    }
+
+    /// As [`Self::open`], in a database that may hold an application's own tables: the
+    /// store's are beside them, under names of their own (`omni_store_*`).
+    pub fn open_shared(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_as(path.as_ref(), Mode { shared: true, ..Mode::default() })
+    }
+
+    /// As [`Self::open`], never writing (a viewer): loads and lists; creates, claims,
+    /// writes and deletions are [`StoreErrorKind::Denied`]. The database must hold the
+    /// store's current tables.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_as(path.as_ref(), Mode { read_only: true, ..Mode::default() })
+    }
+
+    fn open_as(path: &Path, mode: Mode) -> Result<Self, StoreError> {
         let location = path.display().to_string();
-        let fail = |e| sql_error(e, &location);
-        let mut connection = Connection::open(path).map_err(fail)?;
-        // Before anything that locks: every later statement waits this long for a lock.
-        connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        // The first statement to read the file: a file that is not a database fails here.
-        let mode = wal_mode(&connection).map_err(fail)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::new(StoreErrorKind::Io, location, format!("journal mode is {mode}, not WAL")));
-        }
-        // Per connection: sync the WAL at every commit; enforce the cascade on delete.
-        connection.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;").map_err(fail)?;
-        migrate(&mut connection, &location)?;
+        let opened = connect::open(path, &location, mode)?;
         let mut locks = path.as_os_str().to_owned();
         locks.push(".omni-locks");
-        Ok(Self { connection: Mutex::new(connection), path: location, locks: locks.into(), owners: Owners::default() })
+        Ok(Self {
+            connection: Mutex::new(opened.connection),
+            writable: opened.writable,
+            path: location,
+            locks: locks.into(),
+            owners: Owners::default(),
+        })
+    }
+
+    /// Whether this handle can write: a read-only one cannot.
+    pub fn is_writable(&self) -> bool {
+        self.writable
     }
 
     fn connection(&self) -> MutexGuard<'_, Connection> {
@@ -108,6 +120,20 @@ impl SqliteStore {
         |e| sql_error(e, &self.path)
     }
 
+    fn session_location(&self, id: &SessionId) -> String {
+        format!("{}:sessions({id})", self.path)
+    }
+
+    /// `Ok` when this handle may write; [`StoreErrorKind::Denied`] for a read-only one,
+    /// before any lock is taken.
+    fn writable(&self, id: &SessionId) -> Result<(), StoreError> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(StoreError::new(StoreErrorKind::Denied, self.session_location(id), "the database is open read-only"))
+        }
+    }
+
     /// Runs `write` in one `IMMEDIATE` transaction and commits it; an error rolls it back.
     fn write<T>(&self, write: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut connection = self.connection();
@@ -117,23 +143,54 @@ impl SqliteStore {
         Ok(value)
     }
 
-    /// Stamps session `id` as written now, or [`StoreErrorKind::NotFound`].
-    fn touch(&self, tx: &Transaction<'_>, id: &SessionId) -> Result<(), StoreError> {
-        match tx.execute(TOUCH, params![id.as_str(), now_ms()]).map_err(self.fail())? {
-            0 => Err(self.not_found(id)),
-            _ => Ok(()),
+    /// Runs `write` for `claim`'s owner: checked against the lock this handle holds, then
+    /// against the row's owner token inside the write's own transaction (a claim taken
+    /// since, anywhere, fences this one), the session stamped as written.
+    fn write_owned<T>(
+        &self,
+        claim: &Claim,
+        write: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let id = claim.session();
+        self.writable(id)?;
+        self.owned(claim)?;
+        self.write(|tx| {
+            let token = token_value(claim.token());
+            if tx.execute(TOUCH, params![id.as_str(), now_ms(), token]).map_err(self.fail())? == 0 {
+                return Err(self.fenced(tx, claim));
+            }
+            write(tx)
+        })
+    }
+
+    /// Why `claim`'s write found no row of its own: none at all, or another owner's.
+    fn fenced(&self, tx: &Transaction<'_>, claim: &Claim) -> StoreError {
+        let owner: Result<Option<i64>, _> = tx
+            .query_row("SELECT owner FROM omni_store_sessions WHERE id = ?1", [claim.session().as_str()], |row| {
+                row.get(0)
+            })
+            .optional();
+        match owner {
+            Ok(None) => self.not_found(claim.session()),
+            Ok(Some(owner)) => StoreError::new(
+                StoreErrorKind::NotOwner,
+                self.session_location(claim.session()),
+                format!("claim {} does not own the session: the database names owner {owner}", claim.token()),
+            ),
+            Err(e) => sql_error(e, &self.path),
         }
     }
 
     fn insert_nodes(&self, tx: &Transaction<'_>, id: &SessionId, nodes: &[Node]) -> Result<(), StoreError> {
-        let mut insert =
-            tx.prepare_cached("INSERT INTO nodes (session, id, body) VALUES (?1, ?2, ?3)").map_err(self.fail())?;
+        let mut insert = tx
+            .prepare_cached("INSERT INTO omni_store_nodes (session, id, body) VALUES (?1, ?2, ?3)")
+            .map_err(self.fail())?;
         for node in nodes {
             let body = serde_json::to_string(node).map_err(|e| self.unwritable(e))?;
             insert.execute(params![id.as_str(), node_key(node), body]).map_err(|e| match e.sqlite_error_code() {
                 // Checked before for appends; a backstop that names the node.
                 Some(ErrorCode::ConstraintViolation) => StoreError::new(
-                    StoreErrorKind::Corrupt,
+                    StoreErrorKind::Conflict,
                     self.node_location(id, node_key(node)),
                     "the session has this node already",
                 ),
@@ -144,7 +201,7 @@ impl SqliteStore {
     }
 
     fn not_found(&self, id: &SessionId) -> StoreError {
-        StoreError::new(StoreErrorKind::NotFound, format!("{}:sessions({id})", self.path), "no such session")
+        StoreError::new(StoreErrorKind::NotFound, self.session_location(id), "no such session")
     }
 
     fn node_location(&self, id: &SessionId, node: i64) -> String {
@@ -157,32 +214,55 @@ impl SqliteStore {
 
     /// Takes session `id`'s lock, for a claim or a deletion.
     fn lock(&self, id: &SessionId) -> Result<SessionLock, StoreError> {
-        let location = format!("{}:sessions({id})", self.path);
         let io = |e: std::io::Error, doing: &str| {
-            let kind =
-                if e.kind() == std::io::ErrorKind::PermissionDenied { StoreErrorKind::Denied } else { StoreErrorKind::Io };
+            let kind = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                StoreErrorKind::Denied
+            } else {
+                StoreErrorKind::Io
+            };
             StoreError::new(kind, self.locks.display().to_string(), format!("{doing}: {e}"))
         };
         std::fs::create_dir_all(&self.locks).map_err(|e| io(e, "creating the lock folder"))?;
         match SessionLock::take(&self.locks.join(id.as_str()), false) {
             Ok(Locking::Taken(lock)) => Ok(lock),
-            Ok(Locking::Held) => Err(owned_elsewhere(&location)),
+            Ok(Locking::Held) => Err(owned_elsewhere(&self.session_location(id))),
             Err(e) => Err(io(e, "locking the session")),
         }
     }
 
     /// `Ok` when `claim` owns its session here.
     fn owned(&self, claim: &Claim) -> Result<(), StoreError> {
-        self.owners.check(claim, &format!("{}:sessions({})", self.path, claim.session()))
+        self.owners.check(claim, &self.session_location(claim.session()))
     }
 
     fn state_json(&self, state: &SessionState) -> Result<String, StoreError> {
         serde_json::to_string(state).map_err(|e| self.unwritable(e))
     }
+
+    /// A row of `list`'s query as a session, or why it is not one.
+    fn info(&self, row: &Row<'_>) -> Result<SessionInfo, StoreError> {
+        let id = match row.get::<_, Value>(0).map_err(self.fail())? {
+            Value::Text(id) => id,
+            other => format!("{other:?}"),
+        };
+        let location = format!("{}:sessions({id})", self.path);
+        let corrupt = |why: String| StoreError::new(StoreErrorKind::Corrupt, &location, why);
+        let id = SessionId::new(id).map_err(|e| corrupt(e.to_string()))?;
+        let title: Option<String> = row.get(1).map_err(|e| corrupt(e.to_string()))?;
+        let created_ms: i64 = row.get(2).map_err(|e| corrupt(e.to_string()))?;
+        let updated_ms: i64 = row.get(3).map_err(|e| corrupt(e.to_string()))?;
+        // Parsed, not shown: a session whose state does not parse would not load.
+        let state: String = row.get(4).map_err(|e| corrupt(e.to_string()))?;
+        serde_json::from_str::<SessionState>(&state).map_err(|e| corrupt(format!("its state: {e}")))?;
+        // Times before the epoch (a clock set far back) read as the epoch.
+        let ms = |t: i64| u64::try_from(t).unwrap_or(0);
+        Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
+    }
 }
 
 impl Store for SqliteStore {
     fn create(&self, id: &SessionId, state: &SessionState) -> Result<Claim, StoreError> {
+        self.writable(id)?;
         let json = self.state_json(state)?;
         // The lock before the row: the session is owned from the moment it exists. A lock
         // held by another means the id is in use (being created or owned).
@@ -193,19 +273,20 @@ impl Store for SqliteStore {
             }
             Err(e) => return Err(e),
         };
+        let token = token_value(lock.token());
         self.write(|tx| {
             let now = now_ms();
             // The primary key decides, atomically: no check-then-write.
             let inserted = tx.execute(
-                "INSERT INTO sessions (id, state, title, created_ms, updated_ms, seq)
-                 VALUES (?1, ?2, ?3, ?4, ?4, (SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions))",
-                params![id.as_str(), json, state.title, now],
+                "INSERT INTO omni_store_sessions (id, state, title, created_ms, updated_ms, seq, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?4, (SELECT COALESCE(MAX(seq), 0) + 1 FROM omni_store_sessions), ?5)",
+                params![id.as_str(), json, state.title, now, token],
             );
             match inserted {
                 Ok(_) => Ok(()),
                 Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => Err(StoreError::new(
                     StoreErrorKind::Exists,
-                    format!("{}:sessions({id})", self.path),
+                    self.session_location(id),
                     "a session with this id exists",
                 )),
                 Err(e) => Err(sql_error(e, &self.path)),
@@ -215,10 +296,22 @@ impl Store for SqliteStore {
     }
 
     fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
+        self.writable(id)?;
+        // Checked first so that ids never made leave no lock file behind.
         if !self.exists(id)? {
             return Err(self.not_found(id));
         }
         let lock = self.lock(id)?;
+        // The new owner's token in the row, in a write transaction: from its commit on,
+        // every earlier owner's write is refused by the database itself.
+        let token = token_value(lock.token());
+        self.write(|tx| {
+            let sql = "UPDATE omni_store_sessions SET owner = ?2 WHERE id = ?1";
+            match tx.execute(sql, params![id.as_str(), token]).map_err(self.fail())? {
+                0 => Err(self.not_found(id)),
+                _ => Ok(()),
+            }
+        })?;
         Ok(self.owners.keep(id, lock))
     }
 
@@ -231,18 +324,18 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    /// Refuses ([`StoreErrorKind::Corrupt`], nothing written) nodes that are not the
+    /// Refuses ([`StoreErrorKind::Conflict`], nothing written) nodes that are not the
     /// session's next ids in order, or whose parent does not precede them: stored, they
     /// would make a tree that no longer loads.
     fn append_nodes(&self, claim: &Claim, nodes: &[Node]) -> Result<(), StoreError> {
-        self.owned(claim)?;
         let id = claim.session();
-        self.write(|tx| {
-            self.touch(tx, id)?;
+        self.write_owned(claim, |tx| {
             let next: i64 = tx
-                .query_row("SELECT COALESCE(MAX(id) + 1, 0) FROM nodes WHERE session = ?1", [id.as_str()], |row| {
-                    row.get(0)
-                })
+                .query_row(
+                    "SELECT COALESCE(MAX(id) + 1, 0) FROM omni_store_nodes WHERE session = ?1",
+                    [id.as_str()],
+                    |row| row.get(0),
+                )
                 .map_err(self.fail())?;
             let next = u64::try_from(next).unwrap_or(0);
             check_append(next, nodes, &format!("{}:nodes({id})", self.path))?;
@@ -251,24 +344,19 @@ impl Store for SqliteStore {
     }
 
     fn save_tree(&self, claim: &Claim, tree: &Tree) -> Result<(), StoreError> {
-        self.owned(claim)?;
         let id = claim.session();
-        self.write(|tx| {
-            self.touch(tx, id)?;
-            tx.execute("DELETE FROM nodes WHERE session = ?1", [id.as_str()]).map_err(self.fail())?;
+        self.write_owned(claim, |tx| {
+            tx.execute("DELETE FROM omni_store_nodes WHERE session = ?1", [id.as_str()]).map_err(self.fail())?;
             self.insert_nodes(tx, id, tree.nodes())
         })
     }
 
     fn save_state(&self, claim: &Claim, state: &SessionState) -> Result<(), StoreError> {
-        self.owned(claim)?;
-        let id = claim.session();
         let json = self.state_json(state)?;
-        self.write(|tx| {
-            self.touch(tx, id)?;
+        self.write_owned(claim, |tx| {
             tx.execute(
-                "UPDATE sessions SET state = ?2, title = ?3 WHERE id = ?1",
-                params![id.as_str(), json, state.title],
+                "UPDATE omni_store_sessions SET state = ?2, title = ?3 WHERE id = ?1",
+                params![claim.session().as_str(), json, state.title],
             )
             .map_err(self.fail())?;
             Ok(())
@@ -281,15 +369,14 @@ impl Store for SqliteStore {
         // another handle writes.
         let tx = connection.transaction_with_behavior(TransactionBehavior::Deferred).map_err(self.fail())?;
         let state: String = tx
-            .query_row("SELECT state FROM sessions WHERE id = ?1", [id.as_str()], |row| row.get(0))
+            .query_row("SELECT state FROM omni_store_sessions WHERE id = ?1", [id.as_str()], |row| row.get(0))
             .optional()
             .map_err(self.fail())?
             .ok_or_else(|| self.not_found(id))?;
-        let state: SessionState = serde_json::from_str(&state).map_err(|e| {
-            StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({id})", self.path), e.to_string())
-        })?;
+        let state: SessionState = serde_json::from_str(&state)
+            .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, self.session_location(id), e.to_string()))?;
         let mut select =
-            tx.prepare("SELECT id, body FROM nodes WHERE session = ?1 ORDER BY id").map_err(self.fail())?;
+            tx.prepare("SELECT id, body FROM omni_store_nodes WHERE session = ?1 ORDER BY id").map_err(self.fail())?;
         let mut rows = select.query([id.as_str()]).map_err(self.fail())?;
         let mut nodes = Vec::new();
         while let Some(row) = rows.next().map_err(self.fail())? {
@@ -305,38 +392,33 @@ impl Store for SqliteStore {
         assemble(nodes, state, Vec::new(), &format!("{}:nodes({id})", self.path))
     }
 
+    /// Every row is read, so that every bad one (an id that is not one, a state that does
+    /// not parse) is reported, on every page, and none shifts the pages of the rest.
     fn list(&self, limit: usize, offset: usize) -> Result<SessionList, StoreError> {
         let connection = self.connection();
         let mut select = connection
             .prepare_cached(
-                "SELECT id, title, created_ms, updated_ms FROM sessions
-                 ORDER BY updated_ms DESC, seq DESC LIMIT ?1 OFFSET ?2",
+                "SELECT id, title, created_ms, updated_ms, state FROM omni_store_sessions
+                 ORDER BY updated_ms DESC, seq DESC",
             )
             .map_err(self.fail())?;
-        // SQLite's integers are i64; usize::MAX (list everything) saturates.
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        let rows = select
-            .query_map(params![limit, offset], |row| {
-                Ok((row.get::<_, String>(0)?, row.get(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
-            })
-            .map_err(self.fail())?;
-        let sessions: Result<Vec<SessionInfo>, StoreError> = rows.map(|row| {
-            let (id, title, created_ms, updated_ms) = row.map_err(self.fail())?;
-            let id = SessionId::new(id).map_err(|e| {
-                StoreError::new(StoreErrorKind::Corrupt, format!("{}:sessions({})", self.path, e.0), e.to_string())
-            })?;
-            // Times before the epoch (a clock set far back) read as the epoch.
-            let ms = |t: i64| u64::try_from(t).unwrap_or(0);
-            Ok(SessionInfo { id, title, created_ms: ms(created_ms), updated_ms: ms(updated_ms) })
-        })
-        .collect();
-        Ok(SessionList { sessions: sessions?, unreadable: Vec::new() })
+        let mut rows = select.query([]).map_err(self.fail())?;
+        let (mut sessions, mut unreadable, mut skipped) = (Vec::new(), Vec::new(), 0);
+        while let Some(row) = rows.next().map_err(self.fail())? {
+            match self.info(row) {
+                Ok(_) if skipped < offset => skipped += 1,
+                Ok(info) if sessions.len() < limit => sessions.push(info),
+                Ok(_) => {}
+                Err(e) => unreadable.push(e),
+            }
+        }
+        Ok(SessionList { sessions, unreadable })
     }
 
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
+        self.writable(id)?;
         if self.owners.holds(id) {
-            return Err(owned_elsewhere(&format!("{}:sessions({id})", self.path)));
+            return Err(owned_elsewhere(&self.session_location(id)));
         }
         if !self.exists(id)? {
             return Ok(false);
@@ -345,43 +427,24 @@ impl Store for SqliteStore {
         // claimer that opened it would otherwise lock a file nobody else looks at).
         let _lock = self.lock(id)?;
         // The nodes go with the row (ON DELETE CASCADE), in the same transaction.
-        self.write(|tx| Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", [id.as_str()]).map_err(self.fail())? > 0))
+        self.write(|tx| {
+            let deleted = tx.execute("DELETE FROM omni_store_sessions WHERE id = ?1", [id.as_str()]);
+            Ok(deleted.map_err(self.fail())? > 0)
+        })
     }
 
     fn exists(&self, id: &SessionId) -> Result<bool, StoreError> {
         self.connection()
-            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id.as_str()], |_| Ok(()))
+            .query_row("SELECT 1 FROM omni_store_sessions WHERE id = ?1", [id.as_str()], |_| Ok(()))
             .optional()
             .map(|row| row.is_some())
             .map_err(self.fail())
     }
 }
 
-/// Creates the schema in a new database, checks it in an old one.
-fn migrate(connection: &mut Connection, location: &str) -> Result<(), StoreError> {
-    let fail = |e| sql_error(e, location);
-    // IMMEDIATE: two handles opening one new file both see version 0; the second to get
-    // the write lock reads the version again and finds the first one's work.
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail)?;
-    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(fail)?;
-    match version {
-        0 => {
-            tx.execute_batch(SCHEMA_V1).map_err(fail)?;
-            tx.pragma_update(None, "user_version", VERSION).map_err(fail)?;
-        }
-        VERSION => {}
-        // Newer (or nonsense): leave it untouched, never downgrade what a newer omni wrote.
-        other => {
-            return Err(StoreError::new(
-                StoreErrorKind::Io,
-                location,
-                format!(
-                    "the database's schema is version {other}; this omni-store knows up to {VERSION}: use a newer one"
-                ),
-            ))
-        }
-    }
-    tx.commit().map_err(fail)
+/// A fencing token as SQLite's integer. Tokens count owners, so they are far below 2^63.
+fn token_value(token: u64) -> i64 {
+    i64::try_from(token).unwrap_or(i64::MAX)
 }
 
 /// Puts the database in WAL mode (a no-op once it is: the mode is kept in the file), and
@@ -454,7 +517,8 @@ mod tests {
         assert_eq!(pragma("journal_mode"), "wal");
         assert_eq!(pragma("synchronous"), "2", "FULL");
         assert_eq!(pragma("foreign_keys"), "1");
-        assert_eq!(pragma("user_version"), VERSION.to_string());
+        assert_eq!(pragma("user_version"), "0", "the application's, untouched");
+        assert_eq!(schema::version(&connection).unwrap(), Some(schema::VERSION));
         drop(connection);
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
