@@ -45,8 +45,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = flag("--db").unwrap_or_else(|| "omni-chat.db".into());
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db)?);
     if args.iter().any(|a| a == "--list") {
-        for info in store.list(50, 0)? {
+        let listed = store.list(50, 0)?;
+        for info in listed.sessions {
             println!("{}  {}", info.id, info.title.as_deref().unwrap_or("(untitled)"));
+        }
+        for bad in listed.unreadable {
+            eprintln!("chat: not readable: {bad}");
         }
         return Ok(());
     }

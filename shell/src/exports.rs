@@ -17,7 +17,7 @@ pub use omni_core::{
 
 pub use omni_core::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
 pub use omni_core::machines::session::store::{
-    SessionId, SessionInfo, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
+    Claim, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
 pub use omni_core::machines::session::tree::{Node, NodeId, Tree};
 

@@ -23,6 +23,15 @@
 //! - `append_only`: the nodes' append and `sync_data` alone: one sync per commit, the floor
 //!   of any design that syncs once per commit.
 //!
+//! Every store commits as the owner of its session (issue 22): each write carries the
+//! claim `create` gave, and the store checks it (a lock it holds, the lock file still in
+//! place; for SQLite also the owner's token in the session's row).
+//!
+//! ## Ownership
+//!
+//! `claim` then `release` of an existing session, per store: what opening a session to
+//! write (and closing it) adds. Reported in µs and as a fraction of the store's commit.
+//!
 //! ## Load
 //!
 //! `store.load(&id)` of a session of [`LOAD_NODES`] nodes (5,000 turns as above), written
@@ -53,7 +62,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use divan::Bencher;
 use omni_core::machines::session::tree::{Node, Tree};
 use omni_core::{Message, Usage};
-use omni_store::{FileStore, Loaded, MemoryStore, SessionId, SessionState, SqliteStore, Store};
+use omni_store::{Claim, FileStore, Loaded, MemoryStore, SessionId, SessionState, SqliteStore, Store};
 use serde::Serialize;
 
 const COMMIT_KINDS: [&str; 5] = ["file", "sqlite", "memory", "baseline", "append_only"];
@@ -65,6 +74,7 @@ const LOAD_NODES: usize = 10_000;
 /// Interleaved rounds after divan's table, unless the environment says otherwise.
 const COMMITS: usize = 1_000;
 const LOADS: usize = 100;
+const CLAIMS: usize = 1_000;
 /// The text of each message, in bytes.
 const TEXT_LEN: usize = 200;
 
@@ -72,7 +82,8 @@ fn main() {
     divan::main();
     if under_cargo_bench() {
         let started = Instant::now();
-        paired_commits(from_env("COMMITS", COMMITS));
+        let commits = paired_commits(from_env("COMMITS", COMMITS));
+        paired_claims(from_env("CLAIMS", CLAIMS), &commits);
         paired_loads(from_env("LOADS", LOADS));
         println!("(interleaved part: {:.1} s)", started.elapsed().as_secs_f64());
     }
@@ -240,6 +251,8 @@ struct Committer {
     store: Option<Box<dyn Store>>,
     sessions: usize,
     id: SessionId,
+    /// The store's claim on the session.
+    claim: Option<Claim>,
     /// The baselines' session folder.
     folder: PathBuf,
     tree: Tree,
@@ -257,6 +270,7 @@ impl Committer {
             store: kind.open(&scratch.0),
             sessions: 0,
             id: SessionId::new("unused").expect("id"),
+            claim: None,
             folder: PathBuf::new(),
             tree: Tree::new(),
             saved: 0,
@@ -273,7 +287,12 @@ impl Committer {
         self.tree = Tree::new();
         self.saved = 0;
         match &self.store {
-            Some(store) => store.create(&self.id, &state(&self.tree)).expect("create"),
+            Some(store) => {
+                if let Some(claim) = self.claim.take() {
+                    store.release(&claim).expect("release");
+                }
+                self.claim = Some(store.create(&self.id, &state(&self.tree)).expect("create"));
+            }
             None => {
                 self.folder = self.scratch.0.join(self.id.as_str());
                 fs::create_dir(&self.folder).expect("session folder");
@@ -295,13 +314,14 @@ impl Committer {
         self.tree.append(turn.messages, Some(turn.usage));
         let nodes = &self.tree.nodes()[self.saved..];
         let state = state(&self.tree);
-        match (&self.store, self.kind) {
-            (Some(store), _) => {
-                store.append_nodes(&self.id, nodes).expect("append_nodes");
-                store.save_state(&self.id, &state).expect("save_state");
+        match (&self.store, &self.claim, self.kind) {
+            (Some(store), Some(claim), _) => {
+                store.append_nodes(claim, nodes).expect("append_nodes");
+                store.save_state(claim, &state).expect("save_state");
             }
-            (None, Kind::AppendOnly) => append_synced(&self.folder, nodes).expect("append"),
-            (None, _) => {
+            (Some(_), None, _) => unreachable!("a store's session is created with its claim"),
+            (None, _, Kind::AppendOnly) => append_synced(&self.folder, nodes).expect("append"),
+            (None, _, _) => {
                 append_synced(&self.folder, nodes).expect("append");
                 replace_state(&self.folder, &state).expect("state");
             }
@@ -338,9 +358,10 @@ impl Loader {
         let nodes_file = scratch.0.join(NODES_FILE);
         match &store {
             Some(store) => {
-                store.create(&id, &state(&Tree::new())).expect("create");
-                store.save_tree(&id, &tree).expect("save_tree");
-                store.save_state(&id, &state(&tree)).expect("save_state");
+                let claim = store.create(&id, &state(&Tree::new())).expect("create");
+                store.save_tree(&claim, &tree).expect("save_tree");
+                store.save_state(&claim, &state(&tree)).expect("save_state");
+                store.release(&claim).expect("release");
             }
             None => fs::write(&nodes_file, json_lines(tree.nodes()).expect("json")).expect("nodes file"),
         }
@@ -364,8 +385,9 @@ impl Loader {
     }
 }
 
-/// Commits interleaved: `rounds` rounds of one commit of every kind, order rotated.
-fn paired_commits(rounds: usize) {
+/// Commits interleaved: `rounds` rounds of one commit of every kind, order rotated. The
+/// median commit of every kind, in µs.
+fn paired_commits(rounds: usize) -> Vec<f64> {
     let mut committers: Vec<Committer> = COMMIT_KINDS.iter().map(|&name| Committer::new(Kind::named(name))).collect();
     let mut times = vec![Vec::with_capacity(rounds); committers.len()];
     for round in 0..rounds {
@@ -382,6 +404,45 @@ fn paired_commits(rounds: usize) {
         "\ncommit (the turn joined to the tree, append_nodes of its 2 nodes, save_state), interleaved: {rounds} rounds, sessions grown to {grown} nodes"
     );
     report(&COMMIT_KINDS, &times, &["baseline", "append_only"]);
+    times.iter().map(|t| quartiles(t)[1]).collect()
+}
+
+/// Claims interleaved: `rounds` rounds of one claim and release of every store's session,
+/// order rotated; each against the store's median commit (`commits`, by
+/// [`COMMIT_KINDS`]).
+fn paired_claims(rounds: usize, commits: &[f64]) {
+    let kinds = ["file", "sqlite", "memory"];
+    let scratch = Scratch::new("claim");
+    let id = SessionId::new("claimed").expect("id");
+    let stores: Vec<Box<dyn Store>> = kinds
+        .iter()
+        .map(|&name| {
+            let folder = scratch.0.join(name);
+            fs::create_dir_all(&folder).expect("folder");
+            let store = Kind::named(name).open(&folder).expect("a store");
+            let claim = store.create(&id, &state(&Tree::new())).expect("create");
+            store.release(&claim).expect("release");
+            store
+        })
+        .collect();
+    let mut times = vec![Vec::with_capacity(rounds); kinds.len()];
+    for round in 0..rounds {
+        for i in 0..kinds.len() {
+            let k = (round + i) % kinds.len();
+            let started = Instant::now();
+            let claim = stores[k].claim(&id).expect("claim");
+            stores[k].release(&claim).expect("release");
+            times[k].push(started.elapsed());
+        }
+    }
+    println!("
+claim + release of a session, interleaved: {rounds} rounds");
+    println!("{:<12} {:>11} {:>11} {:>11} {:>16}", "kind", "median µs", "p25 µs", "p75 µs", "× its commit");
+    for (k, name) in kinds.iter().enumerate() {
+        let q = quartiles(&times[k]);
+        let commit = COMMIT_KINDS.iter().position(|n| n == name).map_or(f64::NAN, |c| commits[c]);
+        println!("{name:<12} {:>11.1} {:>11.1} {:>11.1} {:>16.3}", q[1], q[0], q[2], q[1] / commit);
+    }
 }
 
 /// Loads interleaved: `rounds` rounds of one load of every kind, order rotated.

@@ -95,6 +95,18 @@ impl SessionLock {
         self.token
     }
 
+    /// Makes this owner's token `token` when that is higher (a store that keeps the last
+    /// owner's token elsewhere too, and will not hand out one below it), and writes it
+    /// into the file, so that the next owner's is higher still.
+    pub fn raise(&mut self, token: u64) -> io::Result<()> {
+        if token > self.token {
+            self.file.seek(SeekFrom::Start(0))?;
+            self.file.write_all(format!("{token:020}\n").as_bytes())?;
+            self.token = token;
+        }
+        Ok(())
+    }
+
     /// Whether the path still names the locked file (a folder removed or replaced by hand
     /// leaves the lock on a file nobody else will ever look at).
     pub fn still_held(&self) -> bool {

@@ -479,6 +479,33 @@ fn the_database_fences_writes_by_the_owner_token_in_the_row() {
     assert!(loaded.tree.is_empty() && loaded.state == state("s", &Tree::new()), "nothing written");
 }
 
+#[test]
+fn a_new_owners_token_is_above_the_rows_even_when_the_lock_files_are_gone() {
+    let dir = TempDir::new("token-rises");
+    let store = SqliteStore::open(dir.db()).unwrap();
+    let session = id("s");
+    let created = store.create(&session, &state("s", &Tree::new())).unwrap();
+    store.release(&created).unwrap();
+    drop(store);
+    let mut last = created.token();
+    for _ in 0..3 {
+        // The lock files' counts lost (removed by hand, or another machine's folder): the
+        // row still knows the last owner, and the next one goes above it.
+        let mut locks = dir.db().into_os_string();
+        locks.push(".omni-locks");
+        std::fs::remove_dir_all(&locks).unwrap();
+        let store = SqliteStore::open(dir.db()).unwrap();
+        let claim = store.claim(&session).unwrap();
+        assert!(claim.token() > last, "{} after {last}", claim.token());
+        last = claim.token();
+        store.release(&claim).unwrap();
+        let again = store.claim(&session).unwrap();
+        assert!(again.token() > last, "and the lock file counts on from it");
+        last = again.token();
+        store.release(&again).unwrap();
+    }
+}
+
 /// Whether this process can write a file whose permissions say it cannot (root can).
 #[cfg(unix)]
 fn permissions_are_enforced(dir: &Path) -> bool {

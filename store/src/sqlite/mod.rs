@@ -301,17 +301,27 @@ impl Store for SqliteStore {
         if !self.exists(id)? {
             return Err(self.not_found(id));
         }
-        let lock = self.lock(id)?;
+        let mut lock = self.lock(id)?;
         // The new owner's token in the row, in a write transaction: from its commit on,
-        // every earlier owner's write is refused by the database itself.
-        let token = token_value(lock.token());
-        self.write(|tx| {
-            let sql = "UPDATE omni_store_sessions SET owner = ?2 WHERE id = ?1";
-            match tx.execute(sql, params![id.as_str(), token]).map_err(self.fail())? {
-                0 => Err(self.not_found(id)),
-                _ => Ok(()),
-            }
+        // every earlier owner's write is refused by the database itself. It is above the
+        // row's last owner's as well as the lock file's count, so that two claimers whose
+        // file locks did not exclude each other (a network file system that ignores them)
+        // still get different tokens, and the later one fences the earlier.
+        let token = self.write(|tx| {
+            let last: Option<i64> = tx
+                .query_row("SELECT owner FROM omni_store_sessions WHERE id = ?1", [id.as_str()], |row| row.get(0))
+                .optional()
+                .map_err(self.fail())?
+                .ok_or_else(|| self.not_found(id))?;
+            let after_last = last.and_then(|owner| owner.checked_add(1)).unwrap_or(0);
+            let token = token_value(lock.token()).max(after_last);
+            tx.execute("UPDATE omni_store_sessions SET owner = ?2 WHERE id = ?1", params![id.as_str(), token])
+                .map_err(self.fail())?;
+            Ok(token)
         })?;
+        let location = self.session_location(id);
+        lock.raise(u64::try_from(token).unwrap_or(0))
+            .map_err(|e| StoreError::new(StoreErrorKind::Io, location, format!("counting the owner: {e}")))?;
         Ok(self.owners.keep(id, lock))
     }
 
