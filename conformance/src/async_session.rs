@@ -83,7 +83,40 @@ pub async fn every_check<L: AsyncSessionLaunch>(client: L, server: &ReplayServer
     torn_record_reported(&client).await;
     blocks_join_the_tree_and_a_regenerate_sends_them_again(&client, server).await;
     one_owner_per_session(&client).await;
+    a_lease_is_renewed_while_the_session_runs(&client).await;
 }
+
+/// The lease of a store whose ownership lapses ([`omni_store::MemoryStore::with_lease`]),
+/// kept by the session's loop while it runs, idle (the renewal is a deadline of the
+/// session machine's): long after the lease's length, another load is still refused, and
+/// the owner still writes; once closed, the next load owns it.
+pub async fn a_lease_is_renewed_while_the_session_runs<L: AsyncSessionLaunch>(client: &L) {
+    let store: Arc<dyn Store> = Arc::new(omni_store::MemoryStore::with_lease(LEASE));
+    let owner = builder(client, MODEL).session(store.clone()).create().await.expect("created");
+    let (_, mut events) = owner.subscribe().await.expect("subscribe");
+    let id = owner.id().clone();
+    #[allow(clippy::disallowed_methods)] // a test's wait, on the test's own thread
+    std::thread::sleep(LEASE * 4);
+    let second = builder(client, MODEL).session(store.clone()).load(id.clone()).await;
+    assert!(matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere), "{second:?}");
+    owner.set_title(Some("still mine".into())).await.expect("title");
+    let written = until_saved(&mut events).await;
+    assert!(
+        written.iter().any(|e| matches!(e, SessionEvent::Store { written: Written::Renewed, result: Ok(()) })),
+        "renewed while idle: {written:?}"
+    );
+    assert!(
+        written.iter().any(|e| matches!(e, SessionEvent::Store { written: Written::State, result: Ok(()) })),
+        "{written:?}"
+    );
+    owner.close().await.expect("closed");
+    let next = builder(client, MODEL).session(store.clone()).load(id).await.expect("the next owner");
+    assert_eq!(next.state().await.expect("state").title.as_deref(), Some("still mine"));
+    next.close().await.expect("closed");
+}
+
+/// The lease of [`a_lease_is_renewed_while_the_session_runs`].
+pub const LEASE: Duration = Duration::from_millis(400);
 
 /// One owner per session, through the handle, with each store: a second load (a second
 /// handle in this process, as one in another process) is refused at once as

@@ -228,6 +228,25 @@ mod handle {
         assert_eq!(session.tree().expect("tree").children(NodeId(0)).len(), 2);
 
         one_owner_per_session(&client);
+        a_lease_is_renewed_while_the_session_runs(&client);
+    }
+
+    /// `async_session::a_lease_is_renewed_while_the_session_runs`, through the blocking handle.
+    fn a_lease_is_renewed_while_the_session_runs(client: &Client) {
+        use omni_conformance::async_session::LEASE;
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::with_lease(LEASE));
+        let owner = client.agent(MODEL).session(store.clone()).create().expect("created");
+        let (_, events) = owner.subscribe().expect("subscribe");
+        let id = owner.id().clone();
+        std::thread::sleep(LEASE * 4);
+        let second = client.agent(MODEL).session(store.clone()).load(id.clone());
+        assert!(matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere), "{second:?}");
+        owner.set_title(Some("still mine".into())).expect("title");
+        until_saved(&events);
+        owner.close().expect("closed");
+        let next = client.agent(MODEL).session(store).load(id).expect("the next owner");
+        assert_eq!(next.state().expect("state").title.as_deref(), Some("still mine"));
+        next.close().expect("closed");
     }
 
     /// One owner per session through the blocking handle, with each store (the async

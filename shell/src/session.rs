@@ -69,8 +69,9 @@ impl<C> Session<C> {
         &self.shared.id
     }
 
-    /// What the store said while loading the session (a torn last record, from a crash
-    /// in the middle of a write, left out); empty for a new session.
+    /// What was got past while loading the session: a torn last record (a crash in the
+    /// middle of a write) left out, a saved path that ended inside a turn repaired; empty
+    /// for a new session.
     pub fn load_warnings(&self) -> &[StoreWarning] {
         &self.shared.warnings
     }
