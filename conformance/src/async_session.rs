@@ -135,10 +135,7 @@ pub async fn one_owner_per_session<L: AsyncSessionLaunch>(client: &L) {
         turn(&owner, &mut events, "Hi").await;
         let id = owner.id().clone();
         let second = builder(client, MODEL).session(store.clone()).load(id.clone()).await;
-        assert!(
-            matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere),
-            "{second:?}"
-        );
+        assert!(matches!(second, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::OwnedElsewhere), "{second:?}");
         let taken = builder(client, MODEL).session(store.clone()).create_with_id(id.clone()).await;
         assert!(matches!(taken, Err(Error::Store(ref e)) if e.kind == StoreErrorKind::Exists), "{taken:?}");
         let viewer = builder(client, MODEL).session(store.clone()).load_read_only(id.clone()).await.expect("read-only");

@@ -405,7 +405,10 @@ fn the_last_turns_own_write_made_after_a_regenerate_began_is_the_committed_path(
 /// The tree `u0 ─ a1 ─ u2 ─ a3` with the path and node count given.
 fn four_nodes(path: &[u64]) -> (Tree, SessionState) {
     let mut tree = Tree::new();
-    tree.append(vec![Message::user("u0"), Message::assistant("a1"), Message::user("u2"), Message::assistant("a3")], None);
+    tree.append(
+        vec![Message::user("u0"), Message::assistant("a1"), Message::user("u2"), Message::assistant("a3")],
+        None,
+    );
     let path: Vec<NodeId> = path.iter().copied().map(NodeId).collect();
     let mut position = tree.position();
     position.path = path;
@@ -423,7 +426,10 @@ fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
     assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1), NodeId(2), NodeId(3)]);
     assert_eq!(
         resumed.repairs(),
-        [StoreWarning::PathRepaired { saved: vec![NodeId(0), NodeId(1), NodeId(2)], now: resumed.tree().path().to_vec() }]
+        [StoreWarning::PathRepaired {
+            saved: vec![NodeId(0), NodeId(1), NodeId(2)],
+            now: resumed.tree().path().to_vec()
+        }]
     );
     assert!(!resumed.is_saved(), "the repaired state is written");
     // A user node whose reply never reached the store (a batch torn between its nodes,
@@ -455,12 +461,8 @@ fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
 fn a_turn_ended_on_open_tool_calls_resumes_and_the_next_request_answers_them() {
     let now = Instant::now();
     let mut tree = Tree::new();
-    let call = omni_core::ToolUse {
-        id: "toolu_1".into(),
-        name: "lookup".into(),
-        input: json!({"q": "x"}),
-        signature: None,
-    };
+    let call =
+        omni_core::ToolUse { id: "toolu_1".into(), name: "lookup".into(), input: json!({"q": "x"}), signature: None };
     let calling = Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)]);
     tree.append(vec![Message::user("look it up"), calling], None);
     let state = SessionState { position: tree.position(), nodes: 2, ..SessionState::default() };
@@ -555,8 +557,8 @@ fn a_lease_is_renewed_at_a_third_of_its_length_and_sooner_after_a_failure() {
     let lease = Duration::from_secs(30);
     let claim = Claim::new(SessionId::new("test").unwrap(), 7, Some(lease));
     let state = SessionState::default();
-    let session = Session::resume(SessionId::new("test").unwrap(), Some(claim), agent(now), Tree::new(), state, now)
-        .unwrap();
+    let session =
+        Session::resume(SessionId::new("test").unwrap(), Some(claim), agent(now), Tree::new(), state, now).unwrap();
     let mut h = Harness::with(session, now);
     let (at, timer) = h.session.poll_timeout().expect("a renewal deadline");
     assert_eq!((at, timer), (now + Duration::from_secs(10), omni_core::machines::timer::Timer::LeaseRenewal));

@@ -174,9 +174,8 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
                 ..SessionState::default()
             };
             let written = (store.clone(), id.clone(), state.clone());
-            let claim = off_executor(&runtime, move || written.0.create(&written.1, &written.2))
-                .await
-                .map_err(panicked)??;
+            let claim =
+                off_executor(&runtime, move || written.0.create(&written.1, &written.2)).await.map_err(panicked)??;
             (id, Some(claim), Tree::new(), state, Vec::new(), config)
         }
         Open::Load(id) | Open::ReadOnly(id) => {

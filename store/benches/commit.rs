@@ -435,8 +435,10 @@ fn paired_claims(rounds: usize, commits: &[f64]) {
             times[k].push(started.elapsed());
         }
     }
-    println!("
-claim + release of a session, interleaved: {rounds} rounds");
+    println!(
+        "
+claim + release of a session, interleaved: {rounds} rounds"
+    );
     println!("{:<12} {:>11} {:>11} {:>11} {:>16}", "kind", "median µs", "p25 µs", "p75 µs", "× its commit");
     for (k, name) in kinds.iter().enumerate() {
         let q = quartiles(&times[k]);

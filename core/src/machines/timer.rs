@@ -35,8 +35,14 @@ pub enum Timer {
 
 impl Timer {
     /// Every timer, in the table's order (the earliest deadline wins; on a tie, the first).
-    pub const ALL: [Self; 6] =
-        [Self::RequestTimeout, Self::Stall, Self::RetryBackoff, Self::ToolDeadline, Self::StepBackoff, Self::LeaseRenewal];
+    pub const ALL: [Self; 6] = [
+        Self::RequestTimeout,
+        Self::Stall,
+        Self::RetryBackoff,
+        Self::ToolDeadline,
+        Self::StepBackoff,
+        Self::LeaseRenewal,
+    ];
 
     /// A short name for logs.
     pub fn as_str(self) -> &'static str {

@@ -28,196 +28,21 @@
 //! committed turn left it. [`Session::resume`] repairs a path that ends inside a turn
 //! anyway (written by an older version, or a batch torn by a crash) and says so.
 
+mod io;
+mod writes;
+
 use std::collections::VecDeque;
-use std::fmt;
 use std::time::Instant;
 
-use super::store::{Claim, SessionId, SessionState, Store, StoreError, StoreWarning};
-use super::tree::{Node, NodeId, Position, Tree, TreeError};
+pub use io::{SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, Written};
+pub use writes::{StoreOp, WriteId};
+
+use super::store::{Claim, SessionId, SessionState, StoreError, StoreWarning};
+use super::tree::{Node, NodeId, Position, Tree};
 use crate::data::message::{Block, Message, Role};
-use crate::machines::agent::ToolDecision;
-use crate::machines::agent::{
-    Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, Prompt, Snapshot, StatePatch, Status,
-};
-use crate::machines::generate::{Effect, Report};
+use crate::machines::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput, Prompt, StatePatch, Status};
 use crate::machines::timer::Timer;
-
-/// A store write, numbered so that its result finds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WriteId(pub u64);
-
-/// What a write does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StoreOp {
-    /// Append these nodes.
-    Append(Vec<Node>),
-    /// Replace the state map.
-    SaveState(SessionState),
-    /// Extend the claim's lease.
-    Renew,
-    /// Give up the claim (the session's last write).
-    Release,
-}
-
-impl StoreOp {
-    /// Makes this write to `store` as the owner of `claim`: the one call of the store's
-    /// method each write stands for (the driver runs it where blocking is allowed).
-    pub fn apply(&self, store: &dyn Store, claim: &Claim) -> Result<(), StoreError> {
-        match self {
-            Self::Append(nodes) => store.append_nodes(claim, nodes),
-            Self::SaveState(state) => store.save_state(claim, state),
-            Self::Renew => store.renew(claim),
-            Self::Release => store.release(claim),
-        }
-    }
-}
-
-/// What the session asks its driver to do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionEffect {
-    /// The agent's: send or cancel a request, run or cancel a tool.
-    Agent(Effect),
-    /// Write to the store as the owner of `claim`, then report [`SessionInput::Stored`]
-    /// with `write`.
-    Store {
-        /// Which write.
-        write: WriteId,
-        /// The session's claim, which the write carries.
-        claim: Claim,
-        /// What to write.
-        op: StoreOp,
-    },
-}
-
-/// What was written, in a [`SessionEvent::Store`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
-    /// New nodes (this many).
-    Nodes(usize),
-    /// The state map.
-    State,
-    /// The lease was renewed.
-    Renewed,
-    /// The claim was released.
-    Released,
-}
-
-/// What the application observes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionEvent {
-    /// Every agent event, as the agent emits it.
-    Agent(AgentEvent),
-    /// The tree changed: nodes added (a committed turn) or the path moved.
-    Tree {
-        /// The new nodes, oldest first.
-        added: Vec<Node>,
-        /// The active path now.
-        path: Vec<NodeId>,
-    },
-    /// The title changed.
-    Title(Option<String>),
-    /// A store write ended.
-    Store {
-        /// What it wrote.
-        written: Written,
-        /// Saved, or why not.
-        result: Result<(), StoreError>,
-    },
-}
-
-/// Something the application or the driver tells the session.
-#[derive(Debug, Clone)]
-pub enum SessionInput<'a> {
-    /// A user message as a new turn under the head (idle only).
-    Prompt(String),
-    /// A user message of content blocks, with options for its turn (idle only).
-    PromptWith(Box<Prompt>),
-    /// Moves the path through this node and on to a tip; `None` clears it (idle only).
-    Navigate(Option<NodeId>),
-    /// Asks again for the reply to this user message: the new reply becomes another child
-    /// of it (idle only).
-    Regenerate(NodeId),
-    /// A new user message under this assistant node (a new root without one), and its
-    /// reply (idle only).
-    Edit(Option<NodeId>, String),
-    /// Sets the title.
-    Title(Option<String>),
-    /// Passed to the agent.
-    Cancel,
-    /// Passed to the agent.
-    Resume(ToolDecision),
-    /// A request or tool run reported (passed to the agent).
-    Report(Report<'a>),
-    /// A store write ended.
-    Stored {
-        /// Which write.
-        write: WriteId,
-        /// Its result.
-        result: Result<(), StoreError>,
-    },
-}
-
-/// Why the session refused an input (nothing changed).
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionError {
-    /// A turn is in flight.
-    Busy,
-    /// The agent waits for a decision about a tool call.
-    Paused,
-    /// No node has this id.
-    NotFound(NodeId),
-    /// Regenerate needs a user message (not a tool result).
-    NotAUserNode(NodeId),
-    /// Edit hangs the new message under an assistant message.
-    NotAnAssistantNode(NodeId),
-    /// A store result for a write that is not in flight.
-    UnknownWrite(WriteId),
-    /// The session was opened read-only: it changes nothing.
-    ReadOnly,
-    /// The session no longer owns its place in the store (why, in the error): it
-    /// changes nothing more, so that nothing it shows is unsaved.
-    NotOwner(StoreError),
-    /// The agent refused.
-    Agent(AgentError),
-}
-
-impl fmt::Display for SessionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Busy => f.write_str("the session is busy: a turn is in flight"),
-            Self::Paused => f.write_str("the session is paused: a tool call waits for a decision"),
-            Self::NotFound(id) => write!(f, "no node {id}"),
-            Self::NotAUserNode(id) => write!(f, "node {id} is not a user message"),
-            Self::NotAnAssistantNode(id) => write!(f, "node {id} is not an assistant message"),
-            Self::UnknownWrite(id) => write!(f, "no store write {} is in flight", id.0),
-            Self::ReadOnly => f.write_str("the session was opened read-only"),
-            Self::NotOwner(e) => write!(f, "the session lost its ownership in the store ({e})"),
-            Self::Agent(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for SessionError {}
-
-impl From<TreeError> for SessionError {
-    fn from(e: TreeError) -> Self {
-        match e {
-            TreeError::NotFound(id) => Self::NotFound(id),
-            other => Self::Agent(AgentError::InvalidMessages(other.to_string())),
-        }
-    }
-}
-
-/// What a subscriber needs to catch up with a session: everything before the next event.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionSnapshot {
-    /// The tree, with its path.
-    pub tree: Tree,
-    /// The agent's snapshot (status, committed history, the turn in flight).
-    pub agent: Snapshot,
-    /// The title.
-    pub title: Option<String>,
-}
+use writes::{renewal, settle};
 
 /// How the turn in flight joins the tree, and where to go back to if it does not.
 #[derive(Debug, Clone)]
@@ -302,7 +127,14 @@ impl<C: AgentCallbacks> Session<C> {
         Ok(session)
     }
 
-    fn with(id: SessionId, claim: Option<Claim>, agent: Agent<C>, tree: Tree, state: SessionState, now: Instant) -> Self {
+    fn with(
+        id: SessionId,
+        claim: Option<Claim>,
+        agent: Agent<C>,
+        tree: Tree,
+        state: SessionState,
+        now: Instant,
+    ) -> Self {
         let renew_at = claim.as_ref().and_then(Claim::lease).map(|lease| now + renewal(lease));
         Self {
             id,
@@ -471,7 +303,7 @@ impl<C: AgentCallbacks> Session<C> {
     }
 
     /// Whether writes still go out.
-    fn writing(&self) -> bool {
+    pub(super) fn writing(&self) -> bool {
         self.claim.is_some() && self.lost.is_none() && !self.released
     }
 
@@ -640,117 +472,4 @@ impl<C: AgentCallbacks> Session<C> {
         self.state_version += 1;
         self.flush();
     }
-
-    /// The state map as the store keeps it: the node count of the tree now, and the
-    /// position of the last committed turn (while a turn is in flight, where it found the
-    /// path: a regenerate or an edit moves the path to its user message, which is not a
-    /// state to resume from).
-    pub fn state(&self) -> SessionState {
-        let position = self.turn.as_ref().map_or_else(|| self.tree.position(), |turn| turn.rollback.clone());
-        SessionState { position, nodes: self.tree.len() as u64, ..self.state.clone() }
-    }
-
-    /// Sends the next write, unless one is in flight.
-    fn flush(&mut self) {
-        if self.in_flight.is_some() || !self.writing() {
-            return;
-        }
-        let Some(claim) = self.claim.clone() else { return };
-        let (op, written) = if self.renew_due {
-            (StoreOp::Renew, Written::Renewed)
-        } else if self.saved < self.tree.len() {
-            let nodes = self.tree.nodes()[self.saved..].to_vec();
-            let count = nodes.len();
-            (StoreOp::Append(nodes), Written::Nodes(count))
-        } else if self.state_saved != self.state_version {
-            (StoreOp::SaveState(self.state()), Written::State)
-        } else if self.terminating {
-            (StoreOp::Release, Written::Released)
-        } else {
-            return;
-        };
-        let write = WriteId(self.next_write);
-        self.next_write += 1;
-        self.in_flight = Some((write, written, self.state_version));
-        self.effects.push_back(SessionEffect::Store { write, claim, op });
-    }
-
-    fn stored(&mut self, write: WriteId, result: Result<(), StoreError>, now: Instant) -> Result<(), SessionError> {
-        let Some((id, written, version)) = self.in_flight else { return Err(SessionError::UnknownWrite(write)) };
-        if id != write {
-            return Err(SessionError::UnknownWrite(write));
-        }
-        self.in_flight = None;
-        let lease = self.claim.as_ref().and_then(Claim::lease);
-        match &result {
-            Ok(()) => match written {
-                Written::Nodes(count) => self.saved += count,
-                Written::State => self.state_saved = version,
-                Written::Renewed => {
-                    self.renew_due = false;
-                    self.renew_at = lease.map(|lease| now + renewal(lease));
-                }
-                Written::Released => self.released = true,
-            },
-            Err(e) if e.kind.is_final() => {
-                // Writing again cannot succeed: the claim lost its session, or the store
-                // holds what this session did not write. Stop, and say so to every change.
-                self.lost = Some(e.clone());
-                self.renew_due = false;
-            }
-            Err(_) => {
-                if written == Written::Renewed {
-                    // Tried again soon, well within the lease.
-                    self.renew_due = false;
-                    self.renew_at = lease.map(|lease| now + lease / 10);
-                }
-                if written == Written::Released {
-                    // Nothing more to do: the lock or lease goes with the process or lapses.
-                    self.released = true;
-                }
-            }
-        }
-        let ok = result.is_ok();
-        self.events.push_back(SessionEvent::Store { written, result });
-        // After a failure the next change writes again (no loop against a store that
-        // keeps failing); after a success, whatever else is unsaved goes now. A stopping
-        // session goes on to its release either way.
-        if ok {
-            self.flush();
-        } else if self.terminating {
-            self.saved = self.tree.len();
-            self.state_saved = self.state_version;
-            self.flush();
-        }
-        Ok(())
-    }
-}
-
-/// How long after a lease is taken or renewed it is renewed again: a third of it, so two
-/// renewals can fail before it lapses.
-fn renewal(lease: std::time::Duration) -> std::time::Duration {
-    lease / 3
-}
-
-/// Moves a path that ends inside a turn (on a user message) to one a turn can start from:
-/// down the branch last used under it when that reaches a reply, else back to the last
-/// reply on the path (or no path). Whether it moved.
-fn settle(tree: &mut Tree) -> bool {
-    let ends_a_turn = |tree: &Tree| tree.head().and_then(|head| tree.message(head)).is_none_or(|m| m.role == Role::Assistant);
-    if ends_a_turn(tree) {
-        return false;
-    }
-    let before = tree.path().to_vec();
-    tree.extend();
-    if ends_a_turn(tree) && tree.path().len() > before.len() {
-        return true;
-    }
-    let last_reply = before.iter().rev().copied().find(|&id| tree.message(id).is_some_and(|m| m.role == Role::Assistant));
-    let moved = match last_reply {
-        Some(reply) => tree.truncate_to(reply),
-        None => tree.navigate(None),
-    };
-    // A node of the path is always in the tree.
-    debug_assert!(moved.is_ok());
-    true
 }
