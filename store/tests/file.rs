@@ -248,6 +248,11 @@ fn a_half_made_session_exists_and_is_listed_as_unreadable() {
         (error.kind, error.location),
         (StoreErrorKind::Corrupt, dir.file(&session, "session.json").display().to_string())
     );
+    // Not a session to own (nothing in it was ever reported saved), and claiming it
+    // holds no lock a creator could wait on.
+    let refused = store.claim(&session).unwrap_err();
+    assert_eq!(refused.kind, StoreErrorKind::Corrupt, "{refused}");
+    assert_eq!(store.claim(&session).unwrap_err().kind, StoreErrorKind::Corrupt, "not owned elsewhere");
     let listed = store.list(10, 0).unwrap();
     assert!(listed.sessions.is_empty());
     let unreadable: Vec<_> = listed.unreadable.iter().map(|e| (e.kind, e.location.clone())).collect();
@@ -369,20 +374,20 @@ fn a_fifo_in_place_of_a_store_file_is_corrupt_and_never_blocks() {
                 assert!(!listed_ids.contains(&session), "{name}");
                 let reported: Vec<_> = listed.unreadable.iter().map(|e| (e.kind, e.location.clone())).collect();
                 assert!(reported.contains(&corrupt), "{name}: {reported:?}");
-                let claim = claimed.expect("the lock is sound: the session can be owned");
-                let (handle, c) = (store.clone(), claim.clone());
-                let saved = within("save_state", move || handle.save_state(&c, &SessionState::default()));
-                more.append(vec![Message::user("x")], None);
-                let (handle, c) = (store.clone(), claim.clone());
-                let appended = within("append_nodes", move || handle.append_nodes(&c, &more.nodes()[2..]));
                 if name == "session.json" {
-                    assert_eq!(failure(saved), corrupt, "{name}: save_state leaves it for a person to see");
-                    assert!(appended.is_ok(), "{name}: {appended:?}");
+                    // Not a session to own: claiming says why, without reading the FIFO.
+                    assert_eq!(failure(claimed), corrupt, "{name}: claim");
                 } else {
+                    let claim = claimed.expect("the lock is sound: the session can be owned");
+                    let (handle, c) = (store.clone(), claim.clone());
+                    let saved = within("save_state", move || handle.save_state(&c, &SessionState::default()));
+                    more.append(vec![Message::user("x")], None);
+                    let (handle, c) = (store.clone(), claim.clone());
+                    let appended = within("append_nodes", move || handle.append_nodes(&c, &more.nodes()[2..]));
                     assert!(saved.is_ok(), "{name}: {saved:?}");
                     assert_eq!(failure(appended), corrupt, "{name}: append_nodes");
+                    store.release(&claim).unwrap();
                 }
-                store.release(&claim).unwrap();
                 // A deletion removes what is there without reading it.
                 let (handle, s) = (store.clone(), session.clone());
                 assert!(within("delete", move || handle.delete(&s)).unwrap(), "{name}");

@@ -229,7 +229,18 @@ impl Store for FileStore {
 
     fn claim(&self, id: &SessionId) -> Result<Claim, StoreError> {
         let lock = self.lock(id, false)?;
-        Ok(self.owners.keep(id, lock))
+        // A folder without its session.json is a session being created (whose creator
+        // waits for this lock: given back at once) or one a crash cut inside `create`:
+        // neither is a session to own.
+        let session = self.session_dir(id).join(SESSION);
+        match check::check(&session, Expect::File) {
+            Ok(_) => Ok(self.owners.keep(id, lock)),
+            Err(Bad::Missing(_)) => {
+                drop(lock);
+                Err(StoreError::new(StoreErrorKind::Corrupt, display(&session), "half-made: the file is missing"))
+            }
+            Err(Bad::Error(error)) => Err(error),
+        }
     }
 
     fn renew(&self, claim: &Claim) -> Result<(), StoreError> {
