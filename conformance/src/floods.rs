@@ -328,7 +328,7 @@ fn unread_stream_ends_at_its_deadline<D: StreamingDriver>(driver: &Arc<D>, heap:
     };
     assert!(matches!(**error, GenerateError::Timeout(_)), "{name}: expected the timeout, got {error:?}");
     let text = delta_text(&events);
-    assert!(!text.is_empty() && text.len() % word().len() == 0, "{name}: whole deltas arrived");
+    assert!(!text.is_empty() && text.len().is_multiple_of(word().len()), "{name}: whole deltas arrived");
     assert_eq!(partial.text(), text, "{name}: what arrived is kept and every delta was delivered");
     println!(
         "{name}: closed after {closed:?}; the server wrote {} KiB; {} KiB of text; heap +{} KiB",

@@ -195,7 +195,7 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
             let mut state = loaded.state;
             let config = match loaded_config(&start, &state) {
                 Ok(config) => config,
-                Err(e) => return Err(release_on_error(&runtime, &store, claim, e.into()).await),
+                Err(e) => return Err(release_on_error(&runtime, &store, claim, e).await),
             };
             state.model = Some(model_name(&config));
             state.system.clone_from(&config.system);

@@ -128,7 +128,7 @@ fn decision(choice: u8) -> ToolDecision {
 
 impl AgentCallbacks for FuzzCallbacks {
     fn handle_turn(&mut self, _response: &Response) -> TurnDecision {
-        if self.next() % 4 == 0 {
+        if self.next().is_multiple_of(4) {
             TurnDecision::Continue("go on".into())
         } else {
             TurnDecision::Stop
@@ -142,7 +142,7 @@ impl AgentCallbacks for FuzzCallbacks {
         result
     }
     fn handle_error(&mut self, _error: &GenerateError, _attempt: u32) -> ErrorDecision {
-        if self.next() % 2 == 0 {
+        if self.next().is_multiple_of(2) {
             ErrorDecision::Retry
         } else {
             ErrorDecision::Stop

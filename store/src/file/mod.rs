@@ -78,8 +78,9 @@ struct SessionFile {
 }
 
 impl FileStore {
-    /// The store in `dir`, created if missing. Removes what crashes left behind (see
-    /// [`tidy`]), never a file an owner in another process may be writing.
+    /// The store in `dir`, created if missing. Removes what crashes left behind
+    /// (deletions cut short, temporary files of a replace), never a file an owner in
+    /// another process may be writing.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| io_error(&e, &dir, "creating the store's directory"))?;
