@@ -8,6 +8,12 @@
 //! the process: two handles in one process that each open the file exclude each other
 //! as two processes do.
 //!
+//! One caveat of every lock of this kind: a process that starts another process copies
+//! its open files into the child for the moment between the fork and the child's `exec`
+//! (the lock files are opened close-on-exec, so never longer). A lock released in that
+//! moment is held until the `exec`: a claim made right then is refused as owned
+//! elsewhere, and succeeds when tried again a moment later.
+//!
 //! The file also counts the session's owners: each new owner writes the next fencing
 //! token into it while it holds the lock, so tokens rise from owner to owner. A holder
 //! checks before each write that the path still names the file it locked
