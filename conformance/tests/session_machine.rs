@@ -443,6 +443,15 @@ fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
     assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1)]);
     assert_eq!(resumed.agent().messages().len(), 2);
     assert_eq!(resumed.repairs().len(), 1);
+    // A cut path whose branch leads down to a user message without a reply: back to
+    // the last reply on the way, below the cut.
+    let mut tree = Tree::new();
+    tree.append(vec![Message::user("u0"), Message::assistant("a1"), Message::user("u2")], None);
+    let mut state = SessionState { position: tree.position(), nodes: 3, ..SessionState::default() };
+    state.position.path.truncate(1);
+    tree.restore(&state.position).unwrap();
+    let resumed = resume(tree, state, now);
+    assert_eq!(resumed.tree().path(), [NodeId(0), NodeId(1)]);
     // Nothing but a user message: an empty path (the next prompt starts a new root).
     let mut tree = Tree::new();
     tree.append(vec![Message::user("alone")], None);
@@ -583,4 +592,56 @@ fn a_lease_is_renewed_at_a_third_of_its_length_and_sooner_after_a_failure() {
     h.store(Err(StoreError::new(StoreErrorKind::NotOwner, "test", "the lease lapsed")));
     assert_eq!(h.session.poll_timeout(), None);
     assert!(matches!(h.input(SessionInput::Prompt("x".into())), Err(SessionError::NotOwner(_))));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Anything a store can hold loads (issue 22): any tree (any roles, user messages
+    /// carrying tool results, assistant messages with open calls), any path from a root
+    /// saved with it, any node count, resumes without a refusal onto a path a turn can
+    /// start from, and says so when it moved the path.
+    #[test]
+    fn whatever_a_store_holds_resumes(
+        shape in proptest::collection::vec((0u8..4, 0usize..1000), 1..40),
+        pick in 0usize..1000,
+        cut in 0usize..40,
+        counted in 0usize..50,
+    ) {
+        let now = Instant::now();
+        let mut tree = Tree::new();
+        for (i, (kind, parent)) in shape.iter().enumerate() {
+            let parent = (i > 0 && parent % 5 != 0).then(|| NodeId((parent % i) as u64));
+            let message = match kind {
+                0 => Message::user(format!("u{i}")),
+                1 => Message::assistant(format!("a{i}")),
+                2 => {
+                    let call = omni_core::ToolUse { id: format!("c{i}"), name: "t".into(), input: json!({}), signature: None };
+                    Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)])
+                }
+                _ => Message::new(
+                    omni_core::Role::User,
+                    vec![omni_core::Block::ToolResult(omni_core::ToolResult::error(format!("c{i}"), "t", "no"))],
+                ),
+            };
+            tree.add(parent, message, None).unwrap();
+        }
+        let target = NodeId((pick % tree.len()) as u64);
+        let mut path = tree.path_to(target).unwrap();
+        path.truncate(path.len().min(cut.max(1)));
+        let mut position = tree.position();
+        position.path = path.clone();
+        tree.restore(&position).unwrap();
+        let state = SessionState { position, nodes: counted as u64, ..SessionState::default() };
+        let session = Session::resume(SessionId::new("p").unwrap(), Some(claim()), agent(now), tree, state, now);
+        let session = session.expect("never refused");
+        let tree = session.tree();
+        let head = tree.head().and_then(|head| tree.message(head));
+        proptest::prop_assert!(head.is_none_or(|m| m.role == omni_core::Role::Assistant), "a path a turn starts from");
+        proptest::prop_assert_eq!(session.agent().messages(), tree.messages());
+        let behind = tree.len() as u64 > counted as u64;
+        if !behind && tree.path() != path.as_slice() {
+            proptest::prop_assert!(!session.repairs().is_empty(), "a moved path is reported");
+        }
+    }
 }

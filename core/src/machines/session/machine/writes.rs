@@ -139,21 +139,22 @@ pub(super) fn renewal(lease: Duration) -> Duration {
 }
 
 /// Moves a path that ends inside a turn (on a user message) to one a turn can start from:
-/// down the branch last used under it when that reaches a reply, else back to the last
-/// reply on the path (or no path). Whether it moved.
+/// down the branch last used under it when that ends on a reply, else back to the last
+/// reply on the way (or no path). Whether it moved.
 pub(super) fn settle(tree: &mut Tree) -> bool {
     let ends_a_turn =
         |tree: &Tree| tree.head().and_then(|head| tree.message(head)).is_none_or(|m| m.role == Role::Assistant);
     if ends_a_turn(tree) {
         return false;
     }
-    let before = tree.path().to_vec();
     tree.extend();
-    if ends_a_turn(tree) && tree.path().len() > before.len() {
+    if ends_a_turn(tree) {
         return true;
     }
+    // Down the branch to a user message without a reply (a batch torn between its nodes):
+    // back to the last reply on the way.
     let last_reply =
-        before.iter().rev().copied().find(|&id| tree.message(id).is_some_and(|m| m.role == Role::Assistant));
+        tree.path().iter().rev().copied().find(|&id| tree.message(id).is_some_and(|m| m.role == Role::Assistant));
     let moved = match last_reply {
         Some(reply) => tree.truncate_to(reply),
         None => tree.navigate(None),
