@@ -514,11 +514,11 @@ fn bad_initial_messages_are_refused() {
         input: serde_json::json!({}),
         signature: None,
     });
+    // Calls left open (a turn that ended at `max_steps`, kept by a session) are taken:
+    // the next prompt answers each with an error result ahead of its text, as it does
+    // after such a turn in memory (session_machine.rs checks the request).
     config.messages = vec![Message::user("Hi"), Message::new(Role::Assistant, vec![call])];
-    assert!(matches!(
-        Agent::new(config.clone(), NoCallbacks, std::time::Instant::now()),
-        Err(AgentError::InvalidMessages(_))
-    ));
+    assert!(Agent::new(config.clone(), NoCallbacks, std::time::Instant::now()).is_ok());
     config.messages = vec![Message::user("Hi"), Message::assistant("Hello.")];
     assert!(Agent::new(config, NoCallbacks, std::time::Instant::now()).is_ok());
 }
