@@ -94,6 +94,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prompt_mark();
     }
     println!();
+    // Everything written and the session's ownership released before the process ends.
+    session.close()?;
     Ok(())
 }
 

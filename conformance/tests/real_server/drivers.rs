@@ -269,7 +269,7 @@ where
 
 impl Clients {
     /// One session turn (prompt `text`) with the request's model and options, kept in
-    /// `store`; then the session is dropped and loaded back. Returns the session's events
+    /// `store`; then the session is closed and loaded back. Returns the session's events
     /// through the saved state map, and the loaded session's snapshot and state.
     pub(crate) fn run_session_turn(
         &self,
@@ -290,7 +290,7 @@ impl Clients {
                 session.prompt(text).expect("prompt");
                 let events = through(subscription, is_saved);
                 let id = session.id().clone();
-                drop(session);
+                session.close().expect("blocking: close the session");
                 let loaded = builder().load(id).expect("blocking: load the session");
                 (events, loaded.snapshot().expect("snapshot"), loaded.state().expect("state"))
             }
@@ -316,7 +316,7 @@ where
     session.prompt(text).await.expect("prompt");
     let events = through_async(&mut subscription, is_saved).await;
     let id = session.id().clone();
-    drop(session);
+    session.close().await.expect("close the session");
     let loaded = builder().load(id).await.expect("load the session");
     (events, loaded.snapshot().await.expect("snapshot"), loaded.state().await.expect("state"))
 }
