@@ -194,6 +194,15 @@ pub fn all() -> Vec<NamedAgentScenario> {
             ScriptedCallbacks::default(),
             vec![start(ASK)],
         ),
+        // A call the parser rejects is answered with the parser's reason, never run, never
+        // paused for: the callbacks would pause every call (issue 23, A).
+        text_protocol(
+            "xml_malformed_call_turn",
+            ToolProtocol::Xml,
+            &crate::scenarios::XML_MALFORMED_DELTAS,
+            pause(),
+            vec![start(ASK)],
+        ),
         text_protocol(
             "json_pause_resume",
             ToolProtocol::Json,

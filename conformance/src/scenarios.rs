@@ -342,8 +342,39 @@ pub fn all() -> Vec<NamedScenario> {
         ),
         text_protocol_loop("xml_tool_loop", ToolProtocol::Xml, &XML_CALL_DELTAS, weather_tools(), &final_answer),
         text_protocol_loop("json_tool_loop", ToolProtocol::Json, &JSON_CALL_DELTAS, weather_tools(), &final_answer),
+        text_protocol_loop(
+            "xml_malformed_call_never_runs",
+            ToolProtocol::Xml,
+            &XML_MALFORMED_DELTAS,
+            weather_tools(),
+            &final_answer,
+        ),
+        text_protocol_loop(
+            "json_malformed_call_never_runs",
+            ToolProtocol::Json,
+            &JSON_MALFORMED_DELTAS,
+            weather_tools(),
+            &final_answer,
+        ),
     ]
 }
+
+/// A call the `xml` parser rejects though its arguments read as a whole object: a closing
+/// tag too many (issue 23, A). It must never run; the model is told the parser's reason
+/// and what it wrote, and the next request shows the call as it was written.
+pub const XML_MALFORMED_DELTAS: [&str; 3] = [
+    "Let me check.\n<tool_call>\n<get_weather>\n<city>Paris</city>\n",
+    "</get_weather>\n</get_wea",
+    "ther>\n</tool_call>",
+];
+
+/// The same under `json`: two objects in one fenced block, of which the first is a whole
+/// call (issue 23, A).
+pub const JSON_MALFORMED_DELTAS: [&str; 3] = [
+    "Let me check.\n```tool_call\n{\"tool\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n",
+    "{\"tool\": \"get_weather\", \"arguments\": {\"ci",
+    "ty\": \"Rome\"}}\n```",
+];
 
 /// A model without native tools calling `get_weather` through the `xml` protocol: plain
 /// text deltas, cut inside the wrapper, a tag and a value.

@@ -509,6 +509,7 @@ fn bad_initial_messages_are_refused() {
         Err(AgentError::InvalidMessages(_))
     ));
     let call = omni_core::Block::ToolUse(omni_core::ToolUse {
+        invalid: None,
         id: "t".into(),
         name: "get_time".into(),
         input: serde_json::json!({}),
@@ -675,6 +676,22 @@ fn a_text_protocol_turn_runs_the_tool_as_a_native_one_does() {
     let second: serde_json::Value = serde_json::from_slice(&r.requests[1].body).expect("JSON body");
     assert!(second.get("tools").is_none(), "{second}");
     assert!(second.to_string().contains("<tool_result tool=\\\"get_weather\\\">"), "{second}");
+    assert_eq!(agent.messages().len(), 4);
+}
+
+/// Issue 23, A and B, in an agent's turn: a call the parser rejects is neither paused for
+/// (the callbacks pause every call) nor run; the model gets the parser's reason and sees
+/// the call as it wrote it in the next request.
+#[test]
+fn a_call_the_parser_rejects_is_never_paused_for_nor_run() {
+    let (r, agent) = run("xml_malformed_call_turn");
+    let lines = skeleton(&r);
+    assert!(!lines.iter().any(|l| l.starts_with("pause")), "{lines:#?}");
+    assert!(!r.effects.iter().any(|e| e.starts_with("run tool")), "{:?}", r.effects);
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    assert!(second.contains("`</get_weather>` where `</tool_call>` was due"), "{second}");
+    assert!(second.matches("</get_weather>\\n</get_weather>").count() >= 2, "the call as written: {second}");
+    assert!(lines.last().is_some_and(|l| l.starts_with("turn stop stop")), "{lines:#?}");
     assert_eq!(agent.messages().len(), 4);
 }
 

@@ -564,7 +564,13 @@ fn deep_tool_inputs_are_refused_by_validation_and_request_building_on_a_small_st
         }
         // A tool call in the history with an input past the bound: a typed refusal.
         let catalogue = Catalogue::builtin().expect("the catalogue");
-        let call = ToolUse { id: "call_1".into(), name: "f".into(), input: deep_value(PARSER_DEPTH), signature: None };
+        let call = ToolUse {
+            invalid: None,
+            id: "call_1".into(),
+            name: "f".into(),
+            input: deep_value(PARSER_DEPTH),
+            signature: None,
+        };
         let context = Context {
             messages: vec![Message::user("hi"), Message::new(Role::Assistant, vec![Block::ToolUse(call)])],
             ..Context::default()

@@ -589,3 +589,31 @@ mod wires {
         });
     }
 }
+
+/// Issue 23, A and B: a call the text protocol's parser rejects never runs, though its
+/// arguments read as a whole object; the model is told the parser's reason and what it
+/// wrote, and the next request sends the call back as written, not as a clean call.
+#[test]
+fn a_call_the_parser_rejects_never_runs_and_the_model_sees_why_and_what_it_wrote() {
+    for (name, reason, written) in [
+        (
+            "xml_malformed_call_never_runs",
+            "`</get_weather>` where `</tool_call>` was due",
+            "</get_weather>\\n</get_weather>",
+        ),
+        (
+            "json_malformed_call_never_runs",
+            "expected the closing ``` after the object",
+            "{\\\"tool\\\": \\\"get_weather\\\", \\\"arguments\\\": {\\\"city\\\": \\\"Rome\\\"}}",
+        ),
+    ] {
+        let (_, r) = run(name);
+        assert!(!r.effects.iter().any(|e| e.starts_with("run tool")), "{name}: nothing ran: {:?}", r.effects);
+        let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+        assert!(second.contains(reason), "{name}: the parser's reason: {second}");
+        assert!(second.contains("was not run"), "{name}: {second}");
+        // Twice: in the assistant's turn as written, and quoted in the error result.
+        assert!(second.matches(written).count() >= 2, "{name}: the call as written: {second}");
+        assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
+    }
+}

@@ -67,7 +67,7 @@ fn block() -> impl Strategy<Value = Block> {
             .prop_map(|(text, signature, redacted, id)| Block::Thinking(Thinking { text, signature, redacted, id })),
         1 => attachment().prop_map(Block::Attachment),
         2 => (text(), text(), json_value(), proptest::option::of(text()))
-            .prop_map(|(id, name, input, signature)| Block::ToolUse(ToolUse { id, name, input, signature })),
+            .prop_map(|(id, name, input, signature)| Block::ToolUse(ToolUse { invalid: None, id, name, input, signature })),
         2 => (text(), text(), proptest::collection::vec(prop_oneof![
                 text().prop_map(|text| ToolResultContent::Text { text }),
                 attachment().prop_map(ToolResultContent::Attachment),

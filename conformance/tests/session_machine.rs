@@ -470,8 +470,13 @@ fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
 fn a_turn_ended_on_open_tool_calls_resumes_and_the_next_request_answers_them() {
     let now = Instant::now();
     let mut tree = Tree::new();
-    let call =
-        omni_core::ToolUse { id: "toolu_1".into(), name: "lookup".into(), input: json!({"q": "x"}), signature: None };
+    let call = omni_core::ToolUse {
+        invalid: None,
+        id: "toolu_1".into(),
+        name: "lookup".into(),
+        input: json!({"q": "x"}),
+        signature: None,
+    };
     let calling = Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)]);
     tree.append(vec![Message::user("look it up"), calling], None);
     let state = SessionState { position: tree.position(), nodes: 2, ..SessionState::default() };
@@ -616,7 +621,7 @@ proptest::proptest! {
                 0 => Message::user(format!("u{i}")),
                 1 => Message::assistant(format!("a{i}")),
                 2 => {
-                    let call = omni_core::ToolUse { id: format!("c{i}"), name: "t".into(), input: json!({}), signature: None };
+                    let call = omni_core::ToolUse { invalid: None, id: format!("c{i}"), name: "t".into(), input: json!({}), signature: None };
                     Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)])
                 }
                 _ => Message::new(

@@ -37,8 +37,8 @@ pub use data::error::{ProviderError, ProviderErrorKind, RequestError, StreamErro
 pub use data::event::{Fragment, StreamEvent};
 pub use data::hooks::{HookContext, ProviderHooks};
 pub use data::message::{
-    Attachment, Block, Context, Message, Origin, Role, Source, Text, Thinking, ToolResult, ToolResultContent, ToolSpec,
-    ToolUse,
+    Attachment, Block, Context, InvalidCallInput, Message, Origin, Role, Source, Text, Thinking, ToolResult,
+    ToolResultContent, ToolSpec, ToolUse,
 };
 pub use data::model::{Modality, Model, Prices};
 pub use data::options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, Reasoning, ToolChoice};

@@ -180,7 +180,8 @@ fn a_cancel_handle_from_another_thread_cancels_the_call_and_its_stream_says_so()
 }
 
 fn run(id: u64, name: &str) -> Effect {
-    let call = ToolUse { id: format!("call_{id}"), name: name.into(), input: json!({}), signature: None };
+    let call =
+        ToolUse { invalid: None, id: format!("call_{id}"), name: name.into(), input: json!({}), signature: None };
     Effect::RunTool { id: ToolRunId(id), call }
 }
 

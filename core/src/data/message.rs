@@ -191,6 +191,30 @@ pub struct ToolUse {
     /// Opaque signature attached to the call (Gemini `thoughtSignature`; Responses `function_call` item id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// Set when the call cannot run whatever its input holds: its arguments were not
+    /// JSON, or a text protocol's parser found the call malformed. Such a call never
+    /// reaches a handler; the model is answered with the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<Box<InvalidCallInput>>,
+}
+
+/// Why a tool call cannot run, kept with the call (see [`ToolUse::invalid`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvalidCallInput {
+    /// What was wrong, in words for the model.
+    pub reason: String,
+    /// What the model wrote, as it wrote it (a text protocol's span, delimiters
+    /// included): sent back as it was, not as a clean call, so the model sees its
+    /// mistake. `None` for a native call, whose arguments the input holds as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
+
+impl ToolUse {
+    /// A call of `name` with `input`, its id `id`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self { id: id.into(), name: name.into(), input, signature: None, invalid: None }
+    }
 }
 
 /// Content of a tool result.

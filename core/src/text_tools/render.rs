@@ -101,13 +101,18 @@ pub fn render_message(protocol: &dyn TextProtocol, message: &Message) -> Message
     for block in &message.content {
         match block {
             Block::Text(t) => text.push_str(&t.text),
-            Block::ToolUse(call) => {
-                let arguments = match &call.input {
-                    Value::Object(map) => map.clone(),
-                    _ => Map::new(),
-                };
-                text.push_str(&protocol.format_call(&call.name, &arguments));
-            }
+            // A call that could not be read goes back as the model wrote it, so that the
+            // model sees its mistake beside the error result that names it.
+            Block::ToolUse(call) => match call.invalid.as_ref().and_then(|invalid| invalid.raw.as_deref()) {
+                Some(raw) => text.push_str(raw),
+                None => {
+                    let arguments = match &call.input {
+                        Value::Object(map) => map.clone(),
+                        _ => Map::new(),
+                    };
+                    text.push_str(&protocol.format_call(&call.name, &arguments));
+                }
+            },
             Block::ToolResult(result) => {
                 if !text.is_empty() && !text.ends_with('\n') {
                     text.push('\n');

@@ -156,7 +156,10 @@ impl TextCalls {
                     };
                     match key {
                         Some(key) => {
-                            let why = BlockDelta::ToolInputInvalid(reason.to_string().into());
+                            let why = BlockDelta::ToolInputInvalid {
+                                reason: reason.to_string().into(),
+                                raw: Some(raw.as_str().into()),
+                            };
                             acc.push(Delta::BlockDelta { index: key, delta: why }, out);
                             acc.push(Delta::BlockStop { index: key }, out);
                         }

@@ -37,8 +37,13 @@ fn city(name: &str) -> Map<String, Value> {
 
 #[test]
 fn a_rendered_request_carries_the_tools_in_its_system_prompt_and_its_history_as_text() {
-    let call =
-        ToolUse { id: "call_1_0".into(), name: "get_weather".into(), input: json!({"city": "Paris"}), signature: None };
+    let call = ToolUse {
+        invalid: None,
+        id: "call_1_0".into(),
+        name: "get_weather".into(),
+        input: json!({"city": "Paris"}),
+        signature: None,
+    };
     let context = Context {
         system: Some("Be brief.".into()),
         messages: vec![

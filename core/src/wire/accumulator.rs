@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::data::error::StreamError;
 use crate::data::event::StreamEvent;
-use crate::data::message::{Block, Origin, Text, Thinking, ToolUse};
+use crate::data::message::{Block, InvalidCallInput, Origin, Text, Thinking, ToolUse};
 use crate::data::model::Prices;
 use crate::data::response::{Response, StopReason, Warning};
 use crate::wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta};
@@ -52,7 +52,7 @@ struct Slot {
     /// Raw JSON input of a tool call, parsed at the end.
     tool_json: String,
     /// Why the tool call is invalid whatever its input (`BlockDelta::ToolInputInvalid`).
-    tool_invalid: Option<String>,
+    tool_invalid: Option<InvalidCallInput>,
 }
 
 /// Turns deltas into events and a response.
@@ -231,7 +231,7 @@ impl Accumulator {
             BlockKind::ToolUse { id, name } => {
                 let id = self.unique_tool_id(id, &name);
                 let event = StreamEvent::ToolUseStart { index, id: id.clone(), name: name.clone() };
-                (Block::ToolUse(ToolUse { id, name, input: Value::Null, signature: None }), event)
+                (Block::ToolUse(ToolUse { invalid: None, id, name, input: Value::Null, signature: None }), event)
             }
         };
         self.response.message.content.push(block);
@@ -282,7 +282,7 @@ impl Accumulator {
                 let kind = match &delta {
                     BlockDelta::Text(_) => BlockKind::Text,
                     BlockDelta::Thinking(_) | BlockDelta::Signature(_) => BlockKind::Thinking { id: None },
-                    BlockDelta::ToolInput(_) | BlockDelta::ToolInputInvalid(_) => {
+                    BlockDelta::ToolInput(_) | BlockDelta::ToolInputInvalid { .. } => {
                         BlockKind::ToolUse { id: String::new(), name: String::new() }
                     }
                 };
@@ -312,7 +312,9 @@ impl Accumulator {
                     out.push(StreamEvent::ToolUseDelta { index, delta: json });
                 }
             }
-            (BlockDelta::ToolInputInvalid(why), Block::ToolUse(_)) => slot.tool_invalid = Some(why.into()),
+            (BlockDelta::ToolInputInvalid { reason, raw }, Block::ToolUse(_)) => {
+                slot.tool_invalid = Some(InvalidCallInput { reason: reason.into(), raw: raw.map(Into::into) });
+            }
             (BlockDelta::Signature(sig), block) => append_signature(block, &sig),
             // A delta of another kind than its open block: the provider switched kinds
             // under one index. Close this block and start the right one.
@@ -356,8 +358,12 @@ impl Accumulator {
             }),
             Block::ToolUse(tool) => {
                 let (input, parse_error) = parse_tool_input(raw);
-                let error = invalid.or(parse_error);
+                // A call declared invalid (a text protocol's parser) or whose arguments are
+                // not JSON carries why: no handler ever sees it (the tool round's rule).
+                let invalid = invalid.or_else(|| parse_error.map(|reason| InvalidCallInput { reason, raw: None }));
+                let error = invalid.as_ref().map(|invalid| invalid.reason.clone());
                 tool.input = input;
+                tool.invalid = invalid.map(Box::new);
                 let tool_use = tool.clone();
                 if let Some(message) = &error {
                     self.response.warnings.push(Warning {

@@ -75,7 +75,12 @@ pub enum BlockDelta {
     /// The tool call is not a valid one, whatever its input says (a text protocol's
     /// malformed call or unknown tool): it ends with this as its input error, so the tool
     /// loop answers the model with the error instead of running anything.
-    ToolInputInvalid(Fragment),
+    ToolInputInvalid {
+        /// What was wrong.
+        reason: Fragment,
+        /// The text the call was read from, as the model wrote it (a text protocol's span).
+        raw: Option<Fragment>,
+    },
 }
 
 /// Message-level metadata.

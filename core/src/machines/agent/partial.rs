@@ -51,7 +51,8 @@ impl PartialMessage {
                 self.blocks.insert(*index, Block::Thinking(thinking));
             }
             StreamEvent::ToolUseStart { index, id, name } => {
-                let call = ToolUse { id: id.clone(), name: name.clone(), input: Value::Null, signature: None };
+                let call =
+                    ToolUse { invalid: None, id: id.clone(), name: name.clone(), input: Value::Null, signature: None };
                 self.blocks.insert(*index, Block::ToolUse(call));
                 self.tool_input.insert(*index, String::new());
             }

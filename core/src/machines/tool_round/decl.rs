@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::data::message::{ToolSpec, ToolUse};
+use crate::data::message::{InvalidCallInput, ToolSpec, ToolUse};
 use crate::data::options::Options;
 use crate::data::schema::adapt::validate_adapted;
 use crate::data::schema::{JsonSchemaValidator, SchemaError, Validator};
@@ -81,9 +81,30 @@ pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Dur
     decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }
 
+/// The most of what the model wrote that an error result quotes.
+const QUOTED: usize = 600;
+
+/// What the model is told of a call that cannot run: the parser's reason, and (bounded)
+/// what it wrote, so that it can see the mistake.
+pub(crate) fn invalid_call_message(call: &ToolUse, invalid: &InvalidCallInput) -> String {
+    let mut message = format!("your call of tool {:?} was not run: {}", call.name, invalid.reason);
+    if let Some(wrote) = invalid.raw.as_deref().or_else(|| call.input.as_str()) {
+        let mut quoted: String = wrote.chars().take(QUOTED).collect();
+        if quoted.len() < wrote.len() {
+            quoted.push_str(" [...]");
+        }
+        message.push_str(". You wrote: ");
+        message.push_str(&quoted);
+    }
+    message
+}
+
 /// The input a handler may see: a JSON object that passes the tool's validator (which
 /// may cast it). Otherwise the message the model gets back.
 pub(crate) fn check_input(decl: &ToolDecl, call: &ToolUse) -> Result<serde_json::Value, String> {
+    if let Some(invalid) = &call.invalid {
+        return Err(invalid_call_message(call, invalid));
+    }
     if !call.input.is_object() {
         let got = match &call.input {
             // The accumulator keeps input it could not use as raw text: JSON too deep to
@@ -122,7 +143,7 @@ mod tests {
     use super::*;
 
     fn call(input: serde_json::Value) -> ToolUse {
-        ToolUse { id: "c1".into(), name: "t".into(), input, signature: None }
+        ToolUse { invalid: None, id: "c1".into(), name: "t".into(), input, signature: None }
     }
 
     #[test]

@@ -154,6 +154,14 @@ impl<I: Moment> ToolRound<I> {
         runner: &Runner<'_, I>,
     ) -> Option<Decided> {
         let call = &self.calls[index];
+        // A call that cannot run (its arguments were not JSON, or a text protocol's parser
+        // found it malformed) never reaches a handler, nor an approval: the model is told
+        // why. An application's own answer (a result, a rejection) stands.
+        if let (Some(invalid), ToolDecision::Execute | ToolDecision::Pause(_)) = (&call.invalid, &decision) {
+            let result = ToolResult::error(&call.id, &call.name, decl::invalid_call_message(call, invalid));
+            self.record(index, result, policy);
+            return None;
+        }
         let result = match decision {
             ToolDecision::Pause(reason) => return Some(Decided::Pause(call.clone(), reason)),
             ToolDecision::Reject(reason) => ToolResult::error(&call.id, &call.name, reason),

@@ -16,7 +16,7 @@ fn decl(name: &str, executable: bool, timeout: Option<Duration>) -> ToolDecl {
 }
 
 fn call(id: &str, name: &str, input: serde_json::Value) -> ToolUse {
-    ToolUse { id: id.into(), name: name.into(), input, signature: None }
+    ToolUse { invalid: None, id: id.into(), name: name.into(), input, signature: None }
 }
 
 /// Decides from a script (default: execute) and records what it saw.

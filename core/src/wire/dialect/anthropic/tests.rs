@@ -137,12 +137,19 @@ fn tool_round_trip_with_error_result_and_images() {
                 Block::Thinking(Thinking { redacted: Some("opaque".into()), ..Thinking::default() }),
                 Block::text("Calling."),
                 Block::ToolUse(ToolUse {
+                    invalid: None,
                     id: "toolu_1".into(),
                     name: "a".into(),
                     input: json!({"city": "Oslo"}),
                     signature: None,
                 }),
-                Block::ToolUse(ToolUse { id: "toolu_2".into(), name: "b".into(), input: Value::Null, signature: None }),
+                Block::ToolUse(ToolUse {
+                    invalid: None,
+                    id: "toolu_2".into(),
+                    name: "b".into(),
+                    input: Value::Null,
+                    signature: None,
+                }),
             ],
         )
     };
@@ -212,6 +219,7 @@ fn foreign_history_drops_reasoning_and_keeps_calls() {
                 }),
                 Block::Text(Text { text: "Sure".into(), signature: Some("gem".into()) }),
                 Block::ToolUse(ToolUse {
+                    invalid: None,
                     id: "call|1".into(),
                     name: "a".into(),
                     input: json!({}),

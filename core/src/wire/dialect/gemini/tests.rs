@@ -234,7 +234,13 @@ fn origin(model: &str) -> Option<Origin> {
 
 #[test]
 fn builds_a_request_with_tools_history_and_config() {
-    let call = ToolUse { id: "c1".into(), name: "get".into(), input: json!({"q": 1}), signature: Some("sig".into()) };
+    let call = ToolUse {
+        invalid: None,
+        id: "c1".into(),
+        name: "get".into(),
+        input: json!({"q": 1}),
+        signature: Some("sig".into()),
+    };
     let mut own = Message::new(
         Role::Assistant,
         vec![
@@ -307,8 +313,13 @@ fn builds_a_request_with_tools_history_and_config() {
 
 #[test]
 fn foreign_history_drops_opaque_data_and_gemini3_gets_the_placeholder() {
-    let call =
-        ToolUse { id: "toolu_1".into(), name: "get".into(), input: json!({}), signature: Some("anthropic".into()) };
+    let call = ToolUse {
+        invalid: None,
+        id: "toolu_1".into(),
+        name: "get".into(),
+        input: json!({}),
+        signature: Some("anthropic".into()),
+    };
     let mut foreign = Message::new(
         Role::Assistant,
         vec![

@@ -494,12 +494,19 @@ fn conversation(origin: &str) -> Context {
             }),
             Block::text("Checking."),
             Block::ToolUse(ToolUse {
+                invalid: None,
                 id: "call_1".into(),
                 name: "weather".into(),
                 input: json!({"city": "Paris"}),
                 signature: None,
             }),
-            Block::ToolUse(ToolUse { id: "call_2".into(), name: "time".into(), input: json!({}), signature: None }),
+            Block::ToolUse(ToolUse {
+                invalid: None,
+                id: "call_2".into(),
+                name: "time".into(),
+                input: json!({}),
+                signature: None,
+            }),
         ],
     );
     assistant.origin = Some(Origin { dialect: origin.into(), provider: "x".into(), model: "m".into() });
@@ -578,8 +585,13 @@ fn conversation_with_tool_results_images_and_pdf() {
 
 #[test]
 fn tool_calls_without_text_send_empty_content() {
-    let call =
-        ToolUse { id: "call_1".into(), name: "weather".into(), input: json!({"city": "Paris"}), signature: None };
+    let call = ToolUse {
+        invalid: None,
+        id: "call_1".into(),
+        name: "weather".into(),
+        input: json!({"city": "Paris"}),
+        signature: None,
+    };
     let context = Context::from(vec![
         Message::user("Weather in Paris?"),
         Message::new(Role::Assistant, vec![Block::ToolUse(call)]),

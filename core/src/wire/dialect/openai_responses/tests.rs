@@ -175,7 +175,13 @@ fn consecutive_parts_of_one_message_item_stay_together() {
 fn tool_errors_say_so_and_raw_arguments_go_back_raw() {
     let mut call = Message::new(
         Role::Assistant,
-        vec![Block::ToolUse(ToolUse { id: "c1".into(), name: "f".into(), input: json!("{\"x\":"), signature: None })],
+        vec![Block::ToolUse(ToolUse {
+            invalid: None,
+            id: "c1".into(),
+            name: "f".into(),
+            input: json!("{\"x\":"),
+            signature: None,
+        })],
     );
     call.origin = own_origin();
     let results = Message::new(

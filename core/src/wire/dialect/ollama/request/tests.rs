@@ -65,6 +65,7 @@ fn plain_prompt_with_sampling_options() {
 fn tool_conversation_round_trips_ids_names_and_errors() {
     let call = |id: &str, city: &str| {
         Block::ToolUse(ToolUse {
+            invalid: None,
             id: id.into(),
             name: "get_weather".into(),
             input: json!({"city": city}),
@@ -221,7 +222,7 @@ fn structured_output_and_unsupported_options() {
 
 #[test]
 fn non_object_tool_input_is_sent_as_empty_object() {
-    let call = ToolUse { id: String::new(), name: "f".into(), input: json!("{broken"), signature: None };
+    let call = ToolUse { invalid: None, id: String::new(), name: "f".into(), input: json!("{broken"), signature: None };
     let context = Context::from(vec![Message::user("q"), Message::new(Role::Assistant, vec![Block::ToolUse(call)])]);
     let (body, warnings) = build(&model("qwen3", false), &context, &Options::default());
     assert_eq!(
