@@ -203,6 +203,19 @@ pub fn all() -> Vec<NamedAgentScenario> {
             pause(),
             vec![start(ASK)],
         ),
+        // A call broken before its tool's name: a correction with the layout, then the
+        // model's second try runs (issue 23, C).
+        {
+            let mut corrected = text_protocol(
+                "xml_unread_call_turn",
+                ToolProtocol::Xml,
+                &crate::scenarios::XML_UNREAD_DELTAS,
+                ScriptedCallbacks::default(),
+                vec![start(ASK)],
+            );
+            corrected.scenario.replies.insert(1, text(&crate::scenarios::XML_CALL_DELTAS));
+            corrected
+        },
         text_protocol(
             "json_pause_resume",
             ToolProtocol::Json,

@@ -342,6 +342,19 @@ pub fn all() -> Vec<NamedScenario> {
         ),
         text_protocol_loop("xml_tool_loop", ToolProtocol::Xml, &XML_CALL_DELTAS, weather_tools(), &final_answer),
         text_protocol_loop("json_tool_loop", ToolProtocol::Json, &JSON_CALL_DELTAS, weather_tools(), &final_answer),
+        {
+            // A call broken before its tool's name is no call at all: the model is told so,
+            // with the layout, and its second try runs (issue 23, C).
+            let mut corrected = text_protocol_loop(
+                "xml_unread_call_corrected",
+                ToolProtocol::Xml,
+                &XML_UNREAD_DELTAS,
+                weather_tools(),
+                &final_answer,
+            );
+            corrected.scenario.replies.insert(1, paced(&text_events(&XML_CALL_DELTAS), GAP));
+            corrected
+        },
         text_protocol_loop(
             "xml_malformed_call_never_runs",
             ToolProtocol::Xml,
@@ -367,6 +380,9 @@ pub const XML_MALFORMED_DELTAS: [&str; 3] = [
     "</get_weather>\n</get_wea",
     "ther>\n</tool_call>",
 ];
+
+/// A call under `xml` that breaks before the tool's name: JSON where the tool's tag is due.
+pub const XML_UNREAD_DELTAS: [&str; 2] = ["Checking.\n<tool_call>\n{\"name\": \"get_wea", "ther\"}\n</tool_call>"];
 
 /// The same under `json`: two objects in one fenced block, of which the first is a whole
 /// call (issue 23, A).

@@ -695,6 +695,19 @@ fn a_call_the_parser_rejects_is_never_paused_for_nor_run() {
     assert_eq!(agent.messages().len(), 4);
 }
 
+/// Issue 23, C, in an agent's turn: the correction joins the turn as a message, and the
+/// model's second try runs.
+#[test]
+fn an_unread_call_gets_a_correction_in_the_turn() {
+    let (r, agent) = run("xml_unread_call_turn");
+    let lines = skeleton(&r);
+    assert!(lines.iter().any(|l| l.contains("could not be read, so no tool was run")), "{lines:#?}");
+    assert!(r.effects.iter().any(|e| e.starts_with("run tool")), "{:?}", r.effects);
+    assert_eq!(r.requests.len(), 3);
+    assert!(lines.last().is_some_and(|l| l.starts_with("turn stop stop messages=6")), "{lines:#?}");
+    assert_eq!(agent.messages().len(), 6);
+}
+
 #[test]
 fn a_text_protocol_call_waits_for_approval_as_a_native_one_does() {
     let (r, agent) = run("json_pause_resume");

@@ -617,3 +617,27 @@ fn a_call_the_parser_rejects_never_runs_and_the_model_sees_why_and_what_it_wrote
         assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
     }
 }
+
+/// Issue 23, C: a reply whose call broke before the tool's name is answered with a
+/// correction naming what was wrong and showing the layout; the second try runs.
+#[test]
+fn a_call_broken_before_its_name_gets_a_correction_with_the_layout() {
+    let (_, r) = run("xml_unread_call_corrected");
+    assert_eq!(r.requests.len(), 3);
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    assert!(second.contains("could not be read, so no tool was run"), "{second}");
+    assert!(second.contains("<tool_call>\\n<get_weather>"), "the layout: {second}");
+    assert!(r.effects.iter().any(|e| e.starts_with("run tool")), "the second try ran: {:?}", r.effects);
+    // Once only by default: the same broken reply again is the answer.
+    let mut scenario = scenarios::all().into_iter().find(|s| s.name == "xml_unread_call_corrected").expect("scenario");
+    let broken = scenario.scenario.replies[0].clone();
+    scenario.scenario.replies = vec![broken.clone(), broken.clone(), broken];
+    let r =
+        omni_conformance::sim::simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
+    assert_eq!(r.requests.len(), 2, "one correction, then the reply stands");
+    // And never with `tool_call_retries: 0`.
+    scenario.options.tool_call_retries = Some(0);
+    let r =
+        omni_conformance::sim::simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
+    assert_eq!(r.requests.len(), 1);
+}

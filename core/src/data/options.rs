@@ -119,6 +119,12 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Maximum model requests in a tool loop.
     pub max_steps: Option<u32>,
+    /// With a text protocol: how many times a reply whose tool call could not be read
+    /// (broken before the tool's name, and no call read) is answered with a correction
+    /// showing the layout, so that the model tries again. `None`: once
+    /// ([`DEFAULT_TOOL_CALL_RETRIES`](crate::text_tools::correct::DEFAULT_TOOL_CALL_RETRIES)); `Some(0)`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_retries: Option<u32>,
     /// Time limit for one tool call.
     #[serde(with = "opt_secs")]
     pub tool_timeout: Option<Duration>,
@@ -158,6 +164,7 @@ impl fmt::Debug for Options {
             .field("output", &self.output)
             .field("timeout", &self.timeout)
             .field("max_steps", &self.max_steps)
+            .field("tool_call_retries", &self.tool_call_retries)
             .field("tool_timeout", &self.tool_timeout)
             .field("headers", &RedactedHeaders { headers: &self.headers, marked: &self.secret_headers })
             .field("secret_headers", &self.secret_headers)
@@ -312,6 +319,7 @@ impl Options {
             output: self.output.or_else(|| defaults.output.clone()),
             timeout: self.timeout.or(defaults.timeout),
             max_steps: self.max_steps.or(defaults.max_steps),
+            tool_call_retries: self.tool_call_retries.or(defaults.tool_call_retries),
             tool_timeout: self.tool_timeout.or(defaults.tool_timeout),
             headers,
             secret_headers,

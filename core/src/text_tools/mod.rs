@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::data::message::ToolSpec;
 
 pub mod check;
+pub mod correct;
 pub mod json;
 pub mod prompt;
 pub mod render;

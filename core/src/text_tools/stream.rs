@@ -165,7 +165,7 @@ impl TextCalls {
                         }
                         None => {
                             acc.warn(Warning {
-                                code: "invalid_tool_call".into(),
+                                code: super::correct::UNREAD_CALL.into(),
                                 message: format!("{reason}; kept as text: {}", abbreviated(&raw)),
                             });
                             self.text(&raw, acc, out);

@@ -135,6 +135,8 @@ struct Turn {
     last: Option<Response>,
     /// Corrections asked for invalid structured output in this turn.
     output_retries: u32,
+    /// Corrections asked for a reply whose tool call could not be read, in this turn.
+    call_retries: u32,
     /// The agent's options before this turn's prompt changed them, put back at its end.
     restore_options: Option<Options>,
 }

@@ -40,6 +40,7 @@ impl<C: AgentCallbacks> Agent<C> {
             failures: 0,
             last: None,
             output_retries: 0,
+            call_retries: 0,
             restore_options,
         });
         self.set_status(Status::Busy);
@@ -262,6 +263,30 @@ impl<C: AgentCallbacks> Agent<C> {
             self.events.push_back(AgentEvent::Message(Box::new(correction)));
             self.begin_step(now);
             return;
+        }
+        // A text protocol's call that could not be read: the model is told, and tries again.
+        let unread = crate::text_tools::correct::unread_call(&response).map(|w| w.message.clone());
+        let allowed =
+            self.config.options.tool_call_retries.unwrap_or(crate::text_tools::correct::DEFAULT_TOOL_CALL_RETRIES);
+        if let Some(why) =
+            unread.filter(|_| stop != StopReason::Length && turn.call_retries < allowed && turn.steps < max_steps)
+        {
+            let protocol = crate::text_tools::render::protocol_for(
+                &self.config.model,
+                &self.config.provider,
+                &self.config.options,
+            );
+            if let Some(protocol) = protocol.text() {
+                let specs: Vec<_> = self.config.tools.iter().map(|t| t.spec.clone()).collect();
+                let correction = Message::user(crate::text_tools::correct::correction(protocol.as_ref(), &specs, &why));
+                turn.call_retries += 1;
+                turn.messages.push(correction.clone());
+                turn.step_user = correction.clone();
+                turn.last = Some(response);
+                self.events.push_back(AgentEvent::Message(Box::new(correction)));
+                self.begin_step(now);
+                return;
+            }
         }
         turn.last = Some(response);
         self.end_turn(stop, now);

@@ -152,6 +152,8 @@ pub struct Generate {
     /// Validated structured output, or why there is none.
     output: Option<Result<serde_json::Value, String>>,
     output_retries: u32,
+    /// Corrections asked for a reply whose tool call could not be read.
+    call_retries: u32,
     request: HttpRequest,
     /// The text protocol the request offers the tools in, if not native.
     text_protocol: Option<Arc<dyn TextProtocol>>,
@@ -193,6 +195,7 @@ impl Generate {
             last: None,
             output: None,
             output_retries: 0,
+            call_retries: 0,
             request: request.0,
             text_protocol: request.2,
             next_id: 0,
@@ -409,6 +412,9 @@ impl Generate {
     /// or a tool without handler: a correction after calls without results is a history
     /// no provider accepts — and at most `output_retries` times).
     fn finish_or_correct(&mut self, stop: StopReason, now: Instant) {
+        if self.correct_unread_call(stop, now) {
+            return;
+        }
         let Some(validator) = self.config.output_validator.clone() else {
             self.finish(stop);
             return;
@@ -434,6 +440,26 @@ impl Generate {
             Err(invalid) => self.output = Some(Err(invalid.into_message())),
         }
         self.finish(stop);
+    }
+
+    /// With a text protocol, a reply whose call could not be read (and no call read) is
+    /// answered with a correction, while `tool_call_retries` and `max_steps` allow (not
+    /// when the reply was cut by the token limit). True when a step was sent.
+    fn correct_unread_call(&mut self, stop: StopReason, now: Instant) -> bool {
+        let (Some(protocol), Some(last)) = (&self.text_protocol, &self.last) else { return false };
+        let Some(unread) = crate::text_tools::correct::unread_call(last) else { return false };
+        let allowed =
+            self.config.options.tool_call_retries.unwrap_or(crate::text_tools::correct::DEFAULT_TOOL_CALL_RETRIES);
+        let max_steps = self.config.options.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        if stop == StopReason::Length || self.call_retries >= allowed || self.step + 1 >= max_steps {
+            return false;
+        }
+        self.call_retries += 1;
+        let text =
+            crate::text_tools::correct::correction(protocol.as_ref(), &self.config.context.tools, &unread.message);
+        self.added.push(Message::user(text));
+        self.next_step(now);
+        true
     }
 
     fn finish(&mut self, stop: StopReason) {
