@@ -39,6 +39,9 @@ pub fn handle_replies() -> Vec<Reply> {
     let mut replies = vec![quick(), paced(&text_events(&["Slow", " reply."]), SLOW)];
     // The other checks' turns, then two a store for `one_owner_per_session`.
     replies.extend((0..6 + 6).map(|_| quick()));
+    // `a_rejected_call_never_runs_in_a_session`: a malformed `xml` call, then an answer.
+    replies.push(paced(&text_events(&crate::scenarios::XML_MALFORMED_DELTAS), Duration::from_millis(2)));
+    replies.push(quick());
     replies
 }
 
@@ -84,6 +87,41 @@ pub async fn every_check<L: AsyncSessionLaunch>(client: L, server: &ReplayServer
     blocks_join_the_tree_and_a_regenerate_sends_them_again(&client, server).await;
     one_owner_per_session(&client).await;
     a_lease_is_renewed_while_the_session_runs(&client).await;
+    a_rejected_call_never_runs_in_a_session(&client, server).await;
+}
+
+/// Issue 23, A and B, in a session's turn: a call the `xml` parser rejects never reaches
+/// its handler; the tree keeps the error result with the parser's reason, and the next
+/// request sends the call back as the model wrote it.
+pub async fn a_rejected_call_never_runs_in_a_session<L: AsyncSessionLaunch>(client: &L, server: &ReplayServer) {
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tool = AsyncTool::new("get_weather", "The weather in a city.", rejected_call_schema(), move |_input| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { Ok::<_, omni_core::data::tool::ToolError>("sunny") }
+    });
+    let store: Arc<dyn Store> = Arc::new(omni_store::MemoryStore::new());
+    let options = omni_core::Options { tool_protocol: Some(omni_core::ToolProtocol::Xml), ..Default::default() };
+    let session = builder(client, MODEL).tool(tool).options(options).session(store).create().await.expect("created");
+    let (_, mut events) = session.subscribe().await.expect("subscribe");
+    turn(&session, &mut events, "What is the weather in Paris?").await;
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0, "the handler never ran");
+    let tree = session.tree().await.expect("tree");
+    let kept = serde_json::to_string(&tree.messages()).expect("JSON");
+    assert!(kept.contains("was not run") && kept.contains("\"is_error\":true"), "the error result is kept: {kept}");
+    let last = server.requests().pop().expect("a request");
+    let body = String::from_utf8_lossy(&last.body).into_owned();
+    assert!(body.contains(REJECTED_REASON), "{body}");
+    assert!(body.matches("</get_weather>\\n</get_weather>").count() >= 2, "the call as written: {body}");
+    session.close().await.expect("closed");
+}
+
+/// The parser's reason for [`crate::scenarios::XML_MALFORMED_DELTAS`].
+pub const REJECTED_REASON: &str = "`</get_weather>` where `</tool_call>` was due";
+
+/// The input schema of the tool of [`a_rejected_call_never_runs_in_a_session`].
+pub fn rejected_call_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
 }
 
 /// The lease of a store whose ownership lapses ([`omni_store::MemoryStore::with_lease`]),

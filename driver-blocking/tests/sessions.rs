@@ -229,6 +229,32 @@ mod handle {
 
         one_owner_per_session(&client);
         a_lease_is_renewed_while_the_session_runs(&client);
+        a_rejected_call_never_runs_in_a_session(&client, &server);
+    }
+
+    /// `async_session::a_rejected_call_never_runs_in_a_session`, through the blocking handle.
+    fn a_rejected_call_never_runs_in_a_session(client: &Client, server: &ReplayServer) {
+        use omni_conformance::async_session::{rejected_call_schema, REJECTED_REASON};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        let tool =
+            omni_blocking::Tool::new("get_weather", "The weather in a city.", rejected_call_schema(), move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok("sunny")
+            });
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let options = omni_core::Options { tool_protocol: Some(omni_core::ToolProtocol::Xml), ..Default::default() };
+        let session = client.agent(MODEL).tool(tool).options(options).session(store).create().expect("created");
+        let (_, events) = session.subscribe().expect("subscribe");
+        turn(&session, &events, "What is the weather in Paris?");
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "the handler never ran");
+        let kept = serde_json::to_string(&session.tree().expect("tree").messages()).expect("JSON");
+        assert!(kept.contains("was not run") && kept.contains("\"is_error\":true"), "{kept}");
+        let body = String::from_utf8_lossy(&server.requests().pop().expect("a request").body).into_owned();
+        assert!(body.contains(REJECTED_REASON), "{body}");
+        assert!(body.matches("</get_weather>\\n</get_weather>").count() >= 2, "the call as written: {body}");
+        session.close().expect("closed");
     }
 
     /// `async_session::a_lease_is_renewed_while_the_session_runs`, through the blocking handle.
