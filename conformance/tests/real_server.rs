@@ -126,7 +126,9 @@ fn real_servers() {
                 cases::structured_output(&clients, d, cases::LLAMA_SERVER)
             });
             suite.case("session turn kept in SQLite", |d| cases::session_turn_in_sqlite(&clients, d));
-            suite.case("a tool call through the xml text protocol", |d| cases::xml_protocol_tool_call(&clients, d));
+            suite.case("a tool call through the xml text protocol", |d| {
+                cases::text_protocol_tool_call(&clients, d, omni_core::text_tools::ToolProtocol::Xml)
+            });
         }
         None => eprintln!("real-server tests: llama-server cases skipped: {LLAMA_SERVER_ENV} is not set"),
     }
