@@ -60,13 +60,13 @@
 //! A call is read by `call`, its object by an incremental tokenizer (`tokenizer`) that
 //! keeps its state across pieces: each byte is read once, however the reply is split.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use self::call::Call;
-use super::{partial_suffix, CallParser, InvalidCall, Parsed, TextProtocol};
+use super::mention::{Prose, Scan};
+use super::{CallParser, InvalidCall, Parsed, TextProtocol};
 use crate::data::message::ToolSpec;
 
 mod call;
@@ -123,7 +123,7 @@ impl TextProtocol for Json {
     fn parser(&self, tools: &[ToolSpec]) -> Box<dyn CallParser> {
         Box::new(JsonParser {
             tools: tools.iter().map(|tool| tool.name.clone()).collect(),
-            partial: String::new(),
+            prose: Prose::new(OPENER, true),
             call: None,
             calls: 0,
         })
@@ -135,8 +135,8 @@ impl TextProtocol for Json {
 struct JsonParser {
     /// The names of the tools the model was given.
     tools: BTreeSet<String>,
-    /// Prose held back: the end of the text so far that could begin the opener.
-    partial: String,
+    /// The prose between calls (mentions of the opener told apart from calls).
+    prose: Prose,
     /// The call being read.
     call: Option<Call>,
     /// Calls met so far, valid or not: the next call's index.
@@ -161,46 +161,32 @@ impl CallParser for JsonParser {
     }
 
     fn finish(&mut self, out: &mut Vec<Parsed>) {
-        push_text(&std::mem::take(&mut self.partial), out);
+        self.prose.finish(out);
         if let Some(call) = self.call.take() {
             out.push(Parsed::Invalid { index: call.index, raw: call.raw, reason: InvalidCall::Unclosed });
         }
     }
 
     fn held(&self) -> usize {
-        self.partial.len() + self.call.as_ref().map_or(0, |call| call.raw.len())
+        self.prose.held() + self.call.as_ref().map_or(0, |call| call.raw.len())
     }
 }
 
 impl JsonParser {
-    /// Reads prose up to the next opener, which starts a call; returns the text after the
-    /// opener, or nothing when the prose runs to the end (its end held back if it could
-    /// begin the opener).
+    /// Reads prose up to the next opener that opens a call (not a mention); returns the
+    /// text after the opener, or nothing when the prose runs to the end.
     fn prose<'a>(&mut self, rest: &'a str, out: &mut Vec<Parsed>) -> &'a str {
-        let carried = self.partial.len();
-        let joined = if carried == 0 {
-            Cow::Borrowed(rest)
-        } else {
-            let mut joined = std::mem::take(&mut self.partial);
-            joined.push_str(rest);
-            Cow::Owned(joined)
-        };
-        if let Some(at) = memchr::memmem::find(joined.as_bytes(), OPENER.as_bytes()) {
-            push_text(&joined[..at], out);
-            self.call = Some(Call::new(self.calls));
-            self.calls += 1;
-            // The held-back part is shorter than the opener, so the opener ends in `rest`.
-            return &rest[at + OPENER.len() - carried..];
+        match self.prose.feed(rest, out) {
+            Scan::Done => "",
+            Scan::Call { held, rest } => {
+                self.call = Some(Call::new(self.calls));
+                self.calls += 1;
+                if !held.is_empty() {
+                    // The call's beginning, held while it could have been a mention.
+                    self.feed(&held, out);
+                }
+                rest
+            }
         }
-        let given = joined.len() - partial_suffix(&joined, OPENER);
-        push_text(&joined[..given], out);
-        joined[given..].clone_into(&mut self.partial);
-        ""
-    }
-}
-
-fn push_text(text: &str, out: &mut Vec<Parsed>) {
-    if !text.is_empty() {
-        out.push(Parsed::Text(text.to_owned()));
     }
 }

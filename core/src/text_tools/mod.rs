@@ -31,6 +31,7 @@ use crate::data::message::ToolSpec;
 
 pub mod check;
 pub mod json;
+pub(crate) mod mention;
 pub mod prompt;
 pub mod render;
 pub mod stream;

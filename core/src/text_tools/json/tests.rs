@@ -152,7 +152,8 @@ fn prose_is_held_back_only_while_it_could_begin_the_opener() {
     assert_eq!(held_after("a ``"), 2);
     assert_eq!(held_after("a ` "), 0);
     assert_eq!(held_after("a ` b"), 0);
-    assert_eq!(held_after("````"), 3, "the last three backticks could begin the opener");
+    assert_eq!(held_after("````"), 4, "a trailing run of backticks is held whole: its length decides code spans");
+    assert_eq!(held_after("x ```tool_ca"), 10, "a run of three or more and the start of `tool_call`");
     assert_eq!(held_after("```tool_x"), 0);
     assert_eq!(held_after("{\"tool\": \"search\"}"), 0);
     assert_eq!(held_after("```tool_call"), OPENER.len(), "a call's bytes are held");

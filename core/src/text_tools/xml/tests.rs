@@ -5,8 +5,10 @@ use serde_json::{json, Map, Value};
 use super::Xml;
 use crate::data::message::ToolSpec;
 use crate::text_tools::check::expect::{delta, end, invalid, object, start, text};
-use crate::text_tools::check::{check_parse, check_round_trip, floor_boundary, parse_in_pieces, parse_whole};
-use crate::text_tools::{partial_suffix, schema_for, CallParser, InvalidCall, Parsed, TextProtocol};
+use crate::text_tools::check::{
+    check_parse, check_round_trip, floor_boundary, next_call, parse_in_pieces, parse_whole, Prose,
+};
+use crate::text_tools::{schema_for, CallParser, InvalidCall, Parsed, TextProtocol};
 
 // ---------------------------------------------------------------------------------------
 // Fixtures
@@ -52,14 +54,16 @@ fn tools() -> Vec<ToolSpec> {
 /// a partial `<tool_call>`, fails the check.
 fn allowed_hold(fed: &str) -> usize {
     let mut prose = 0;
-    while let Some(found) = fed[prose..].find("<tool_call>") {
-        let start = prose + found;
+    loop {
+        let start = match next_call(fed, prose, "<tool_call>", false) {
+            Prose::Call(start) => start,
+            Prose::End { hold } => return hold,
+        };
         match reference_call_end(fed, start + "<tool_call>".len()) {
             Some(end) => prose = end,
             None => return fed.len() - start,
         }
     }
-    partial_suffix(&fed[prose..], "<tool_call>")
 }
 
 /// Where the reference call whose content begins at `at` ends, if it does in `text`.
