@@ -311,3 +311,89 @@ fn a_long_call_fed_one_byte_at_a_time_is_read_in_linear_time() {
     parser.finish(&mut out);
     assert!(matches!(out.last(), Some(Parsed::CallEnd { arguments: read, .. }) if *read == arguments));
 }
+
+/// `text` checked split in every two pieces (and one byte at a time): the merged events.
+fn parse_every_split(text: &str) -> Vec<Parsed> {
+    for cut in 0..=text.len() {
+        if let Err(e) = check::check_parse(&Json, &tools(), text, &[cut], &reference::held) {
+            panic!("cut at {cut}: {e}");
+        }
+    }
+    parse(text)
+}
+
+const SEARCH: &str = "```tool_call\n{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}}\n```";
+
+/// `prose` then [`SEARCH`]: the prose is text, the call parses.
+fn assert_mention_then_call(prose: &str) {
+    assert_eq!(
+        parse_every_split(&format!("{prose}{SEARCH}")),
+        [text(prose), start(0, "search"), delta(0, "{\"q\": \"rust\"}"), end(0, json!({ "q": "rust" }), SEARCH)],
+        "{prose:?}"
+    );
+}
+
+#[test]
+fn the_opener_in_inline_code_or_another_code_block_is_a_mention() {
+    for prose in [
+        "Use a `` ```tool_call `` block:\n",
+        "Write ` ```tool_call ` then the JSON. ",
+        "````markdown\n```tool_call\n{\"tool\": \"search\"}\n```\n````\n",
+        "```markdown\nWrite ```tool_call then JSON.\n```\n",
+        "```\n```tool_call {}\n``` \t\n",
+        "~ `` ` ```tool_call ` `` ~\n",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn the_opener_in_a_think_block_is_a_mention() {
+    for prose in [
+        "<think>\nI'll emit a ```tool_call block for search.\n```tool_call\n{\"tool\": \"search\"\n</think>\n\n",
+        "<think>`` ```tool_call ``</think>",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn an_unclosed_backtick_run_is_text_and_the_call_after_it_parses() {
+    for prose in ["Use ` for code. ", "a `` b ` ", "`x", "`` `js "] {
+        let events = parse_every_split(&format!("{prose}{SEARCH}"));
+        assert_eq!(events[0], text(prose), "{prose:?}: {events:?}");
+        assert_eq!(events.last(), Some(&end(0, json!({ "q": "rust" }), SEARCH)), "{prose:?}");
+    }
+    // A run of three closes a span of three: what follows it is not an opener.
+    let reply = "```js ` ```tool_call x";
+    assert_eq!(parse_every_split(reply), [text(reply)]);
+}
+
+#[test]
+fn mentions_that_never_close_stay_text() {
+    for reply in [
+        "<think>I will call ```tool_call {\"tool\": \"search\"",
+        "`` ```tool_call {\"tool\"",
+        "```markdown\n```tool_call\n{\"tool\": \"search\"}\n",
+        "<thin",
+    ] {
+        assert_eq!(parse_every_split(reply), [text(reply)], "{reply:?}");
+    }
+}
+
+#[test]
+fn a_mention_is_held_only_until_its_span_closes_or_its_line_ends() {
+    for (fed, held) in [
+        ("a `` ```tool_call x", "```tool_call x".len()),
+        ("a `` ```tool_call `` b", 0),
+        ("a ``", 2),
+        ("<thi", 4),
+        ("<think>x </thi", 5),
+        ("```md\nx\n``", 2),
+        ("```md\nx\n``` ", 4),
+        ("```md\nx\n`` ", 0),
+    ] {
+        assert_eq!(held_after(fed), held, "{fed:?}");
+        assert!(held <= reference::held(fed), "the reference allows {fed:?}");
+    }
+}
