@@ -10,8 +10,10 @@
 //! # The format
 //!
 //! - A call opens with the exact text ` ```tool_call `, wherever it appears (it need not
-//!   begin a line): prose that contains it starts a call, which is then most likely
-//!   malformed. Any other text is prose, code blocks of other languages included.
+//!   begin a line), unless it is a *mention*: inside inline code, inside another fenced
+//!   code block, or inside `<think>` … `</think>` (the rules are in the
+//!   [parent module's doc](super)). Any other text is prose, code blocks of other
+//!   languages included.
 //! - After the opener: optional JSON whitespace (space, tab, line feed, carriage return),
 //!   one JSON object, optional whitespace, and the closing ` ``` ` (which need not be on a
 //!   line of its own). What follows the closing fence is prose again.
@@ -45,9 +47,12 @@
 //!
 //! # Streaming
 //!
-//! - Prose comes out as soon as it cannot begin the opener: at most the end of the text
-//!   that is a proper prefix of ` ```tool_call ` is held back (11 bytes). A call's bytes
-//!   are held until its span comes out whole.
+//! - Prose comes out as soon as it cannot begin a delimiter: held back are at most a
+//!   trailing run of backticks and a proper prefix of `tool_call` after it, a proper
+//!   prefix of `<think>` or `</think>`, a last line of a fenced block that may close it,
+//!   or an opener inside a code span not closed yet, until the span closes or the line
+//!   ends (see the parent module's doc). A call's bytes are held until its span comes out
+//!   whole.
 //! - [`Parsed::CallStart`] comes as soon as the name's string closes, if the tool is known
 //!   and nothing was wrong before it. Then the arguments' text comes in
 //!   [`Parsed::CallDelta`] pieces as it is read (at the end of each piece fed, or at once
