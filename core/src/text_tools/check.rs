@@ -98,7 +98,7 @@ fn check_numbering(events: &[Parsed]) -> Result<(), String> {
     let mut open: Option<usize> = None;
     for event in events {
         match event {
-            Parsed::Text(_) => {}
+            Parsed::Text(_) | Parsed::Warning(_) => {}
             Parsed::CallStart { index, .. } => {
                 if *index != next || open.is_some() {
                     return Err(format!("call {index} starts where call {next} was due: {events:?}"));

@@ -23,14 +23,21 @@
 //!   (the arguments object is level 1), the bound of every tool input omni builds
 //!   ([`MAX_DEPTH`](crate::data::depth::MAX_DEPTH)). In the arguments, a key repeated in
 //!   one object keeps its last value (as serde_json reads it).
+//! - **Aliases**, read where unambiguous, each with a [`Parsed::Warning`] before the
+//!   call's end (when the call is valid): `"name"` for `"tool"` (one of the two: both is
+//!   malformed), and `"arguments"` given as a JSON string that holds a JSON object (as
+//!   OpenAI writes it), read as that object and streamed as one delta, its compact JSON,
+//!   once decoded and the name known.
 //! - Backticks, braces and ` ``` ` inside JSON strings are text: the tokenizer follows
 //!   strings and escapes, so only a fence outside them ends the call.
 //!
 //! # Invalid calls
 //!
 //! A call is [`InvalidCall::Malformed`] when its object is not valid JSON, another key
-//! than those two appears, a key appears twice, `"tool"` is not a string or is missing,
-//! `"arguments"` is not an object, a key, the name or the arguments are not valid text
+//! than those two (or the alias `"name"`) appears, a key appears twice, both `"tool"`
+//! and `"name"` appear, the name is not a string or is missing, `"arguments"` is neither
+//! an object nor a string holding one (a string that is not JSON, or holds another kind
+//! of value, or an object nested too deep, says so), a key, the name or the arguments are not valid text
 //! (a lone surrogate escape) or a number does not fit a float, the nesting is too deep,
 //! or anything but whitespace comes between the object and the closing fence (a second
 //! object, a word). A call to a tool not among the parser's tools is

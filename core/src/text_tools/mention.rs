@@ -146,7 +146,8 @@ impl Prose {
                     }
                 }
                 Mode::Code { n, fence } => {
-                    let found = if self.fenced { memchr2(b'`', b'\n', &b[at..]) } else { memchr3(b'`', b'<', b'\n', &b[at..]) };
+                    let found =
+                        if self.fenced { memchr2(b'`', b'\n', &b[at..]) } else { memchr3(b'`', b'<', b'\n', &b[at..]) };
                     let Some(found) = found else { break };
                     let here = at + found;
                     match b[here] {

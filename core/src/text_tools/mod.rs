@@ -145,6 +145,12 @@ pub enum Parsed {
         /// What is wrong.
         reason: InvalidCall,
     },
+    /// Something the application should hear about a call that was read: an alias the
+    /// protocol accepted in place of its own key (`json`: `"name"` for `"tool"`,
+    /// `"arguments"` as a string holding the object). It comes before the call's
+    /// [`Parsed::CallEnd`]; the stream makes it a warning on the response (code
+    /// `tool_call_alias`). It is not text: it adds nothing to the reply's text.
+    Warning(String),
 }
 
 /// Why a call's span is not a valid call.
@@ -194,7 +200,7 @@ pub fn rebuilt(events: &[Parsed]) -> String {
         match event {
             Parsed::Text(t) => text.push_str(t),
             Parsed::CallEnd { raw, .. } | Parsed::Invalid { raw, .. } => text.push_str(raw),
-            Parsed::CallStart { .. } | Parsed::CallDelta { .. } => {}
+            Parsed::CallStart { .. } | Parsed::CallDelta { .. } | Parsed::Warning(_) => {}
         }
     }
     text

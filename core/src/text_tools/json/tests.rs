@@ -187,8 +187,16 @@ fn each_malformed_call_says_why() {
         (r#"{"tool": "search", "arguments": {}, "extra": 1}"#, "unexpected key \"extra\""),
         (r#"{"tool": "search", "tool": "search"}"#, "the key \"tool\" appears twice"),
         (r#"{"arguments": {}, "tool": "search", "arguments": {}}"#, "the key \"arguments\" appears twice"),
-        (r#"{"tool": "search", "arguments": [1, 2]}"#, "\"arguments\" is an array, not an object"),
-        (r#"{"tool": "search", "arguments": "q"}"#, "\"arguments\" is a string, not an object"),
+        (r#"{"tool": "search", "arguments": [1, 2]}"#, "\"arguments\" is an array: arguments must be an object"),
+        (r#"{"tool": "search", "arguments": "q"}"#, "\"arguments\" is a string that is not JSON: arguments must be"),
+        (r#"{"tool": "search", "arguments": "Paris"}"#, "arguments must be an object"),
+        (r#"{"tool": "search", "arguments": "[1]"}"#, "\"arguments\" is a string holding an array: arguments must"),
+        (r#"{"tool": "search", "arguments": "\"x\""}"#, "\"arguments\" is a string holding a string"),
+        (r#"{"tool": "search", "name": "search"}"#, "both \"tool\" and \"name\" are given"),
+        (r#"{"name": "search", "tool": "search"}"#, "both \"tool\" and \"name\" are given"),
+        (r#"{"name": "search", "name": "search"}"#, "the key \"name\" appears twice"),
+        (r#"{"name": 7}"#, "\"name\" is a number, not a string"),
+        (r#"{"tool": "search", "arguments": "{\"q\": tru}"}"#, "is a string that is not JSON"),
         (r#"{"tool": 7}"#, "\"tool\" is a number, not a string"),
         (r#"{"arguments": {}}"#, NO_TOOL),
         (r#"{}"#, NO_TOOL),
@@ -396,4 +404,36 @@ fn a_mention_is_held_only_until_its_span_closes_or_its_line_ends() {
         assert_eq!(held_after(fed), held, "{fed:?}");
         assert!(held <= reference::held(fed), "the reference allows {fed:?}");
     }
+}
+
+#[test]
+fn name_is_read_for_tool_with_a_warning() {
+    let call = "```tool_call\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```";
+    let warning = Parsed::Warning("tool call 0: \"name\" read as \"tool\"".to_owned());
+    assert_eq!(
+        parse_every_split(&format!("{call}.")),
+        [start(0, "search"), delta(0, "{\"q\": \"x\"}"), warning, end(0, json!({ "q": "x" }), call), text(".")]
+    );
+}
+
+#[test]
+fn arguments_given_as_a_string_holding_an_object_are_that_object_with_a_warning() {
+    let warning = Parsed::Warning(
+        "tool call 0: \"arguments\" given as a string holding a JSON object, read as that object".to_owned(),
+    );
+    let call = r#"```tool_call {"tool": "search", "arguments": "{\"q\": \"a \\\"b\\\" ```\", \"n\": [1]}"} ```"#;
+    let arguments = json!({ "q": "a \"b\" ```", "n": [1] });
+    assert_eq!(
+        parse_every_split(call),
+        [start(0, "search"), delta(0, &arguments.to_string()), warning.clone(), end(0, arguments, call)]
+    );
+    // Before the name, and with the alias of the name: both warn, the delta comes after the start.
+    let call = r#"```tool_call{"arguments": "{}", "name": "search"}```"#;
+    let events = parse_every_split(call);
+    assert_eq!(events[..2], [start(0, "search"), delta(0, "{}")]);
+    assert_eq!(events.iter().filter(|e| matches!(e, Parsed::Warning(_))).count(), 2, "{events:?}");
+    assert_eq!(events.last(), Some(&end(0, json!({}), call)));
+    // An invalid call does not warn.
+    let events = parse_every_split(r#"```tool_call{"name": "search", "extra": 1}```"#);
+    assert!(!events.iter().any(|e| matches!(e, Parsed::Warning(_))), "{events:?}");
 }

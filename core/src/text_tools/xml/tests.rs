@@ -791,7 +791,10 @@ fn mentions_that_never_close_stay_text() {
     }
     // A span left open at the end of its line: the opener is a call (unclosed here).
     let events = parse_every_split("`<tool_call>\n<get_weather>");
-    assert!(matches!(&events[..], [Parsed::Text(t), Parsed::CallStart { .. }, Parsed::CallDelta { .. }, Parsed::Invalid { reason: InvalidCall::Unclosed, .. }] if t == "`"), "{events:?}");
+    assert!(
+        matches!(&events[..], [Parsed::Text(t), Parsed::CallStart { .. }, Parsed::CallDelta { .. }, Parsed::Invalid { reason: InvalidCall::Unclosed, .. }] if t == "`"),
+        "{events:?}"
+    );
 }
 
 #[test]
@@ -811,7 +814,6 @@ fn a_mention_is_held_only_until_its_span_closes_or_its_line_ends() {
         assert_eq!(parser.held(), held, "{fed:?}");
         assert!(held <= allowed_hold(fed), "the reference allows {fed:?}");
     }
-
 }
 
 /// Prose that mentions the opener (each piece leaves no code span or think block open).
