@@ -98,7 +98,7 @@ fn check_numbering(events: &[Parsed]) -> Result<(), String> {
     let mut open: Option<usize> = None;
     for event in events {
         match event {
-            Parsed::Text(_) => {}
+            Parsed::Text(_) | Parsed::Warning(_) => {}
             Parsed::CallStart { index, .. } => {
                 if *index != next || open.is_some() {
                     return Err(format!("call {index} starts where call {next} was due: {events:?}"));
@@ -208,4 +208,139 @@ pub mod expect {
     pub fn invalid(index: usize, raw: &str, reason: InvalidCall) -> Parsed {
         Parsed::Invalid { index, raw: raw.to_owned(), reason }
     }
+}
+
+/// Where the prose of a reply leads, by the mention rules (the module doc of
+/// [`text_tools`](super)), read by [`next_call`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prose {
+    /// A call's opener begins here.
+    Call(usize),
+    /// No call opens in the text; a parser may hold back at most this many bytes of its
+    /// end.
+    End {
+        /// The bound.
+        hold: usize,
+    },
+}
+
+/// A reference reading of the prose of `text` from `from` (the reply's start, or the end
+/// of a call), written apart from the parsers' scanner: the whole text at once, with
+/// lookahead. `opener` is the protocol's; `fenced` when it is a code fence (the `json`
+/// protocol: other fenced blocks hide it, and it is a run of three backticks or more
+/// followed by `tool_call`).
+pub fn next_call(text: &str, from: usize, opener: &str, fenced: bool) -> Prose {
+    const INFO: &str = "tool_call";
+    let b = text.as_bytes();
+    let len = b.len();
+    let line_end = |at: usize| text[at..].find('\n').map(|n| at + n);
+    let run_at = |at: usize| b[at..].iter().take_while(|&&c| c == b'`').count();
+    // Whether an opener begins at `at` (for `fenced`, a run whose last three backticks do).
+    let opener_at = |at: usize| -> Option<usize> {
+        if fenced {
+            let run = run_at(at);
+            (run >= 3 && b[at + run..].starts_with(INFO.as_bytes())).then(|| at + run - 3)
+        } else {
+            b[at..].starts_with(opener.as_bytes()).then_some(at)
+        }
+    };
+    // What may be held at the end of prose: a trailing backtick run (and, for `fenced`,
+    // the start of `tool_call` after it), or the start of `<think>` or of the opener.
+    let tail = |from: usize| -> usize {
+        let rest = &text[from..];
+        let mut hold = rest.len() - rest.trim_end_matches('`').len();
+        if fenced {
+            for k in 1..INFO.len() {
+                if let Some(before) = rest.strip_suffix(&INFO[..k]) {
+                    let run = before.len() - before.trim_end_matches('`').len();
+                    if run >= 3 {
+                        hold = hold.max(run + k);
+                    }
+                }
+            }
+        } else {
+            hold = hold.max(super::partial_suffix(rest, opener));
+        }
+        hold.max(super::partial_suffix(rest, "<think>"))
+    };
+    let mut at = from;
+    while at < len {
+        let line_start = at == 0 || b[at - 1] == b'\n';
+        match b[at] {
+            b'`' => {
+                let run = run_at(at);
+                let end = at + run;
+                if end == len {
+                    break;
+                }
+                if let Some(call) = opener_at(at) {
+                    return Prose::Call(call);
+                }
+                let eol = line_end(end);
+                let rest_of_line = &text[end..eol.unwrap_or(len)];
+                if fenced && line_start && run >= 3 && eol.is_some() && !rest_of_line.contains('`') {
+                    // A fenced block: it ends at a line of `run` backticks or more and blanks.
+                    let mut line = eol.unwrap_or(len) + 1;
+                    loop {
+                        let Some(stop) = line_end(line) else {
+                            let last = &text[line..];
+                            let closing = last.trim_start_matches('`').trim_matches([' ', '\t', '\r']).is_empty();
+                            return Prose::End { hold: if closing { last.len() } else { 0 } };
+                        };
+                        let ticks = run_at(line);
+                        if ticks >= run && text[line + ticks..stop].trim_matches([' ', '\t', '\r']).is_empty() {
+                            break;
+                        }
+                        line = stop + 1;
+                    }
+                    at = line_end(line).map_or(len, |stop| stop + 1);
+                    continue;
+                }
+                // An inline code span: closed by the next run of exactly `run` on the line.
+                let mut k = end;
+                let mut mention: Option<usize> = None;
+                let stop = eol.unwrap_or(len);
+                let mut closed = None;
+                while k < stop {
+                    if b[k] == b'`' {
+                        let n = run_at(k);
+                        if k + n == len {
+                            break;
+                        }
+                        if n == run {
+                            closed = Some(k + n);
+                            break;
+                        }
+                        if mention.is_none() {
+                            mention = opener_at(k);
+                        }
+                        k += n;
+                    } else {
+                        if !fenced && mention.is_none() {
+                            mention = opener_at(k);
+                        }
+                        k += 1;
+                    }
+                }
+                match (closed, mention, eol) {
+                    (Some(close), _, _) => at = close,
+                    // The span does not close on the line: its run is text, the opener a call.
+                    (None, Some(call), Some(_)) => return Prose::Call(call),
+                    (None, None, Some(eol)) => at = eol + 1,
+                    // The text ends before telling: an opener in the span is held from its start.
+                    (None, Some(call), None) => return Prose::End { hold: len - call },
+                    (None, None, None) => return Prose::End { hold: tail(from) },
+                }
+            }
+            b'<' if text[at..].starts_with("<think>") => match text[at..].find("</think>") {
+                Some(close) => at += close + "</think>".len(),
+                None => return Prose::End { hold: super::partial_suffix(&text[at + "<think>".len()..], "</think>") },
+            },
+            _ => match opener_at(at) {
+                Some(call) if !fenced => return Prose::Call(call),
+                _ => at += 1,
+            },
+        }
+    }
+    Prose::End { hold: tail(from) }
 }

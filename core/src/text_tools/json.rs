@@ -10,8 +10,10 @@
 //! # The format
 //!
 //! - A call opens with the exact text ` ```tool_call `, wherever it appears (it need not
-//!   begin a line): prose that contains it starts a call, which is then most likely
-//!   malformed. Any other text is prose, code blocks of other languages included.
+//!   begin a line), unless it is a *mention*: inside inline code, inside another fenced
+//!   code block, or inside `<think>` … `</think>` (the rules are in the
+//!   [parent module's doc](super)). Any other text is prose, code blocks of other
+//!   languages included.
 //! - After the opener: optional JSON whitespace (space, tab, line feed, carriage return),
 //!   one JSON object, optional whitespace, and the closing ` ``` ` (which need not be on a
 //!   line of its own). What follows the closing fence is prose again.
@@ -21,14 +23,21 @@
 //!   (the arguments object is level 1), the bound of every tool input omni builds
 //!   ([`MAX_DEPTH`](crate::data::depth::MAX_DEPTH)). In the arguments, a key repeated in
 //!   one object keeps its last value (as serde_json reads it).
+//! - **Aliases**, read where unambiguous, each with a [`Parsed::Warning`] before the
+//!   call's end (when the call is valid): `"name"` for `"tool"` (one of the two: both is
+//!   malformed), and `"arguments"` given as a JSON string that holds a JSON object (as
+//!   OpenAI writes it), read as that object and streamed as one delta, its compact JSON,
+//!   once decoded and the name known.
 //! - Backticks, braces and ` ``` ` inside JSON strings are text: the tokenizer follows
 //!   strings and escapes, so only a fence outside them ends the call.
 //!
 //! # Invalid calls
 //!
 //! A call is [`InvalidCall::Malformed`] when its object is not valid JSON, another key
-//! than those two appears, a key appears twice, `"tool"` is not a string or is missing,
-//! `"arguments"` is not an object, a key, the name or the arguments are not valid text
+//! than those two (or the alias `"name"`) appears, a key appears twice, both `"tool"`
+//! and `"name"` appear, the name is not a string or is missing, `"arguments"` is neither
+//! an object nor a string holding one (a string that is not JSON, or holds another kind
+//! of value, or an object nested too deep, says so), a key, the name or the arguments are not valid text
 //! (a lone surrogate escape) or a number does not fit a float, the nesting is too deep,
 //! or anything but whitespace comes between the object and the closing fence (a second
 //! object, a word). A call to a tool not among the parser's tools is
@@ -45,9 +54,12 @@
 //!
 //! # Streaming
 //!
-//! - Prose comes out as soon as it cannot begin the opener: at most the end of the text
-//!   that is a proper prefix of ` ```tool_call ` is held back (11 bytes). A call's bytes
-//!   are held until its span comes out whole.
+//! - Prose comes out as soon as it cannot begin a delimiter: held back are at most a
+//!   trailing run of backticks and a proper prefix of `tool_call` after it, a proper
+//!   prefix of `<think>` or `</think>`, a last line of a fenced block that may close it,
+//!   or an opener inside a code span not closed yet, until the span closes or the line
+//!   ends (see the parent module's doc). A call's bytes are held until its span comes out
+//!   whole.
 //! - [`Parsed::CallStart`] comes as soon as the name's string closes, if the tool is known
 //!   and nothing was wrong before it. Then the arguments' text comes in
 //!   [`Parsed::CallDelta`] pieces as it is read (at the end of each piece fed, or at once
@@ -60,13 +72,13 @@
 //! A call is read by `call`, its object by an incremental tokenizer (`tokenizer`) that
 //! keeps its state across pieces: each byte is read once, however the reply is split.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use self::call::Call;
-use super::{partial_suffix, CallParser, InvalidCall, Parsed, TextProtocol};
+use super::mention::{Prose, Scan};
+use super::{CallParser, InvalidCall, Parsed, TextProtocol};
 use crate::data::message::ToolSpec;
 
 mod call;
@@ -123,7 +135,7 @@ impl TextProtocol for Json {
     fn parser(&self, tools: &[ToolSpec]) -> Box<dyn CallParser> {
         Box::new(JsonParser {
             tools: tools.iter().map(|tool| tool.name.clone()).collect(),
-            partial: String::new(),
+            prose: Prose::new(OPENER, true),
             call: None,
             calls: 0,
         })
@@ -135,8 +147,8 @@ impl TextProtocol for Json {
 struct JsonParser {
     /// The names of the tools the model was given.
     tools: BTreeSet<String>,
-    /// Prose held back: the end of the text so far that could begin the opener.
-    partial: String,
+    /// The prose between calls (mentions of the opener told apart from calls).
+    prose: Prose,
     /// The call being read.
     call: Option<Call>,
     /// Calls met so far, valid or not: the next call's index.
@@ -161,46 +173,32 @@ impl CallParser for JsonParser {
     }
 
     fn finish(&mut self, out: &mut Vec<Parsed>) {
-        push_text(&std::mem::take(&mut self.partial), out);
+        self.prose.finish(out);
         if let Some(call) = self.call.take() {
             out.push(Parsed::Invalid { index: call.index, raw: call.raw, reason: InvalidCall::Unclosed });
         }
     }
 
     fn held(&self) -> usize {
-        self.partial.len() + self.call.as_ref().map_or(0, |call| call.raw.len())
+        self.prose.held() + self.call.as_ref().map_or(0, |call| call.raw.len())
     }
 }
 
 impl JsonParser {
-    /// Reads prose up to the next opener, which starts a call; returns the text after the
-    /// opener, or nothing when the prose runs to the end (its end held back if it could
-    /// begin the opener).
+    /// Reads prose up to the next opener that opens a call (not a mention); returns the
+    /// text after the opener, or nothing when the prose runs to the end.
     fn prose<'a>(&mut self, rest: &'a str, out: &mut Vec<Parsed>) -> &'a str {
-        let carried = self.partial.len();
-        let joined = if carried == 0 {
-            Cow::Borrowed(rest)
-        } else {
-            let mut joined = std::mem::take(&mut self.partial);
-            joined.push_str(rest);
-            Cow::Owned(joined)
-        };
-        if let Some(at) = memchr::memmem::find(joined.as_bytes(), OPENER.as_bytes()) {
-            push_text(&joined[..at], out);
-            self.call = Some(Call::new(self.calls));
-            self.calls += 1;
-            // The held-back part is shorter than the opener, so the opener ends in `rest`.
-            return &rest[at + OPENER.len() - carried..];
+        match self.prose.feed(rest, out) {
+            Scan::Done => "",
+            Scan::Call { held, rest } => {
+                self.call = Some(Call::new(self.calls));
+                self.calls += 1;
+                if !held.is_empty() {
+                    // The call's beginning, held while it could have been a mention.
+                    self.feed(&held, out);
+                }
+                rest
+            }
         }
-        let given = joined.len() - partial_suffix(&joined, OPENER);
-        push_text(&joined[..given], out);
-        joined[given..].clone_into(&mut self.partial);
-        ""
-    }
-}
-
-fn push_text(text: &str, out: &mut Vec<Parsed>) {
-    if !text.is_empty() {
-        out.push(Parsed::Text(text.to_owned()));
     }
 }

@@ -16,10 +16,44 @@
 //!     are the input, byte for byte;
 //!   - **bounded hold-back**: after each `feed`, the parser holds back at most the longest
 //!     suffix of the text that could still begin a delimiter (or, inside a call, the call
-//!     so far): a `<` or a brace in prose is let go as soon as it cannot start a call;
+//!     so far): a `<` or a brace in prose is let go as soon as it cannot start a call.
+//!     For the built-in protocols the suffix is a proper prefix of the opener, of
+//!     `<think>` or of `</think>` (at most 11 bytes), or a trailing run of backticks (for
+//!     `json`, followed by a proper prefix of `tool_call`), or, in a `json` fenced block,
+//!     a last line made only of backticks and blanks that may be its closing fence; and
+//!     an opener whose mention is undecided (below) is held with what follows it, like a
+//!     call's bytes, until it is decided, at the latest at the end of its line;
 //!   - prose that mentions a tool or a tag outside the protocol's wrapper stays text;
 //!     calls are numbered in order; an unknown tool, a malformed call and a call still open
 //!     when the text ends are [`Parsed::Invalid`] events carrying the raw span.
+//!
+//! # What counts as a mention
+//!
+//! The built-in parsers read the prose between calls as Markdown enough to tell a
+//! *mention* of the opener (text, given out as [`Parsed::Text`]) from a call (the same
+//! rules for both; a reference reading of them, written apart, is [`check::next_call`]):
+//!
+//! - **Inline code.** On one line, a run of N backticks opens a code span that the next
+//!   run of exactly N backticks on the same line closes (runs of other lengths are part
+//!   of it). An opener inside a span that closes is a mention. A run with no closing run
+//!   before the end of its line is literal text (CommonMark), and an opener after it on
+//!   that line opens a call. Two simplifications of CommonMark: a span does not cross a
+//!   line break, and once a run is left open no later run on the line opens a span. So
+//!   an opener after an open run is undecided, and held, until a run of exactly N (a
+//!   mention) or the end of the line (a call) comes.
+//! - **Thinking written in the text.** From `<think>` (outside code) to the next
+//!   `</think>`, everything is text, openers and backticks included; a `<think>` never
+//!   closed makes the rest of the reply text. The block stays text: it is not made a
+//!   thinking block. A `</think>` without its `<think>` (a template that opened it in the
+//!   prompt) is not recognised.
+//! - **Other code blocks** (`json` only, whose opener is itself a fence): a line that
+//!   begins (no indentation) with a run of three backticks or more not followed by
+//!   `tool_call`, and has no other backtick, opens a fenced block; the block ends at a
+//!   line of as many backticks or more and blanks only. Openers inside it are mentions;
+//!   a block never closed makes the rest of the reply text. Tilde fences are not
+//!   recognised. A run of three backticks or more followed by `tool_call` outside code
+//!   is the opener wherever it is (its last three backticks); inside a span of as many
+//!   backticks it closes the span instead.
 //!
 //! Everything here is pure: strings in, events out.
 
@@ -32,6 +66,7 @@ use crate::data::message::ToolSpec;
 pub mod check;
 pub mod correct;
 pub mod json;
+pub(crate) mod mention;
 pub mod prompt;
 pub mod render;
 pub mod stream;
@@ -111,6 +146,12 @@ pub enum Parsed {
         /// What is wrong.
         reason: InvalidCall,
     },
+    /// Something the application should hear about a call that was read: an alias the
+    /// protocol accepted in place of its own key (`json`: `"name"` for `"tool"`,
+    /// `"arguments"` as a string holding the object). It comes before the call's
+    /// [`Parsed::CallEnd`]; the stream makes it a warning on the response (code
+    /// `tool_call_alias`). It is not text: it adds nothing to the reply's text.
+    Warning(String),
 }
 
 /// Why a call's span is not a valid call.
@@ -160,7 +201,7 @@ pub fn rebuilt(events: &[Parsed]) -> String {
         match event {
             Parsed::Text(t) => text.push_str(t),
             Parsed::CallEnd { raw, .. } | Parsed::Invalid { raw, .. } => text.push_str(raw),
-            Parsed::CallStart { .. } | Parsed::CallDelta { .. } => {}
+            Parsed::CallStart { .. } | Parsed::CallDelta { .. } | Parsed::Warning(_) => {}
         }
     }
     text

@@ -134,6 +134,7 @@ impl TextCalls {
         for event in parsed.drain(..) {
             match event {
                 Parsed::Text(text) => self.text(&text, acc, out),
+                Parsed::Warning(message) => acc.warn(Warning { code: "tool_call_alias".into(), message }),
                 Parsed::CallStart { index, name } => {
                     let key = self.start_call(index, name, acc, out);
                     self.calls.insert(index, key);

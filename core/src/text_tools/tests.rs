@@ -196,3 +196,26 @@ fn an_unknown_tool_ends_as_a_call_with_an_input_error_and_a_broken_span_as_text(
     assert!(response.message.text().ends_with(" and <tool_call>oops"), "{:?}", response.message.text());
     assert!(response.warnings.iter().any(|w| w.code == "invalid_tool_call"), "{:?}", response.warnings);
 }
+
+#[test]
+fn an_alias_in_a_json_call_reads_the_call_and_warns() {
+    let model = Model::new("anthropic", "m", Dialect::AnthropicMessages);
+    let calls = TextCalls::new(super::json::Json.parser(&[weather()]), "call_7_");
+    let mut decoder = StreamDecoder::for_model(&model).with_text_calls(calls);
+    let mut events = Vec::new();
+    let call = "```tool_call\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}\n```";
+    for piece in anthropic_text(&["Checking. ", call]).chunks(7) {
+        decoder.feed(piece, &mut events);
+    }
+    decoder.finish(&mut events);
+    let response = decoder.into_response();
+    let uses: Vec<&ToolUse> = response.message.tool_uses().collect();
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].input, json!({"city": "Paris"}));
+    let aliases: Vec<&str> =
+        response.warnings.iter().filter(|w| w.code == "tool_call_alias").map(|w| w.message.as_str()).collect();
+    assert_eq!(aliases.len(), 2, "{:?}", response.warnings);
+    assert!(aliases[0].contains("\"name\" read as \"tool\""), "{aliases:?}");
+    assert!(aliases[1].contains("string holding a JSON object"), "{aliases:?}");
+    assert_eq!(response.message.text(), "Checking. ");
+}

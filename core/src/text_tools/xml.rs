@@ -66,8 +66,12 @@
 //! a typed value comes whole, as compact JSON, at its closing tag; `}` at the tool's
 //! closing tag; [`Parsed::CallEnd`] at `</tool_call>`, its raw span the whole wrapper.
 //!
-//! Outside a call, the parser holds back only a suffix that could begin `<tool_call>`
-//! (at most 10 bytes); inside one, it holds the call's bytes until its span comes out. A
+//! Outside a call, the parser holds back only a suffix that could begin `<tool_call>`,
+//! `<think>` or `</think>` (at most 10 bytes) or a trailing run of backticks, and a
+//! `<tool_call>` inside a code span not closed yet, until the span closes (a mention) or
+//! its line ends (a call); inside a call, it holds the call's bytes until its span comes
+//! out. A `<tool_call>` in inline code or in `<think>` … `</think>` is a mention, text (the
+//! rules are in the [parent module's doc](super)). A
 //! call's size is not bounded here: the response's size limit bounds it. Parsing is linear
 //! in the text's length however it is split.
 //!

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::tokenizer::{Event, Fault, Kind, Tokenizer};
 use super::{FENCE, NO_TOOL, OPENER};
-use crate::data::depth::MAX_DEPTH;
+use crate::data::depth::{self, MAX_DEPTH};
 use crate::text_tools::{InvalidCall, Parsed};
 
 /// Which part of the call is being read.
@@ -45,8 +45,14 @@ pub(super) struct Call {
     started_at: usize,
     /// The kind of the member's value being read.
     kind: Option<Kind>,
-    seen_tool: bool,
+    /// The key that named the tool (`"tool"`, or its alias `"name"`), once read.
+    tool_key: Option<&'static str>,
     seen_arguments: bool,
+    /// `"arguments"` is a string holding the object (as OpenAI writes it): it comes out in
+    /// one delta once decoded, not as its text.
+    string_arguments: bool,
+    /// The aliases read, for a warning when the call ends valid.
+    aliases: Vec<String>,
     /// Where the arguments' text begins and ends in `raw`, as far as it is known.
     arguments_from: Option<usize>,
     arguments_to: Option<usize>,
@@ -70,8 +76,10 @@ impl Call {
             member: Member::Other,
             started_at: 0,
             kind: None,
-            seen_tool: false,
+            tool_key: None,
             seen_arguments: false,
+            string_arguments: false,
+            aliases: Vec::new(),
             arguments_from: None,
             arguments_to: None,
             arguments: None,
@@ -141,19 +149,28 @@ impl Call {
                 match (self.member, kind) {
                     (Member::Tool, Kind::String) | (Member::Other, _) => {}
                     (Member::Arguments, Kind::Object) => self.arguments_from = Some(here),
-                    (Member::Tool, _) => self.fail(format!("\"tool\" is {}, not a string", kind.described()), out),
+                    (Member::Arguments, Kind::String) => self.string_arguments = true,
+                    (Member::Tool, _) => {
+                        let key = self.tool_key.unwrap_or("tool");
+                        self.fail(format!("{key:?} is {}, not a string", kind.described()), out);
+                    }
                     (Member::Arguments, _) => {
-                        self.fail(format!("\"arguments\" is {}, not an object", kind.described()), out);
+                        let why = format!(
+                            "\"arguments\" is {}: arguments must be an object (or a string holding one)",
+                            kind.described()
+                        );
+                        self.fail(why, out);
                     }
                 }
             }
             Event::ValueEnd => match (self.member, self.kind) {
                 (Member::Tool, Some(Kind::String)) => self.on_name(tools, out),
                 (Member::Arguments, Some(Kind::Object)) => self.on_arguments(out),
+                (Member::Arguments, Some(Kind::String)) => self.on_string_arguments(out),
                 _ => {}
             },
             Event::ObjectEnd => {
-                if !self.seen_tool {
+                if self.tool_key.is_none() {
                     self.fail(NO_TOOL.to_owned(), out);
                 }
                 self.phase = Phase::AfterObject { ticks: 0 };
@@ -175,20 +192,39 @@ impl Call {
 
     fn on_key(&mut self, out: &mut Vec<Parsed>) {
         self.member = Member::Other;
-        let (member, seen) = match serde_json::from_str::<String>(&self.raw[self.started_at..]) {
-            Ok(key) if key == "tool" => (Member::Tool, &mut self.seen_tool),
-            Ok(key) if key == "arguments" => (Member::Arguments, &mut self.seen_arguments),
-            Ok(other) => {
-                let why = format!("unexpected key {other:?}: a call has only \"tool\" and \"arguments\"");
-                return self.fail(why, out);
-            }
+        let key = match serde_json::from_str::<String>(&self.raw[self.started_at..]) {
+            Ok(key) => key,
             Err(error) => return self.fail(format!("a key is not valid text: {error}"), out),
         };
-        if std::mem::replace(seen, true) {
-            let key = &self.raw[self.started_at..];
-            return self.fail(format!("the key {key} appears twice"), out);
+        match key.as_str() {
+            "tool" | "name" => {
+                let key: &'static str = if key == "tool" { "tool" } else { "name" };
+                match self.tool_key.replace(key) {
+                    Some(earlier) if earlier == key => {
+                        return self.fail(format!("the key {key:?} appears twice"), out);
+                    }
+                    Some(_) => {
+                        let why = "both \"tool\" and \"name\" are given: the tool is named by one of them";
+                        return self.fail(why.to_owned(), out);
+                    }
+                    None => {}
+                }
+                if key == "name" {
+                    self.aliases.push("\"name\" read as \"tool\"".to_owned());
+                }
+                self.member = Member::Tool;
+            }
+            "arguments" => {
+                if std::mem::replace(&mut self.seen_arguments, true) {
+                    return self.fail("the key \"arguments\" appears twice".to_owned(), out);
+                }
+                self.member = Member::Arguments;
+            }
+            other => {
+                let why = format!("unexpected key {other:?}: a call has only \"tool\" and \"arguments\"");
+                self.fail(why, out);
+            }
         }
-        self.member = member;
     }
 
     fn on_name(&mut self, tools: &BTreeSet<String>, out: &mut Vec<Parsed>) {
@@ -220,6 +256,39 @@ impl Call {
         }
     }
 
+    /// `"arguments"` was a string: it must hold a JSON object, which is the arguments.
+    fn on_string_arguments(&mut self, out: &mut Vec<Parsed>) {
+        if self.fault.is_some() {
+            return;
+        }
+        let text = match serde_json::from_str::<String>(&self.raw[self.started_at..]) {
+            Ok(text) => text,
+            Err(error) => return self.fail(format!("the arguments cannot be read: {error}"), out),
+        };
+        let why = match serde_json::from_str::<Value>(&text) {
+            Ok(value) if value.is_object() && !depth::exceeds(&value, MAX_DEPTH) => {
+                if let Value::Object(arguments) = value {
+                    self.arguments = Some(arguments);
+                }
+                self.aliases
+                    .push("\"arguments\" given as a string holding a JSON object, read as that object".to_owned());
+                return self.stream(out);
+            }
+            Ok(value) if value.is_object() => {
+                format!("the object in the \"arguments\" string nests more than {MAX_DEPTH} levels deep")
+            }
+            Ok(other) => format!(
+                "\"arguments\" is a string holding {}: arguments must be an object (or a string holding one)",
+                described_value(&other)
+            ),
+            Err(_) => {
+                "\"arguments\" is a string that is not JSON: arguments must be an object (or a string holding one)"
+                    .to_owned()
+            }
+        };
+        self.fail(why, out);
+    }
+
     /// The call is invalid for `why`, unless an earlier fault was found. The arguments
     /// read up to the fault are given out first, so that the deltas do not depend on how
     /// the reply was split.
@@ -230,9 +299,20 @@ impl Call {
         }
     }
 
-    /// Gives out the arguments' text read since the last delta, while the call is valid.
+    /// Gives out the arguments' text read since the last delta, while the call is valid
+    /// (arguments given as a string: the object they hold, once, when decoded).
     fn stream(&mut self, out: &mut Vec<Parsed>) {
-        let Some(from) = self.arguments_from.filter(|_| self.started && self.fault.is_none()) else {
+        if !self.started || self.fault.is_some() {
+            return;
+        }
+        if self.string_arguments {
+            if let (Some(arguments), 0) = (&self.arguments, self.streamed) {
+                out.push(Parsed::CallDelta { index: self.index, json: Value::Object(arguments.clone()).to_string() });
+                self.streamed = 1;
+            }
+            return;
+        }
+        let Some(from) = self.arguments_from else {
             return;
         };
         let from = from.max(self.streamed);
@@ -249,8 +329,11 @@ impl Call {
         let raw = std::mem::take(&mut self.raw);
         let index = self.index;
         if let (None, true) = (&self.fault, self.started) {
-            if self.arguments_from.is_none() {
+            if self.arguments_from.is_none() && !self.string_arguments {
                 out.push(Parsed::CallDelta { index, json: "{}".to_owned() });
+            }
+            for alias in self.aliases.drain(..) {
+                out.push(Parsed::Warning(format!("tool call {index}: {alias}")));
             }
             let arguments = self.arguments.take().unwrap_or_default();
             out.push(Parsed::CallEnd { index, arguments, raw });
@@ -260,6 +343,18 @@ impl Call {
             let reason = self.fault.take().unwrap_or_else(|| InvalidCall::Malformed(NO_TOOL.to_owned()));
             out.push(Parsed::Invalid { index, raw, reason });
         }
+    }
+}
+
+/// A value's kind with its article, for a message.
+fn described_value(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

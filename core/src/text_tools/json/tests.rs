@@ -152,7 +152,8 @@ fn prose_is_held_back_only_while_it_could_begin_the_opener() {
     assert_eq!(held_after("a ``"), 2);
     assert_eq!(held_after("a ` "), 0);
     assert_eq!(held_after("a ` b"), 0);
-    assert_eq!(held_after("````"), 3, "the last three backticks could begin the opener");
+    assert_eq!(held_after("````"), 4, "a trailing run of backticks is held whole: its length decides code spans");
+    assert_eq!(held_after("x ```tool_ca"), 10, "a run of three or more and the start of `tool_call`");
     assert_eq!(held_after("```tool_x"), 0);
     assert_eq!(held_after("{\"tool\": \"search\"}"), 0);
     assert_eq!(held_after("```tool_call"), OPENER.len(), "a call's bytes are held");
@@ -186,8 +187,16 @@ fn each_malformed_call_says_why() {
         (r#"{"tool": "search", "arguments": {}, "extra": 1}"#, "unexpected key \"extra\""),
         (r#"{"tool": "search", "tool": "search"}"#, "the key \"tool\" appears twice"),
         (r#"{"arguments": {}, "tool": "search", "arguments": {}}"#, "the key \"arguments\" appears twice"),
-        (r#"{"tool": "search", "arguments": [1, 2]}"#, "\"arguments\" is an array, not an object"),
-        (r#"{"tool": "search", "arguments": "q"}"#, "\"arguments\" is a string, not an object"),
+        (r#"{"tool": "search", "arguments": [1, 2]}"#, "\"arguments\" is an array: arguments must be an object"),
+        (r#"{"tool": "search", "arguments": "q"}"#, "\"arguments\" is a string that is not JSON: arguments must be"),
+        (r#"{"tool": "search", "arguments": "Paris"}"#, "arguments must be an object"),
+        (r#"{"tool": "search", "arguments": "[1]"}"#, "\"arguments\" is a string holding an array: arguments must"),
+        (r#"{"tool": "search", "arguments": "\"x\""}"#, "\"arguments\" is a string holding a string"),
+        (r#"{"tool": "search", "name": "search"}"#, "both \"tool\" and \"name\" are given"),
+        (r#"{"name": "search", "tool": "search"}"#, "both \"tool\" and \"name\" are given"),
+        (r#"{"name": "search", "name": "search"}"#, "the key \"name\" appears twice"),
+        (r#"{"name": 7}"#, "\"name\" is a number, not a string"),
+        (r#"{"tool": "search", "arguments": "{\"q\": tru}"}"#, "is a string that is not JSON"),
         (r#"{"tool": 7}"#, "\"tool\" is a number, not a string"),
         (r#"{"arguments": {}}"#, NO_TOOL),
         (r#"{}"#, NO_TOOL),
@@ -309,4 +318,122 @@ fn a_long_call_fed_one_byte_at_a_time_is_read_in_linear_time() {
     }
     parser.finish(&mut out);
     assert!(matches!(out.last(), Some(Parsed::CallEnd { arguments: read, .. }) if *read == arguments));
+}
+
+/// `text` checked split in every two pieces (and one byte at a time): the merged events.
+fn parse_every_split(text: &str) -> Vec<Parsed> {
+    for cut in 0..=text.len() {
+        if let Err(e) = check::check_parse(&Json, &tools(), text, &[cut], &reference::held) {
+            panic!("cut at {cut}: {e}");
+        }
+    }
+    parse(text)
+}
+
+const SEARCH: &str = "```tool_call\n{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}}\n```";
+
+/// `prose` then [`SEARCH`]: the prose is text, the call parses.
+fn assert_mention_then_call(prose: &str) {
+    assert_eq!(
+        parse_every_split(&format!("{prose}{SEARCH}")),
+        [text(prose), start(0, "search"), delta(0, "{\"q\": \"rust\"}"), end(0, json!({ "q": "rust" }), SEARCH)],
+        "{prose:?}"
+    );
+}
+
+#[test]
+fn the_opener_in_inline_code_or_another_code_block_is_a_mention() {
+    for prose in [
+        "Use a `` ```tool_call `` block:\n",
+        "Write ` ```tool_call ` then the JSON. ",
+        "````markdown\n```tool_call\n{\"tool\": \"search\"}\n```\n````\n",
+        "```markdown\nWrite ```tool_call then JSON.\n```\n",
+        "```\n```tool_call {}\n``` \t\n",
+        "~ `` ` ```tool_call ` `` ~\n",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn the_opener_in_a_think_block_is_a_mention() {
+    for prose in [
+        "<think>\nI'll emit a ```tool_call block for search.\n```tool_call\n{\"tool\": \"search\"\n</think>\n\n",
+        "<think>`` ```tool_call ``</think>",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn an_unclosed_backtick_run_is_text_and_the_call_after_it_parses() {
+    for prose in ["Use ` for code. ", "a `` b ` ", "`x", "`` `js "] {
+        let events = parse_every_split(&format!("{prose}{SEARCH}"));
+        assert_eq!(events[0], text(prose), "{prose:?}: {events:?}");
+        assert_eq!(events.last(), Some(&end(0, json!({ "q": "rust" }), SEARCH)), "{prose:?}");
+    }
+    // A run of three closes a span of three: what follows it is not an opener.
+    let reply = "```js ` ```tool_call x";
+    assert_eq!(parse_every_split(reply), [text(reply)]);
+}
+
+#[test]
+fn mentions_that_never_close_stay_text() {
+    for reply in [
+        "<think>I will call ```tool_call {\"tool\": \"search\"",
+        "`` ```tool_call {\"tool\"",
+        "```markdown\n```tool_call\n{\"tool\": \"search\"}\n",
+        "<thin",
+    ] {
+        assert_eq!(parse_every_split(reply), [text(reply)], "{reply:?}");
+    }
+}
+
+#[test]
+fn a_mention_is_held_only_until_its_span_closes_or_its_line_ends() {
+    for (fed, held) in [
+        ("a `` ```tool_call x", "```tool_call x".len()),
+        ("a `` ```tool_call `` b", 0),
+        ("a ``", 2),
+        ("<thi", 4),
+        ("<think>x </thi", 5),
+        ("```md\nx\n``", 2),
+        ("```md\nx\n``` ", 4),
+        ("```md\nx\n`` ", 0),
+    ] {
+        assert_eq!(held_after(fed), held, "{fed:?}");
+        assert!(held <= reference::held(fed), "the reference allows {fed:?}");
+    }
+}
+
+#[test]
+fn name_is_read_for_tool_with_a_warning() {
+    let call = "```tool_call\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```";
+    let warning = Parsed::Warning("tool call 0: \"name\" read as \"tool\"".to_owned());
+    assert_eq!(
+        parse_every_split(&format!("{call}.")),
+        [start(0, "search"), delta(0, "{\"q\": \"x\"}"), warning, end(0, json!({ "q": "x" }), call), text(".")]
+    );
+}
+
+#[test]
+fn arguments_given_as_a_string_holding_an_object_are_that_object_with_a_warning() {
+    let warning = Parsed::Warning(
+        "tool call 0: \"arguments\" given as a string holding a JSON object, read as that object".to_owned(),
+    );
+    let call = r#"```tool_call {"tool": "search", "arguments": "{\"q\": \"a \\\"b\\\" ```\", \"n\": [1]}"} ```"#;
+    let arguments = json!({ "q": "a \"b\" ```", "n": [1] });
+    assert_eq!(
+        parse_every_split(call),
+        [start(0, "search"), delta(0, &arguments.to_string()), warning.clone(), end(0, arguments, call)]
+    );
+    // Before the name, and with the alias of the name: both warn, the delta comes after the start.
+    let call = r#"```tool_call{"arguments": "{}", "name": "search"}```"#;
+    let events = parse_every_split(call);
+    assert_eq!(events[..2], [start(0, "search"), delta(0, "{}")]);
+    assert_eq!(events.iter().filter(|e| matches!(e, Parsed::Warning(_))).count(), 2, "{events:?}");
+    assert_eq!(events.last(), Some(&end(0, json!({}), call)));
+    // An invalid call does not warn.
+    let events = parse_every_split(r#"```tool_call{"name": "search", "extra": 1}```"#);
+    assert!(!events.iter().any(|e| matches!(e, Parsed::Warning(_))), "{events:?}");
 }

@@ -11,6 +11,7 @@ use std::mem;
 use memchr::{memchr, memmem};
 use serde_json::{Map, Value};
 
+use super::super::mention::{Prose, Scan};
 use super::super::{partial_suffix, CallParser, InvalidCall, Parsed};
 use crate::data::message::ToolSpec;
 
@@ -41,8 +42,8 @@ type Tools = BTreeMap<String, BTreeMap<String, ValueKind>>;
 #[derive(Debug)]
 pub(super) struct XmlParser {
     tools: Tools,
-    /// Prose held back: a suffix that may begin `<tool_call>` (outside a call only).
-    pending: String,
+    /// The prose between calls (mentions of `<tool_call>` told apart from calls).
+    prose: Prose,
     /// The call being read.
     call: Option<OpenCall>,
     /// The index the next call gets.
@@ -52,22 +53,24 @@ pub(super) struct XmlParser {
 impl XmlParser {
     pub(super) fn new(tools: &[ToolSpec]) -> Self {
         let tools = tools.iter().map(|tool| (tool.name.clone(), typed_parameters(&tool.input_schema))).collect();
-        Self { tools, pending: String::new(), call: None, next_index: 0 }
+        Self { tools, prose: Prose::new(OPEN, false), call: None, next_index: 0 }
     }
 
-    /// Reads prose up to the next `<tool_call>` (which opens a call) or to the end of
-    /// `text`; returns what follows the `<tool_call>`.
+    /// Reads prose up to the next `<tool_call>` that opens a call (not a mention) or to
+    /// the end of `text`; returns what follows the `<tool_call>`.
     fn feed_prose<'t>(&mut self, text: &'t str, out: &mut Vec<Parsed>) -> &'t str {
-        if let Some(at) = memmem::find(text.as_bytes(), OPEN.as_bytes()) {
-            push_text(out, &text[..at]);
-            self.call = Some(OpenCall::new(self.next_index));
-            self.next_index += 1;
-            return &text[at + OPEN.len()..];
+        match self.prose.feed(text, out) {
+            Scan::Done => "",
+            Scan::Call { held, rest } => {
+                self.call = Some(OpenCall::new(self.next_index));
+                self.next_index += 1;
+                if !held.is_empty() {
+                    // The call's beginning, held while it could have been a mention.
+                    self.feed(&held, out);
+                }
+                rest
+            }
         }
-        let given = text.len() - partial_suffix(text, OPEN);
-        push_text(out, &text[..given]);
-        self.pending.push_str(&text[given..]);
-        ""
     }
 
     /// Reads `text` into the open call until it ends; returns what follows its end.
@@ -99,13 +102,7 @@ impl XmlParser {
 
 impl CallParser for XmlParser {
     fn feed(&mut self, text: &str, out: &mut Vec<Parsed>) {
-        let joined;
-        let mut rest = if self.pending.is_empty() {
-            text
-        } else {
-            joined = mem::take(&mut self.pending) + text;
-            joined.as_str()
-        };
+        let mut rest = text;
         while !rest.is_empty() {
             rest = if self.call.is_some() { self.feed_call(rest, out) } else { self.feed_prose(rest, out) };
         }
@@ -115,11 +112,11 @@ impl CallParser for XmlParser {
         if let Some(call) = self.call.take() {
             out.push(Parsed::Invalid { index: call.index, raw: call.raw, reason: InvalidCall::Unclosed });
         }
-        push_text(out, &mem::take(&mut self.pending));
+        self.prose.finish(out);
     }
 
     fn held(&self) -> usize {
-        self.pending.len() + self.call.as_ref().map_or(0, |call| call.raw.len())
+        self.prose.held() + self.call.as_ref().map_or(0, |call| call.raw.len())
     }
 }
 
@@ -414,12 +411,6 @@ fn read_tag(text: &str) -> Result<Option<(Tag, usize)>, String> {
         }
     }
     Ok(None)
-}
-
-fn push_text(out: &mut Vec<Parsed>, text: &str) {
-    if !text.is_empty() {
-        out.push(Parsed::Text(text.to_owned()));
-    }
 }
 
 /// `text` as a JSON string, quotes included.

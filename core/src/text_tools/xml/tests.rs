@@ -5,8 +5,10 @@ use serde_json::{json, Map, Value};
 use super::Xml;
 use crate::data::message::ToolSpec;
 use crate::text_tools::check::expect::{delta, end, invalid, object, start, text};
-use crate::text_tools::check::{check_parse, check_round_trip, floor_boundary, parse_in_pieces, parse_whole};
-use crate::text_tools::{partial_suffix, schema_for, CallParser, InvalidCall, Parsed, TextProtocol};
+use crate::text_tools::check::{
+    check_parse, check_round_trip, floor_boundary, next_call, parse_in_pieces, parse_whole, Prose,
+};
+use crate::text_tools::{schema_for, CallParser, InvalidCall, Parsed, TextProtocol};
 
 // ---------------------------------------------------------------------------------------
 // Fixtures
@@ -52,14 +54,16 @@ fn tools() -> Vec<ToolSpec> {
 /// a partial `<tool_call>`, fails the check.
 fn allowed_hold(fed: &str) -> usize {
     let mut prose = 0;
-    while let Some(found) = fed[prose..].find("<tool_call>") {
-        let start = prose + found;
+    loop {
+        let start = match next_call(fed, prose, "<tool_call>", false) {
+            Prose::Call(start) => start,
+            Prose::End { hold } => return hold,
+        };
         match reference_call_end(fed, start + "<tool_call>".len()) {
             Some(end) => prose = end,
             None => return fed.len() - start,
         }
     }
-    partial_suffix(&fed[prose..], "<tool_call>")
 }
 
 /// Where the reference call whose content begins at `at` ends, if it does in `text`.
@@ -630,6 +634,15 @@ fn weather_arguments() -> impl Strategy<Value = Map<String, Value>> {
 
 /// Prose that looks like markup.
 const PROSE: &[&str] = &[
+    "`<tool_call>`",
+    "``<tool_call>``",
+    "`<tool_call> a",
+    "`",
+    "``",
+    "<think>",
+    "</think>",
+    "<think>see <tool_call> here</think>",
+    "<thi",
     "<",
     "a < b",
     ">",
@@ -648,7 +661,7 @@ const PROSE: &[&str] = &[
 
 fn segment() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => "[a-z <>/!=\\[\\]\n\"é€]{0,12}",
+        3 => "[a-z <>/!=`\\[\\]\n\"é€]{0,12}",
         3 => prop::sample::select(PROSE).prop_map(str::to_owned),
         3 => weather_arguments().prop_map(|arguments| Xml.format_call("get_weather", &arguments)),
         1 => arguments().prop_map(|arguments| Xml.format_call("ping", &arguments)),
@@ -703,5 +716,133 @@ proptest! {
         let read: Vec<&Map<String, Value>> =
             events.iter().filter_map(|e| if let Parsed::CallEnd { arguments, .. } = e { Some(arguments) } else { None }).collect();
         prop_assert_eq!(read, vec![&arguments]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Mentions
+
+/// `text` checked split in every two pieces and one byte at a time: the merged events.
+fn parse_every_split(text: &str) -> Vec<Parsed> {
+    for cut in 0..=text.len() {
+        if let Err(e) = check_parse(&Xml, &tools(), text, &[cut], &allowed_hold) {
+            panic!("cut at {cut}: {e}");
+        }
+    }
+    parse(text)
+}
+
+/// The events of `prose` then [`WEATHER`]: the prose is text, the call parses.
+fn assert_mention_then_call(prose: &str) {
+    let events = parse_every_split(&format!("{prose}{WEATHER}"));
+    assert_eq!(
+        events,
+        vec![
+            text(prose),
+            start(0, "get_weather"),
+            delta(0, r#"{"city":"Paris","days":3}"#),
+            end(0, json!({"city": "Paris", "days": 3}), WEATHER)
+        ],
+        "{prose:?}"
+    );
+}
+
+#[test]
+fn the_opener_in_inline_code_is_a_mention() {
+    for prose in [
+        "I'll emit a `<tool_call>` block.\n",
+        "I'll emit a `<tool_call>` block: ",
+        "Wrap it as ``<tool_call>`` then `</tool_call>`.\n",
+        "Write `<tool_call> … </tool_call>` around each call.\n",
+        "Nested: `` a ` <tool_call> ` b `` ok\n",
+        "Two: `<tool_call>` and `<tool_call>`\n",
+        "`<think>` is how I think; ",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn the_opener_in_a_think_block_is_a_mention() {
+    for prose in [
+        "<think>\nThe user wants the weather. I'll emit a <tool_call> block for get_weather.\n</think>\n\n",
+        "<think>maybe `<tool_call>` or <tool_call><get_weather></get_weather></tool_call></think>",
+        "Sure. <think>a </tool_call> <tool_call></think> ",
+    ] {
+        assert_mention_then_call(prose);
+    }
+}
+
+#[test]
+fn an_unclosed_backtick_run_is_text_and_the_call_after_it_parses() {
+    // The run does not close on the opener's line: it was literal, the opener opens a call.
+    for prose in ["Use ` for code. ", "a `` b ` ", "`"] {
+        assert_mention_then_call(&format!("{prose}\n"));
+        let events = parse_every_split(&format!("{prose}{WEATHER}"));
+        assert_eq!(events[0], text(prose), "{prose:?}: {events:?}");
+        assert!(matches!(events.last(), Some(Parsed::CallEnd { .. })), "{prose:?}: {events:?}");
+    }
+}
+
+#[test]
+fn mentions_that_never_close_stay_text() {
+    for reply in ["<think>I will call <tool_call><get_weather>", "`<tool_call>", "a `<tool_call> b ``", "<thi"] {
+        assert_eq!(parse_every_split(reply), vec![text(reply)], "{reply:?}");
+    }
+    // A span left open at the end of its line: the opener is a call (unclosed here).
+    let events = parse_every_split("`<tool_call>\n<get_weather>");
+    assert!(
+        matches!(&events[..], [Parsed::Text(t), Parsed::CallStart { .. }, Parsed::CallDelta { .. }, Parsed::Invalid { reason: InvalidCall::Unclosed, .. }] if t == "`"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_mention_is_held_only_until_its_span_closes_or_its_line_ends() {
+    for (fed, held) in [
+        ("a `<tool_call> x", "<tool_call> x".len()),
+        ("a `<tool_call>` b", 0),
+        ("a `", 1),
+        ("a `` b", 0),
+        ("a <thi", 4),
+        ("<think>x </thi", 5),
+        ("<think>x <tool_call", 0),
+        ("`x` <tool_c", 7),
+    ] {
+        let mut parser = Xml.parser(&tools());
+        parser.feed(fed, &mut Vec::new());
+        assert_eq!(parser.held(), held, "{fed:?}");
+        assert!(held <= allowed_hold(fed), "the reference allows {fed:?}");
+    }
+}
+
+/// Prose that mentions the opener (each piece leaves no code span or think block open).
+const MENTIONS: &[&str] = &[
+    "I'll emit a `<tool_call>` block. ",
+    "``<tool_call>``",
+    "` <tool_call> `\n",
+    "<think>I need <tool_call> now</think>\n",
+    "<think>`<tool_call>`</think>",
+    "`<think>` ",
+    "a ` b\n",
+    "Use `` ` `` and `<tool_call>`.\n",
+];
+
+proptest! {
+    /// A valid call right after mentions (in inline code, in a think block) reads back as
+    /// the call written, however the reply is split; the mentions are text.
+    #[test]
+    fn a_call_after_mentions_reads_back(
+        mentions in prop::collection::vec(prop::sample::select(MENTIONS), 1..4),
+        arguments in weather_arguments(),
+        cuts in prop::collection::vec(any::<Index>(), 0..6),
+    ) {
+        let prose = mentions.join("\n");
+        let call = Xml.format_call("get_weather", &arguments);
+        let reply = format!("{prose}{call}");
+        let cuts: Vec<usize> = cuts.iter().map(|cut| cut.index(reply.len() + 1)).collect();
+        let events = check_parse(&Xml, &tools(), &reply, &cuts, &allowed_hold).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(&events[0], &text(&prose));
+        prop_assert_eq!(events.last(), Some(&end(0, Value::Object(arguments), &call)));
     }
 }

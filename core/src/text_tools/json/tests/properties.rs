@@ -43,6 +43,8 @@ fn hostile_text() -> impl Strategy<Value = String> {
         " ",
         "tool",
         "arguments",
+        "<think>",
+        "</think>",
     ];
     vec(prop_oneof![select(pieces).prop_map(str::to_owned), any::<char>().prop_map(String::from)], 0..6)
         .prop_map(|pieces| pieces.concat())
@@ -125,6 +127,16 @@ fn prose() -> impl Strategy<Value = String> {
         "{\"tool\": \"search\"}",
         "Let me check. ",
         "\n",
+        "`` ```tool_call ``",
+        "` ```tool_call {\"tool\": \"search\"} `",
+        "`` ```tool_call",
+        "<think>```tool_call\n{\"tool\": \"search\"}\n```</think>",
+        "<think>",
+        "</think>",
+        "````markdown\n```tool_call\n{}\n```\n````\n",
+        "```text\n",
+        "\n```\n",
+        "`",
     ];
     vec(prop_oneof![select(pieces).prop_map(str::to_owned), hostile_text()], 0..5).prop_map(|pieces| pieces.concat())
 }
@@ -153,7 +165,7 @@ fn spans_match(text: &str, events: &[Parsed]) -> Result<(), TestCaseError> {
                 spans.push(reference::Span { start: offset, end: closed.then_some(offset + raw.len()) });
                 offset += raw.len();
             }
-            Parsed::CallStart { .. } | Parsed::CallDelta { .. } => {}
+            Parsed::CallStart { .. } | Parsed::CallDelta { .. } | Parsed::Warning(_) => {}
         }
     }
     prop_assert_eq!(spans, reference::spans(text), "in {:?}", text);
@@ -191,7 +203,7 @@ fn calls_agree(events: &[Parsed]) -> Result<(), TestCaseError> {
                 }
                 started = None;
             }
-            Parsed::Text(_) => {}
+            Parsed::Text(_) | Parsed::Warning(_) => {}
         }
     }
     Ok(())
@@ -251,4 +263,34 @@ proptest! {
         let tool = ToolSpec { name, description: "A tool.".to_owned(), input_schema: schema_for(&arguments) };
         check::check_round_trip(&Json, &tool, &arguments).map_err(TestCaseError::fail)?;
     }
+
+    /// A valid call right after mentions (inline code, another code block, a think
+    /// block) reads back as the call written, however the reply is split; the mentions
+    /// are text.
+    #[test]
+    fn a_call_after_mentions_reads_back(
+        mentions in vec(select(MENTIONS), 1..4),
+        arguments in arguments(),
+        cuts in vec(0..600usize, 0..6),
+    ) {
+        let prose = mentions.join("\n");
+        let call = Json.format_call("search", &arguments);
+        let reply = format!("{prose}{call}");
+        let events = check::check_parse(&Json, &tools(), &reply, &cuts, &reference::held).map_err(TestCaseError::fail)?;
+        spans_match(&reply, &events)?;
+        prop_assert_eq!(&events[0], &Parsed::Text(prose));
+        let last = events.last();
+        prop_assert!(matches!(last, Some(Parsed::CallEnd { arguments: read, raw, .. }) if *read == arguments && *raw == call), "{:?}", events);
+    }
 }
+
+/// Prose that mentions the opener (each piece leaves no code span, block or think open).
+const MENTIONS: &[&str] = &[
+    "Use a `` ```tool_call `` block.",
+    "` ```tool_call `\n",
+    "````markdown\n```tool_call\n{\"tool\": \"search\"}\n```\n````\n",
+    "```markdown\nWrite ```tool_call blocks.\n```\n",
+    "<think>I'll write ```tool_call now</think>\n",
+    "`<think>` ",
+    "a ` b\n",
+];

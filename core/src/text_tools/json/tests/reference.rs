@@ -3,7 +3,7 @@
 //! tokenizer. The property tests hold the parser's spans and held-back bytes to it.
 
 use crate::data::depth::MAX_DEPTH;
-use crate::text_tools::partial_suffix;
+use crate::text_tools::check::{self, Prose};
 
 use super::super::{FENCE, OPENER};
 
@@ -15,12 +15,16 @@ pub(super) struct Span {
     pub(super) end: Option<usize>,
 }
 
-/// The calls of `text`, in order (an unclosed one is the last).
-pub(super) fn spans(text: &str) -> Vec<Span> {
+/// The calls of `text`, in order (an unclosed one is the last), and what may be held
+/// back of its end when the text ends in prose.
+pub(super) fn spans_and_hold(text: &str) -> (Vec<Span>, usize) {
     let mut spans = Vec::new();
     let mut from = 0;
-    while let Some(found) = text[from..].find(OPENER) {
-        let start = from + found;
+    loop {
+        let start = match check::next_call(text, from, OPENER, true) {
+            Prose::Call(start) => start,
+            Prose::End { hold } => return (spans, hold),
+        };
         let body = start + OPENER.len();
         let bytes = &text.as_bytes()[body..];
         // The fence is searched for from the first byte after the object that is not
@@ -31,23 +35,23 @@ pub(super) fn spans(text: &str) -> Vec<Span> {
         };
         let Some(fence) = text[search_from..].find(FENCE) else {
             spans.push(Span { start, end: None });
-            break;
+            return (spans, text.len() - start);
         };
         let end = search_from + fence + FENCE.len();
         spans.push(Span { start, end: Some(end) });
         from = end;
     }
-    spans
+}
+
+/// The calls of `text`, in order (an unclosed one is the last).
+pub(super) fn spans(text: &str) -> Vec<Span> {
+    spans_and_hold(text).0
 }
 
 /// The most a parser may hold back after reading `fed`: the unclosed call, or the end of
-/// the prose that could begin the opener.
+/// the prose that could begin a delimiter (or an opener whose code span is not decided).
 pub(super) fn held(fed: &str) -> usize {
-    match spans(fed).last() {
-        Some(Span { start, end: None }) => fed.len() - start,
-        Some(Span { end: Some(end), .. }) => partial_suffix(&fed[*end..], OPENER),
-        None => partial_suffix(fed, OPENER),
-    }
+    spans_and_hold(fed).1
 }
 
 /// Where the JSON of a call's body (what follows the opener) stops being a valid
