@@ -119,7 +119,7 @@ fn each_malformed_call_says_what_was_expected_and_where() {
         ),
         (
             r#"{"name": "search", "arguments": {"q": tru}}"#,
-            "invalid JSON at byte 50 of the call: expected the rest of true, false or null, found '}'",
+            "invalid JSON at byte 53 of the call: expected the rest of true, false or null, found '}'",
         ),
         (r#"{name: "search"}"#, "invalid JSON at byte 13 of the call: expected a key or '}', found 'n'"),
     ];
