@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use divan::{black_box, Bencher};
+use omni_core::text_tools::hermes::Hermes;
 use omni_core::text_tools::json::Json;
 use omni_core::text_tools::xml::Xml;
 use omni_core::text_tools::{Parsed, TextProtocol};
@@ -23,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 const SIZE: usize = 1 << 20;
 const PIECE: usize = 64;
-const PROTOCOLS: [&str; 2] = ["xml", "json"];
+const PROTOCOLS: [&str; 3] = ["xml", "json", "hermes"];
 
 fn main() {
     divan::main();
@@ -35,16 +36,18 @@ fn main() {
 fn protocol(name: &str) -> Box<dyn TextProtocol> {
     match name {
         "xml" => Box::new(Xml),
+        "hermes" => Box::new(Hermes),
         _ => Box::new(Json),
     }
 }
 
 /// The byte that begins the protocol's opening delimiter.
 fn first_byte(name: &str) -> u8 {
-    if name == "xml" {
-        b'<'
-    } else {
+    // `<tool_call>` (xml, hermes) or ` ```tool_call ` (json).
+    if name == "json" {
         b'`'
+    } else {
+        b'<'
     }
 }
 
@@ -152,7 +155,7 @@ fn interleaved(rounds: usize) {
         parse_us.sort_by(f64::total_cmp);
         let mb_s = text.len() as f64 / parse_us[rounds / 2];
         println!(
-            "{name:5} parse median {:8.0} µs ({mb_s:6.0} MB/s), x floor {:6.2}",
+            "{name:6} parse median {:8.0} µs ({mb_s:6.0} MB/s), x floor {:6.2}",
             parse_us[rounds / 2],
             ratios[rounds / 2]
         );

@@ -356,6 +356,13 @@ pub fn all() -> Vec<NamedScenario> {
             corrected
         },
         text_protocol_loop(
+            "hermes_tool_loop",
+            ToolProtocol::Hermes,
+            &HERMES_CALL_DELTAS,
+            weather_tools(),
+            &final_answer,
+        ),
+        text_protocol_loop(
             "xml_malformed_call_never_runs",
             ToolProtocol::Xml,
             &XML_MALFORMED_DELTAS,
@@ -408,6 +415,16 @@ pub const JSON_CALL_DELTAS: [&str; 4] = [
     "_call\n{\"tool\": \"get_wea",
     "ther\", \"arguments\": {\"city\": \"Pa",
     "ris\"}}\n```",
+];
+
+/// The same call through the `hermes` protocol, laid out as the Hermes/Qwen templates
+/// write it: cut inside the opening tag, the name, a value and the closing tag.
+pub const HERMES_CALL_DELTAS: [&str; 5] = [
+    "Let me check the weather.\n<tool",
+    "_call>\n{\"name\": \"get_wea",
+    "ther\", \"arguments\": {\"city\": \"Pa",
+    "ris\"}}\n</tool_",
+    "call>",
 ];
 
 /// A two-step tool turn on a model whose replies are plain text: the first reply's text

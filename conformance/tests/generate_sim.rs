@@ -89,6 +89,22 @@ fn a_hung_tool_times_out_into_an_error_result() {
 }
 
 #[test]
+fn a_hermes_call_runs_and_its_result_goes_back_as_a_tool_response() {
+    let (_, r) = run("hermes_tool_loop");
+    let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+    assert!(runs.len() == 1 && runs[0].ends_with(r#"get_weather {"city":"Paris"}"#), "{:?}", r.effects);
+    assert_eq!(r.requests.len(), 2);
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    // The call written back as the Hermes/Qwen templates write it, the result in their
+    // <tool_response> layout, not omni's default <tool_result> element.
+    let call = r#"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"#;
+    assert!(second.contains(call), "{second}");
+    assert!(second.contains(r#"<tool_response>\nsunny\n</tool_response>"#), "{second}");
+    assert!(!second.contains("<tool_result"), "{second}");
+    assert_eq!(r.response.expect("a response").text(), "It is sunny and noon.");
+}
+
+#[test]
 fn an_unknown_tool_gets_an_error_result_the_model_sees() {
     let (_, r) = run("unknown_tool");
     assert!(!r.effects.iter().any(|e| e.starts_with("run tool")));

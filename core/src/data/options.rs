@@ -400,7 +400,7 @@ impl Options {
     }
 
     /// Sets `tool_protocol`: native tool calls, or a text protocol for a model without
-    /// them (`ToolProtocol::Xml`, `ToolProtocol::Json`, or one of the application's).
+    /// them (`ToolProtocol::Xml`, `ToolProtocol::Json`, `ToolProtocol::Hermes`, or one of the application's).
     pub fn tool_protocol(mut self, protocol: crate::text_tools::ToolProtocol) -> Self {
         self.tool_protocol = Some(protocol);
         self

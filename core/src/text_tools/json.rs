@@ -81,11 +81,11 @@ use super::mention::{Prose, Scan};
 use super::{CallParser, InvalidCall, Parsed, TextProtocol};
 use crate::data::message::ToolSpec;
 
-mod call;
-mod tokenizer;
+pub(super) mod call;
+pub(super) mod tokenizer;
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 /// The text that opens a call: a code fence with the info string `tool_call`.
 const OPENER: &str = "```tool_call";

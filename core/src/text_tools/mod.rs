@@ -5,7 +5,8 @@
 //! structured output) sees the same `tool_use` events as with native tools.
 //!
 //! - [`TextProtocol`]: one format, as a trait so that an application can add its own.
-//!   Built in: [`xml::Xml`] and [`json::Json`].
+//!   Built in: [`xml::Xml`], [`json::Json`] and [`hermes::Hermes`] (the `<tool_call>` format
+//!   Hermes and Qwen models are trained on).
 //! - [`CallParser`]: the incremental parser of one reply's text, with the properties every
 //!   protocol's parser must have (each is tested per protocol, with the checks written
 //!   once in [`check`]):
@@ -61,10 +62,11 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::data::message::ToolSpec;
+use crate::data::message::{ToolResult, ToolSpec};
 
 pub mod check;
 pub mod correct;
+pub mod hermes;
 pub mod json;
 pub(crate) mod mention;
 pub mod prompt;
@@ -74,7 +76,7 @@ pub mod xml;
 
 /// A text format for tool calls (see the module's doc).
 pub trait TextProtocol: fmt::Debug + Send + Sync {
-    /// Its name (`"xml"`, `"json"`), for prompts and messages.
+    /// Its name (`"xml"`, `"json"`, `"hermes"`), for prompts and messages.
     fn name(&self) -> &str;
 
     /// The rules the system prompt gives the model: how to write a call, how values are
@@ -86,6 +88,13 @@ pub trait TextProtocol: fmt::Debug + Send + Sync {
     /// arguments, the protocol's parser reads this text back as one call to `name` with
     /// exactly `arguments` (the round trip is tested with hostile values).
     fn format_call(&self, name: &str, arguments: &Map<String, Value>) -> String;
+
+    /// One tool result as the user message that answers the calls writes it. By default
+    /// [`render::format_result`]'s `<tool_result>` element; a protocol whose models were
+    /// trained on another layout (`hermes`: `<tool_response>`) writes its own.
+    fn format_result(&self, result: &ToolResult) -> String {
+        render::format_result(result)
+    }
 
     /// A parser for one reply, which knows the tools the model was given: a call to any
     /// other is [`InvalidCall::UnknownTool`], and a protocol whose values are text reads
@@ -249,6 +258,8 @@ pub enum ToolProtocol {
     Xml,
     /// [`json::Json`].
     Json,
+    /// [`hermes::Hermes`].
+    Hermes,
     /// An application's own protocol.
     Custom(std::sync::Arc<dyn TextProtocol>),
 }
@@ -260,16 +271,18 @@ impl ToolProtocol {
             Self::Native => None,
             Self::Xml => Some(std::sync::Arc::new(xml::Xml)),
             Self::Json => Some(std::sync::Arc::new(json::Json)),
+            Self::Hermes => Some(std::sync::Arc::new(hermes::Hermes)),
             Self::Custom(protocol) => Some(protocol.clone()),
         }
     }
 
-    /// Its name: `native`, `xml`, `json`, or the custom protocol's.
+    /// Its name: `native`, `xml`, `json`, `hermes`, or the custom protocol's.
     pub fn name(&self) -> &str {
         match self {
             Self::Native => "native",
             Self::Xml => "xml",
             Self::Json => "json",
+            Self::Hermes => "hermes",
             Self::Custom(protocol) => protocol.name(),
         }
     }
@@ -306,8 +319,9 @@ impl<'de> serde::Deserialize<'de> for ToolProtocol {
             "native" => Ok(Self::Native),
             "xml" => Ok(Self::Xml),
             "json" => Ok(Self::Json),
+            "hermes" => Ok(Self::Hermes),
             other => Err(serde::de::Error::custom(format!(
-                "unknown tool protocol {other:?}: native, xml or json (a custom protocol is set in code)"
+                "unknown tool protocol {other:?}: native, xml, json or hermes (a custom protocol is set in code)"
             ))),
         }
     }

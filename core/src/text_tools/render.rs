@@ -5,7 +5,8 @@
 //! [`build_request`], which every machine calls instead of the dialect's own, so the
 //! decision is taken in one place.
 //!
-//! Tool results are written as
+//! Tool results are written as the protocol's [`TextProtocol::format_result`] says; by
+//! default (this module's [`format_result`]) as
 //!
 //! ```text
 //! <tool_result tool="get_weather">
@@ -117,7 +118,7 @@ pub fn render_message(protocol: &dyn TextProtocol, message: &Message) -> Message
                 if !text.is_empty() && !text.ends_with('\n') {
                     text.push('\n');
                 }
-                text.push_str(&format_result(result));
+                text.push_str(&protocol.format_result(result));
             }
             other => {
                 flush(&mut text, &mut content);

@@ -359,7 +359,7 @@ fn described_value(value: &Value) -> &'static str {
 }
 
 /// A byte of the text, for a message: the character if it is printable ASCII.
-fn described(byte: Option<u8>) -> String {
+pub(in crate::text_tools) fn described(byte: Option<u8>) -> String {
     match byte {
         Some(byte) if byte.is_ascii_graphic() => format!("'{}'", char::from(byte)),
         Some(b' ') => "a space".to_owned(),

@@ -9,8 +9,8 @@ use crate::data::message::ToolSpec;
 use crate::text_tools::check::expect::{delta, end, invalid, object, start, text};
 use crate::text_tools::{check, InvalidCall, Parsed, TextProtocol};
 
-mod properties;
-mod reference;
+pub(in crate::text_tools) mod properties;
+pub(in crate::text_tools) mod reference;
 
 fn tool(name: &str) -> ToolSpec {
     ToolSpec { name: name.to_owned(), description: String::new(), input_schema: json!({ "type": "object" }) }

@@ -18,7 +18,7 @@
 /// What the tokenizer stops for. The position of each is where it stops: the end of the
 /// bytes it says it consumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Event {
+pub(in crate::text_tools) enum Event {
     /// A member's key begins: the last byte consumed is its opening quote.
     KeyStart,
     /// The key ends: the last byte consumed is its closing quote.
@@ -35,7 +35,7 @@ pub(super) enum Event {
 
 /// What a value is, as its first byte tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(in crate::text_tools) enum Kind {
     /// `"…"`.
     String,
     /// `-`, a digit.
@@ -52,7 +52,7 @@ pub(super) enum Kind {
 
 impl Kind {
     /// The kind with its article, for messages.
-    pub(super) const fn described(self) -> &'static str {
+    pub(in crate::text_tools) const fn described(self) -> &'static str {
         match self {
             Self::String => "a string",
             Self::Number => "a number",
@@ -66,7 +66,7 @@ impl Kind {
 
 /// Why a byte was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fault {
+pub(in crate::text_tools) enum Fault {
     /// The byte is not what the grammar allows here; what it allows, for a message.
     Expected(&'static str),
     /// An array or object would open past the depth limit.
@@ -173,7 +173,7 @@ enum Step {
 
 /// The tokenizer of one call's object (see the module's doc).
 #[derive(Debug)]
-pub(super) struct Tokenizer {
+pub(in crate::text_tools) struct Tokenizer {
     /// The open arrays and objects, the call's object first.
     open: Vec<Container>,
     /// The most that may be open at once.
@@ -184,14 +184,14 @@ pub(super) struct Tokenizer {
 
 impl Tokenizer {
     /// A tokenizer that rejects an array or object opening with `max_open` already open.
-    pub(super) const fn new(max_open: usize) -> Self {
+    pub(in crate::text_tools) const fn new(max_open: usize) -> Self {
         Self { open: Vec::new(), max_open, expect: Expect::Start, token: Token::None }
     }
 
     /// Reads `bytes` up to the next event or to their end: how many bytes were consumed
     /// and the event, if one stopped it. After an [`Event::Error`] or
     /// [`Event::ObjectEnd`] it must not be called again.
-    pub(super) fn advance(&mut self, bytes: &[u8]) -> (usize, Option<Event>) {
+    pub(in crate::text_tools) fn advance(&mut self, bytes: &[u8]) -> (usize, Option<Event>) {
         let mut at = 0;
         while let Some(&byte) = bytes.get(at) {
             if let Token::String { escape: Escape::None, .. } = self.token {

@@ -14,7 +14,7 @@ use crate::data::message::ToolSpec;
 use crate::text_tools::{check, schema_for, InvalidCall, Parsed, TextProtocol};
 
 /// Text made to trip a reader of JSON or of fences.
-fn hostile_text() -> impl Strategy<Value = String> {
+pub(in crate::text_tools) fn hostile_text() -> impl Strategy<Value = String> {
     let pieces = vec![
         "`",
         "```",
@@ -69,7 +69,7 @@ fn value() -> impl Strategy<Value = Value> {
     })
 }
 
-fn arguments() -> impl Strategy<Value = Map<String, Value>> {
+pub(in crate::text_tools) fn arguments() -> impl Strategy<Value = Map<String, Value>> {
     btree_map(hostile_text(), value(), 0..5).prop_map(|map| map.into_iter().collect())
 }
 

@@ -63,7 +63,7 @@ pub(super) fn json_break(body: &str) -> Option<usize> {
 
 /// Where the call's object ends (after whitespace and the object), or `Err` with the
 /// offset of the first byte that cannot continue it (the length when the text ends first).
-fn object_extent(bytes: &[u8]) -> Result<usize, usize> {
+pub(in crate::text_tools) fn object_extent(bytes: &[u8]) -> Result<usize, usize> {
     let mut reader = Reader { bytes, at: 0 };
     reader.whitespace();
     if reader.peek() != Some(b'{') {
