@@ -129,6 +129,9 @@ fn real_servers() {
             suite.case("a tool call through the xml text protocol", |d| {
                 cases::text_protocol_tool_call(&clients, d, omni_core::text_tools::ToolProtocol::Xml)
             });
+            suite.case("a tool call through the hermes text protocol", |d| {
+                cases::text_protocol_tool_call(&clients, d, omni_core::text_tools::ToolProtocol::Hermes)
+            });
         }
         None => eprintln!("real-server tests: llama-server cases skipped: {LLAMA_SERVER_ENV} is not set"),
     }

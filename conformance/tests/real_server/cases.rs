@@ -373,6 +373,7 @@ pub(crate) fn text_protocol_tool_call(
     let name = match &protocol {
         omni_core::text_tools::ToolProtocol::Xml => "xml",
         omni_core::text_tools::ToolProtocol::Json => "json",
+        omni_core::text_tools::ToolProtocol::Hermes => "hermes",
         _ => "other",
     };
     req.options.tool_protocol = Some(protocol);

@@ -68,6 +68,8 @@ pub(super) struct Call {
     arguments_to: Option<usize>,
     /// Arguments given as a string: the object it holds, as JSON, until given out.
     unquoted: Option<String>,
+    /// The arguments came as a string holding the object: said in a warning at the end.
+    quoted_arguments: bool,
     arguments: Option<Map<String, Value>>,
     /// The `CallStart` was given out.
     started: bool,
@@ -93,6 +95,7 @@ impl Call {
             arguments_from: None,
             arguments_to: None,
             unquoted: None,
+            quoted_arguments: false,
             arguments: None,
             started: false,
             streamed: 0,
@@ -275,6 +278,7 @@ impl Call {
         match held {
             Ok(arguments) => {
                 self.unquoted = Some(Value::Object(arguments.clone()).to_string());
+                self.quoted_arguments = true;
                 self.arguments = Some(arguments);
                 self.stream(out);
             }
@@ -323,6 +327,10 @@ impl Call {
         if let (None, true) = (&self.fault, self.started) {
             if self.arguments.is_none() {
                 out.push(Parsed::CallDelta { index, json: "{}".to_owned() });
+            }
+            if self.quoted_arguments {
+                let alias = "\"arguments\" given as a string holding the object, read as the object";
+                out.push(Parsed::Warning(format!("tool call {index}: {alias}")));
             }
             let arguments = self.arguments.take().unwrap_or_default();
             out.push(Parsed::CallEnd { index, arguments, raw });

@@ -84,13 +84,24 @@ fn arguments_before_the_name_and_without_arguments() {
 #[test]
 fn arguments_written_as_a_string_holding_an_object_are_read_as_the_object() {
     let call = r#"<tool_call>{"name": "search", "arguments": "{\"q\": \"a \\\"b\\\"\", \"n\": 2}"}</tool_call>"#;
+    // Read, and said in a warning (the application sees the model bend the format).
+    let warning = || {
+        Parsed::Warning(
+            "tool call 0: \"arguments\" given as a string holding the object, read as the object".to_owned(),
+        )
+    };
     assert_eq!(
         parse(call),
-        [start(0, "search"), delta(0, r#"{"n":2,"q":"a \"b\""}"#), end(0, json!({ "q": "a \"b\"", "n": 2 }), call)]
+        [
+            start(0, "search"),
+            delta(0, r#"{"n":2,"q":"a \"b\""}"#),
+            warning(),
+            end(0, json!({ "q": "a \"b\"", "n": 2 }), call)
+        ]
     );
     // Before the name: the object comes out with the start.
     let first = r#"<tool_call>{"arguments": "{}", "name": "search"}</tool_call>"#;
-    assert_eq!(parse(first), [start(0, "search"), delta(0, "{}"), end(0, json!({}), first)]);
+    assert_eq!(parse(first), [start(0, "search"), delta(0, "{}"), warning(), end(0, json!({}), first)]);
 }
 
 #[test]

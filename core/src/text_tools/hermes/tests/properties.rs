@@ -104,7 +104,7 @@ fn spans_match(text: &str, events: &[Parsed]) -> Result<(), TestCaseError> {
                 spans.push(reference::Span { start: offset, end: closed.then_some(offset + raw.len()) });
                 offset += raw.len();
             }
-            Parsed::CallStart { .. } | Parsed::CallDelta { .. } => {}
+            Parsed::CallStart { .. } | Parsed::CallDelta { .. } | Parsed::Warning(_) => {}
         }
     }
     prop_assert_eq!(spans, reference::spans(text), "in {:?}", text);
@@ -150,7 +150,7 @@ fn calls_agree(events: &[Parsed]) -> Result<(), TestCaseError> {
                 }
                 started = None;
             }
-            Parsed::Text(_) => {}
+            Parsed::Text(_) | Parsed::Warning(_) => {}
         }
     }
     Ok(())
