@@ -362,6 +362,7 @@ pub fn all() -> Vec<NamedScenario> {
             weather_tools(),
             &final_answer,
         ),
+        text_protocol_loop("xml_mentions_then_a_call", ToolProtocol::Xml, &XML_MENTION_DELTAS, weather_tools(), &final_answer),
         text_protocol_loop(
             "xml_malformed_call_never_runs",
             ToolProtocol::Xml,
@@ -386,6 +387,15 @@ pub const XML_MALFORMED_DELTAS: [&str; 3] = [
     "Let me check.\n<tool_call>\n<get_weather>\n<city>Paris</city>\n",
     "</get_weather>\n</get_wea",
     "ther>\n</tool_call>",
+];
+
+/// Mentions of the opener that are not calls (in a thinking block written in the text,
+/// in inline code), then a real call, which must run (issue 23, D).
+pub const XML_MENTION_DELTAS: [&str; 4] = [
+    "<think>I could write <tool_",
+    "call> here.</think>I'll write a `<tool_call>` block.\n<tool",
+    "_call>\n<get_weather>\n<city>Paris</city>\n",
+    "</get_weather>\n</tool_call>",
 ];
 
 /// A call under `xml` that breaks before the tool's name: JSON where the tool's tag is due.
