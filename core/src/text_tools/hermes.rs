@@ -27,6 +27,12 @@
 //!   whitespace, by `{`. An opener followed by anything else is prose (a mention of the
 //!   tag); an opener at the very end of the reply (whitespace at most after it) is an
 //!   [`InvalidCall::Unclosed`] call.
+//! - An opener inside inline code (a backtick span on one line) or inside a
+//!   `<think>` … `</think>` block written in the text is a mention too, text, whatever
+//!   follows it: the rules are the `xml` protocol's, in the
+//!   [parent module's doc](super#what-counts-as-a-mention) (like `xml`, and unlike
+//!   `json`, the parser is not fence-aware: an opener in a fenced code block is a call).
+//!   An opener after a backtick run left open on its line is a call, once the line ends.
 //! - The object is strict JSON (RFC 8259) with the keys `"name"` (the tool's name, a
 //!   string) and `"arguments"` (an object), in either order; without `"arguments"` the
 //!   arguments are `{}`. As OpenAI-style models write it, `"arguments"` may also be a
@@ -52,24 +58,29 @@
 //!
 //! # Streaming
 //!
-//! As in the `json` protocol: prose comes out as soon as it cannot begin `<tool_call>` (at
-//! most 10 bytes held back), a call's bytes are held until its span comes out whole,
-//! [`Parsed::CallStart`] comes when the name's string closes (if the tool is known and
-//! nothing was wrong before it), then the arguments' text in [`Parsed::CallDelta`] pieces
-//! as it is read (arguments given as a string come as one delta, the object they hold,
-//! once the string closes). Calls are numbered in the reply, valid or not, from 0; a
-//! mention of the tag that turns out to be prose takes no number.
+//! As in the `xml` protocol: prose comes out as soon as it cannot begin `<tool_call>`,
+//! `<think>` or `</think>` (at most 10 bytes held back) or be a trailing run of
+//! backticks; an opener inside a code span not closed yet is held, with what follows
+//! it, until the span closes (a mention) or its line ends (a call). A call's bytes are
+//! held until its span comes out whole, [`Parsed::CallStart`] comes when the name's
+//! string closes (if the tool is known and nothing was wrong before it), then the
+//! arguments' text in [`Parsed::CallDelta`] pieces as it is read (arguments given as a
+//! string come as one delta, the object they hold, once the string closes). Calls are
+//! numbered in the reply, valid or not, from 0; a mention of the tag that turns out to
+//! be prose takes no number.
 //!
-//! The object is read by the `json` protocol's incremental tokenizer, each byte once.
+//! The prose is read by the scanner shared with the `xml` and `json` protocols, the
+//! object by the `json` protocol's incremental tokenizer, each byte once (the bytes after
+//! an opener held in an open code span are read again, once, as the call's).
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use self::parser::{Call, Outcome};
-use super::{partial_suffix, CallParser, InvalidCall, Parsed, TextProtocol};
+use super::mention::{Prose, Scan};
+use super::{CallParser, InvalidCall, Parsed, TextProtocol};
 use crate::data::message::{ToolResult, ToolResultContent, ToolSpec};
 
 mod parser;
@@ -147,7 +158,7 @@ impl TextProtocol for Hermes {
     fn parser(&self, tools: &[ToolSpec]) -> Box<dyn CallParser> {
         Box::new(HermesParser {
             tools: tools.iter().map(|tool| tool.name.clone()).collect(),
-            partial: String::new(),
+            prose: Prose::new(OPENER, false),
             call: None,
             calls: 0,
         })
@@ -203,8 +214,8 @@ impl serde_json::ser::Formatter for Spaced {
 struct HermesParser {
     /// The names of the tools the model was given.
     tools: BTreeSet<String>,
-    /// Prose held back: the end of the text so far that could begin the opener.
-    partial: String,
+    /// The prose between calls (mentions of `<tool_call>` told apart from calls).
+    prose: Prose,
     /// The call being read.
     call: Option<Call>,
     /// Calls met so far, valid or not: the next call's index.
@@ -237,41 +248,36 @@ impl CallParser for HermesParser {
     }
 
     fn finish(&mut self, out: &mut Vec<Parsed>) {
-        push_text(&std::mem::take(&mut self.partial), out);
         if let Some(call) = self.call.take() {
             self.calls += 1;
             out.push(Parsed::Invalid { index: call.index, raw: call.raw, reason: InvalidCall::Unclosed });
         }
+        self.prose.finish(out);
     }
 
     fn held(&self) -> usize {
-        self.partial.len() + self.call.as_ref().map_or(0, |call| call.raw.len())
+        self.prose.held() + self.call.as_ref().map_or(0, |call| call.raw.len())
     }
 }
 
 impl HermesParser {
-    /// Reads prose up to the next opener, which starts a call; returns the text after the
-    /// opener, or nothing when the prose runs to the end (its end held back if it could
-    /// begin the opener).
+    /// Reads prose up to the next opener that is not a mention (by the parent module's
+    /// rules), which starts a call; returns the text after the opener, or nothing when
+    /// the prose runs to the end of `rest`.
     fn prose<'a>(&mut self, rest: &'a str, out: &mut Vec<Parsed>) -> &'a str {
-        let carried = self.partial.len();
-        let joined = if carried == 0 {
-            Cow::Borrowed(rest)
-        } else {
-            let mut joined = std::mem::take(&mut self.partial);
-            joined.push_str(rest);
-            Cow::Owned(joined)
-        };
-        if let Some(at) = memchr::memmem::find(joined.as_bytes(), OPENER.as_bytes()) {
-            push_text(&joined[..at], out);
-            self.call = Some(Call::new(self.calls));
-            // The held-back part is shorter than the opener, so the opener ends in `rest`.
-            return &rest[at + OPENER.len() - carried..];
+        match self.prose.feed(rest, out) {
+            Scan::Done => "",
+            Scan::Call { held, rest } => {
+                self.call = Some(Call::new(self.calls));
+                if !held.is_empty() {
+                    // The call's beginning, held while it could have been a mention (an
+                    // opener in a code span left open): read now as the call's (or, not
+                    // followed by an object, as prose again).
+                    self.feed(&held, out);
+                }
+                rest
+            }
         }
-        let given = joined.len() - partial_suffix(&joined, OPENER);
-        push_text(&joined[..given], out);
-        joined[given..].clone_into(&mut self.partial);
-        ""
     }
 }
 

@@ -32,7 +32,8 @@
 //!
 //! The built-in parsers read the prose between calls as Markdown enough to tell a
 //! *mention* of the opener (text, given out as [`Parsed::Text`]) from a call (the same
-//! rules for both; a reference reading of them, written apart, is [`check::next_call`]):
+//! rules for all three, `hermes` keeping its own besides: an opener not followed by `{`
+//! is text; a reference reading of them, written apart, is [`check::next_call`]):
 //!
 //! - **Inline code.** On one line, a run of N backticks opens a code span that the next
 //!   run of exactly N backticks on the same line closes (runs of other lengths are part

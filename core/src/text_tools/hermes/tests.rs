@@ -185,6 +185,51 @@ fn a_mention_of_the_tag_in_prose_stays_prose() {
 }
 
 #[test]
+fn a_tag_in_inline_code_or_in_a_think_block_is_a_mention() {
+    let call = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": 1}}\n</tool_call>";
+    let code = "Write `<tool_call>{\"name\": \"search\"}</tool_call>` blocks, or `` <tool_call> ``.\n";
+    let think = "<think>I'll call <tool_call>{\"name\": \"search\"}</tool_call> now.</think>\n";
+    let reply = format!("{code}{think}{call}");
+    let expected =
+        [text(&format!("{code}{think}")), start(0, "search"), delta(0, "{\"q\": 1}"), end(0, json!({ "q": 1 }), call)];
+    assert_eq!(parse(&reply), expected);
+    // Every split in two pieces reads the same, holding back no more than the reference.
+    for cut in 0..=reply.len() {
+        let events = check::check_parse(&Hermes, &tools(), &reply, &[cut], &reference::held).unwrap();
+        assert_eq!(events, expected, "split at {cut}");
+    }
+}
+
+#[test]
+fn a_tag_after_a_code_span_left_open_is_a_call_once_the_line_ends() {
+    // A run with no closing run on its line is text: the tag after it opens a call, held
+    // until the line ends.
+    let call = "<tool_call>{\"name\": \"search\"}</tool_call>";
+    let reply = format!("a ` b {call}\nc");
+    assert_eq!(
+        parse(&reply),
+        [text("a ` b "), start(0, "search"), delta(0, "{}"), end(0, json!({}), call), text("\nc")]
+    );
+    let mut parser = Hermes.parser(&tools());
+    let mut out = Vec::new();
+    parser.feed(&format!("a ` b {call}"), &mut out);
+    assert_eq!((out.as_slice(), parser.held()), ([text("a ` b ")].as_slice(), call.len()));
+    // Closed by a run of as many backticks, it was a mention.
+    parser.feed(" ` ok", &mut out);
+    assert_eq!((&out[1..], parser.held()), ([text(&format!("{call} `")), text(" ok")].as_slice(), 0));
+    // Not followed by an object, it stays prose, and what follows is prose again.
+    let reply = "a `` <tool_call> `x` y\nz <tool_call>{\"name\": \"nope\"}</tool_call>";
+    let events = parse(reply);
+    assert_eq!(events[0], text("a `` <tool_call> `x` y\nz "));
+    assert!(matches!(&events[1], Parsed::Invalid { index: 0, reason: InvalidCall::UnknownTool(_), .. }), "{events:?}");
+    // A think block never closed makes the rest of the reply text.
+    assert_eq!(
+        parse("<think>so <tool_call>{\"name\": \"search\"}"),
+        [text("<think>so <tool_call>{\"name\": \"search\"}")]
+    );
+}
+
+#[test]
 fn a_reply_that_ends_inside_a_call_leaves_it_unclosed() {
     let cut = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"</tool";
     assert_eq!(
@@ -203,6 +248,7 @@ fn every_two_piece_split_of_some_replies_reads_the_same() {
         "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich 日本\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"search\", \"arguments\": \"{\\\"q\\\": 1}\"}\n</tool_call>",
         "a <tool_call> b <tool_call>{\"name\": \"nope\"}</tool_call> c <tool_call>{\"name\": \"search\"} x </tool_call>",
         "<<tool_call>{\"name\":\"search\",\"arguments\":{\"a\":[1,{\"b\":\"\\u00e9\\\\\"}]}}\r\n</tool_call></tool_call><tool_call>",
+        "`` `<tool_call>{\"name\": \"search\"}</tool_call>` ``<think>`<tool_call>`</think>`<tool_call> x\n<tool_call>{\"name\": \"search\"}</tool_call>",
     ];
     for reply in replies {
         for cut in 0..=reply.len() {

@@ -1,5 +1,6 @@
 //! Property tests: the shared checks on generated replies (prose with tags, partial tags,
-//! braces, quotes and non-ASCII text; well-formed calls, arguments as objects or as
+//! braces, quotes, non-ASCII text, backtick runs, code spans and think blocks holding the
+//! tag (mentions); well-formed calls, arguments as objects or as
 //! strings; malformed ones; cut anywhere), the spans held to the reference reading, and
 //! the round trip of any arguments (the json protocol's generators of hostile values).
 
@@ -76,6 +77,14 @@ fn prose() -> impl Strategy<Value = String> {
         "{\"name\": \"search\"}",
         "Let me check. ",
         "\n",
+        "`",
+        "``",
+        "` <tool_call> `",
+        "`<tool_call>{\"name\": \"search\"}</tool_call>`",
+        "`` <tool_call>",
+        "<think>",
+        "</think>",
+        "<think><tool_call>{\"name\": \"search\"}</tool_call></think>",
     ];
     vec(prop_oneof![select(pieces).prop_map(str::to_owned), hostile_text()], 0..5).prop_map(|pieces| pieces.concat())
 }
@@ -170,9 +179,39 @@ proptest! {
         calls_agree(&events)?;
     }
 
+    /// A valid call right after mentions (inline code, a think block) reads back as the
+    /// call written, however the reply is split; the mentions are text.
+    #[test]
+    fn a_call_after_mentions_reads_back(
+        mentions in vec(select(MENTIONS), 1..4),
+        arguments in arguments(),
+        cuts in vec(0..600usize, 0..6),
+    ) {
+        let prose = mentions.join("\n");
+        let call = Hermes.format_call("search", &arguments);
+        let reply = format!("{prose}{call}");
+        let events = check::check_parse(&Hermes, &tools(), &reply, &cuts, &reference::held).map_err(TestCaseError::fail)?;
+        spans_match(&reply, &events)?;
+        prop_assert_eq!(&events[0], &Parsed::Text(prose));
+        let last = events.last();
+        prop_assert!(matches!(last, Some(Parsed::CallEnd { arguments: read, raw, .. }) if *read == arguments && *raw == call), "{:?}", events);
+    }
+
     #[test]
     fn any_arguments_make_the_round_trip(name in "[a-z_][a-z0-9_]{0,15}", arguments in arguments()) {
         let tool = ToolSpec { name, description: "A tool.".to_owned(), input_schema: schema_for(&arguments) };
         check::check_round_trip(&Hermes, &tool, &arguments).map_err(TestCaseError::fail)?;
     }
 }
+
+/// Prose that mentions the tag (each piece leaves no code span or think block open).
+const MENTIONS: &[&str] = &[
+    "Use a `<tool_call>` block.",
+    "`` <tool_call>{\"name\": \"search\"}</tool_call> ``\n",
+    "` `` <tool_call>{\"name\": \"search\"} `` `",
+    "<think>I'll write <tool_call>{\"name\": \"search\"}</tool_call> now</think>\n",
+    "<think>`</think>",
+    "`<think>` ",
+    "a ` b\n",
+    "<tool_call> is the tag. ",
+];
