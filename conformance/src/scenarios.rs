@@ -362,7 +362,13 @@ pub fn all() -> Vec<NamedScenario> {
             weather_tools(),
             &final_answer,
         ),
-        text_protocol_loop("xml_mentions_then_a_call", ToolProtocol::Xml, &XML_MENTION_DELTAS, weather_tools(), &final_answer),
+        text_protocol_loop(
+            "xml_mentions_then_a_call",
+            ToolProtocol::Xml,
+            &XML_MENTION_DELTAS,
+            weather_tools(),
+            &final_answer,
+        ),
         text_protocol_loop(
             "xml_malformed_call_never_runs",
             ToolProtocol::Xml,

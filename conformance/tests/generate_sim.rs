@@ -657,3 +657,15 @@ fn a_call_broken_before_its_name_gets_a_correction_with_the_layout() {
         omni_conformance::sim::simulate(scenarios::config(&scenario, "http://replay.invalid/v1"), &scenario.scenario);
     assert_eq!(r.requests.len(), 1);
 }
+
+/// Issue 23, D: mentions of the opener (in a thinking block written in the text, in
+/// inline code) stay text and do not swallow the call that follows, which runs.
+#[test]
+fn mentions_of_the_opener_stay_text_and_the_call_after_them_runs() {
+    let (_, r) = run("xml_mentions_then_a_call");
+    let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+    assert_eq!(runs.len(), 1, "{:?}", r.effects);
+    assert!(runs[0].contains(r#"get_weather {"city":"Paris"}"#), "{runs:?}");
+    let response = r.response.expect("a response");
+    assert!(response.warnings.iter().all(|w| w.code != "invalid_tool_call"), "{:?}", response.warnings);
+}
