@@ -121,8 +121,8 @@ pub struct Options {
     pub max_steps: Option<u32>,
     /// With a text protocol: how many times a reply whose tool call could not be read
     /// (broken before the tool's name, and no call read) is answered with a correction
-    /// showing the layout, so that the model tries again. `None`: once
-    /// ([`DEFAULT_TOOL_CALL_RETRIES`](crate::text_tools::correct::DEFAULT_TOOL_CALL_RETRIES)); `Some(0)`: never.
+    /// showing the layout, so that the model tries again. `None`: once (the text
+    /// protocols' default); `Some(0)`: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_retries: Option<u32>,
     /// Time limit for one tool call.
