@@ -216,6 +216,22 @@ pub fn all() -> Vec<NamedAgentScenario> {
             corrected.scenario.replies.insert(1, text(&crate::scenarios::XML_CALL_DELTAS));
             corrected
         },
+        // The format open-weight models are trained on (issue 23, E), and mentions of the
+        // opener before a real call (D), in an agent's turn.
+        text_protocol(
+            "hermes_tool_turn",
+            ToolProtocol::Hermes,
+            &crate::scenarios::HERMES_CALL_DELTAS,
+            ScriptedCallbacks::default(),
+            vec![start(ASK)],
+        ),
+        text_protocol(
+            "xml_mentions_turn",
+            ToolProtocol::Xml,
+            &crate::scenarios::XML_MENTION_DELTAS,
+            ScriptedCallbacks::default(),
+            vec![start(ASK)],
+        ),
         text_protocol(
             "json_pause_resume",
             ToolProtocol::Json,

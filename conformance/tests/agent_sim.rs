@@ -708,6 +708,20 @@ fn an_unread_call_gets_a_correction_in_the_turn() {
     assert_eq!(agent.messages().len(), 6);
 }
 
+/// Issue 23, E and D in an agent's turn: a hermes call runs and its result goes back as
+/// `<tool_response>`; mentions of the xml opener stay text and the call after them runs.
+#[test]
+fn hermes_calls_and_calls_after_mentions_run_in_a_turn() {
+    let (r, _) = run("hermes_tool_turn");
+    assert_eq!(r.effects.iter().filter(|e| e.starts_with("run tool")).count(), 1, "{:?}", r.effects);
+    let second = String::from_utf8_lossy(&r.requests[1].body).into_owned();
+    assert!(second.contains("<tool_response>"), "{second}");
+    let (r, _) = run("xml_mentions_turn");
+    let runs: Vec<&String> = r.effects.iter().filter(|e| e.starts_with("run tool")).collect();
+    assert_eq!(runs.len(), 1, "{:?}", r.effects);
+    assert!(runs[0].contains(r#"get_weather {"city":"Paris"}"#), "{runs:?}");
+}
+
 #[test]
 fn a_text_protocol_call_waits_for_approval_as_a_native_one_does() {
     let (r, agent) = run("json_pause_resume");
