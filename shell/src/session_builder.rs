@@ -220,8 +220,12 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
     let mut warnings = warnings;
     warnings.extend(session.repairs().iter().cloned());
     let inner = &client.inner;
-    let messages = spawn_session(&runtime, inner.transport.clone(), session, store, &tools, subscribers)?;
-    Ok(Session::new(id, messages, start.capacity, warnings))
+    let spawned = spawn_session(&runtime, inner.transport.clone(), session, store.clone(), &tools, subscribers);
+    match spawned {
+        Ok(messages) => Ok(Session::new(id, messages, start.capacity, warnings)),
+        // No loop to release it: the claim is given back here.
+        Err(e) => Err(release_on_error(&runtime, &store, claim, e).await),
+    }
 }
 
 /// `error`, after giving up `claim` (a session that could not be opened is not kept
