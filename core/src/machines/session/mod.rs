@@ -1,8 +1,9 @@
 //! Sessions: a persistent, branching conversation over the agent. The message tree
 //! ([`tree`]), what a store keeps of a session ([`store`]), and the session machine
 //! ([`machine`]) that joins the agent's committed turns to the tree and writes them to a
-//! store through effects.
+//! store through effects; [`presence`]: which sessions run where, for a manager.
 
 pub mod machine;
+pub mod presence;
 pub mod store;
 pub mod tree;

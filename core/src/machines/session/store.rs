@@ -224,18 +224,31 @@ pub struct StoreError {
     pub location: String,
     /// Why, in words.
     pub message: String,
+    /// Who holds the session, when the store knows it: the node named by a store shared
+    /// by machines, for [`StoreErrorKind::OwnedElsewhere`].
+    pub owner: Option<String>,
 }
 
 impl StoreError {
     /// A failure of `kind` at `location`.
     pub fn new(kind: StoreErrorKind, location: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { kind, location: location.into(), message: message.into() }
+        Self { kind, location: location.into(), message: message.into(), owner: None }
+    }
+
+    /// The same failure, naming the session's owner.
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.location, self.message)
+        write!(f, "{}: {}", self.location, self.message)?;
+        match &self.owner {
+            Some(owner) => write!(f, " (owner: {owner})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -308,6 +321,14 @@ pub trait Store: Send + Sync + 'static {
     /// check that `claim` still owns its session): [`StoreErrorKind::NotOwner`] when it
     /// does not.
     fn renew(&self, claim: &Claim) -> Result<(), StoreError>;
+
+    /// Extends every lease of `claims` at once, one answer per claim in order: what a
+    /// node that runs many sessions calls once per interval instead of one `renew` per
+    /// session. A store shared by machines does it in one statement; the default renews
+    /// them one by one.
+    fn renew_many(&self, claims: &[Claim]) -> Vec<Result<(), StoreError>> {
+        claims.iter().map(|claim| self.renew(claim)).collect()
+    }
 
     /// Gives up ownership; a claim that no longer owns its session is released already
     /// (`Ok`).
