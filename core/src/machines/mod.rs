@@ -10,11 +10,13 @@
 //! timeout, redirects and size limit) and a *tool round* (validation, a decision policy,
 //! parallel runs with deadlines, results in call order). [`client`] turns a client's
 //! configuration and a call's arguments into a machine's configuration. [`session`] holds
-//! a session's message tree, what a store keeps of it, and the session machine.
+//! a session's message tree, what a store keeps of it, and the session machine;
+//! [`manager`] the bookkeeping of many running sessions.
 
 pub mod agent;
 pub mod client;
 pub mod generate;
+pub mod manager;
 mod request;
 pub mod session;
 pub mod timer;

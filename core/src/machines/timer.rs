@@ -31,17 +31,23 @@ pub enum Timer {
     StepBackoff,
     /// A session's lease on its place in the store is due for renewal.
     LeaseRenewal,
+    /// An unused session's idle shutdown (the session manager's).
+    IdleShutdown,
+    /// A lease may have lapsed unrenewed (the session manager's).
+    LeaseLapse,
 }
 
 impl Timer {
     /// Every timer, in the table's order (the earliest deadline wins; on a tie, the first).
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::RequestTimeout,
         Self::Stall,
         Self::RetryBackoff,
         Self::ToolDeadline,
         Self::StepBackoff,
         Self::LeaseRenewal,
+        Self::IdleShutdown,
+        Self::LeaseLapse,
     ];
 
     /// A short name for logs.
@@ -53,6 +59,8 @@ impl Timer {
             Self::ToolDeadline => "tool deadline",
             Self::StepBackoff => "step backoff",
             Self::LeaseRenewal => "lease renewal",
+            Self::IdleShutdown => "idle shutdown",
+            Self::LeaseLapse => "lease lapse",
         }
     }
 
@@ -64,6 +72,8 @@ impl Timer {
             Self::ToolDeadline => 3,
             Self::StepBackoff => 4,
             Self::LeaseRenewal => 5,
+            Self::IdleShutdown => 6,
+            Self::LeaseLapse => 7,
         }
     }
 }

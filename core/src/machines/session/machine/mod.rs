@@ -237,6 +237,14 @@ impl<C: AgentCallbacks> Session<C> {
         }
     }
 
+    /// Leaves the lease's renewal to whoever runs this session with others (a session
+    /// manager renews all its sessions' leases in one store call): the session no longer
+    /// renews its own claim.
+    pub fn leave_renewal(&mut self) {
+        self.renew_at = None;
+        self.renew_due = false;
+    }
+
     /// Acts on the deadlines that passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         debug_assert!(self.effects.is_empty(), "the driver feeds input before executing every effect (poll_effect)");
