@@ -91,7 +91,7 @@ impl PgStore {
         }
         let location = Location::of(&config);
         let store = Self { config, location, node, lease, client: Mutex::new(None) };
-        store.with_client(|client, location| schema::prepare(client, location))?;
+        store.with_client(schema::prepare)?;
         Ok(store)
     }
 

@@ -74,9 +74,21 @@ pub(crate) const MIGRATIONS: [&str; 1] = ["
 /// The database's schema version: 0 when it holds none of the store's tables.
 fn version(client: &mut impl postgres::GenericClient, location: &Location) -> Result<i64, StoreError> {
     let fail = |e| pg_error(e, location);
-    // to_regclass follows the search path, as every statement of the store does.
-    let has_meta: bool =
-        client.query_one("SELECT to_regclass('omni_store_meta') IS NOT NULL", &[]).map_err(fail)?.get(0);
+    // Asked of pg_class with a query, in the schema the store's tables are made in (the
+    // search path's first), not with `to_regclass`: that answers from the backend's
+    // catalog cache, which keeps "no such table" until the backend next takes a lock on
+    // a table; the advisory lock is not one, so the check again under the lock would not
+    // see the tables another process just made (found by the test of four handles
+    // connecting at once).
+    let has_meta: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.relname = 'omni_store_meta' AND n.nspname = current_schema())",
+            &[],
+        )
+        .map_err(fail)?
+        .get(0);
     if !has_meta {
         return Ok(0);
     }
