@@ -91,7 +91,14 @@ print(s.getsockname()[1])
 '
 }
 
-alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
+# Whether the process runs: a zombie (a stopped server not yet reaped by a parent that does not reap, as in
+# some containers) does not.
+alive() {
+  [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null || return 1
+  local stat
+  stat=$(ps -o stat= -p "$1" 2>/dev/null || true)
+  [[ -n $stat && $stat != Z* ]]
+}
 
 print_exports() {
   # shellcheck disable=SC1090
@@ -166,6 +173,11 @@ cmd_stop() {
   if [[ -n ${PG_DIR:-} && -f $PG_DIR/data/postmaster.pid ]]; then
     as_server_user "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >&2 || true
   fi
+  # pg_ctl returns once the pid file is gone, which may be a moment before the process is.
+  for _ in $(seq 50); do
+    alive "${PG_PID:-}" || break
+    sleep 0.1
+  done
   if alive "${PG_PID:-}"; then
     log "pid $PG_PID still running after pg_ctl stop; sending KILL"
     kill -KILL "$PG_PID" 2>/dev/null || true
