@@ -463,6 +463,33 @@ fn damaged_rows_are_corrupt_with_their_location() {
     assert!(broken.location.ends_with("omni_store_nodes(good,1)"), "{broken}");
 }
 
+/// A search path in the connection string (`options=-csearch_path%3D...`): the store's
+/// tables are made in that schema, and stores in two schemas of one database are apart.
+#[test]
+fn a_search_path_in_the_url_puts_the_tables_in_that_schema() {
+    let Some(db) = Db::new("schemas") else { return };
+    let mut client = db.client();
+    client.batch_execute("CREATE SCHEMA app_one; CREATE SCHEMA app_two").unwrap();
+    let in_schema = |schema: &str| {
+        let joiner = if db.url.contains('?') { '&' } else { '?' };
+        PgStore::connect(&format!("{}{joiner}options=-csearch_path%3D{schema}", db.url), "node-a", LONG).unwrap()
+    };
+    let (one, two) = (in_schema("app_one"), in_schema("app_two"));
+    let claim = one.create(&id("only-in-one"), &state("one")).unwrap();
+    assert!(one.exists(claim.session()).unwrap());
+    assert!(!two.exists(claim.session()).unwrap());
+    let mut tables = |schema: &str| -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'omni_store_%'",
+                &[&schema],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!((tables("app_one"), tables("app_two"), tables("public")), (3, 3, 0));
+}
+
 #[test]
 fn urls_get_the_test_database() {
     assert_eq!(with_database("postgres://u:p@h:5/db?x=1", "t"), "postgres://u:p@h:5/t?x=1");

@@ -48,6 +48,9 @@ mod presence;
 mod schema;
 mod sessions;
 
+/// How long connecting may take, unless the connection string says (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Sessions in a PostgreSQL database shared by machines (see the module's doc). `Debug`
 /// shows the node, the lease and where the database is, never the password.
 pub struct PgStore {
@@ -86,6 +89,11 @@ impl PgStore {
             StoreError::new(StoreErrorKind::Io, "postgres", format!("the connection string: {}", describe(&e)))
         })?;
         let node = node.into();
+        // An unreachable server (a dropped route) would otherwise hold the first call
+        // for as long as the operating system's TCP timeout: minutes.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         if config.get_application_name().is_none() {
             config.application_name(&format!("omni-store {node}"));
         }
