@@ -271,3 +271,21 @@ fn fence(tx: &mut postgres::Transaction<'_>, location: &Location, claim: &Claim)
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs without a server: what errors and `Debug` name is the database, never the password.
+    #[test]
+    fn the_location_names_the_database_and_never_the_password() {
+        let config: Config = "postgres://omni:hunter2secret@db.example:6543/chats".parse().unwrap();
+        assert_eq!(Location::of(&config).0, "postgres://omni@db.example:6543/chats");
+        let config: Config = "host=/run/pg user=u password=hunter2secret dbname=d".parse().unwrap();
+        assert_eq!(Location::of(&config).0, "postgres://u@/run/pg/d");
+        let bad = PgStore::connect("postgres://omni:hunter2secret@h/db?nonsense=1", "n", Duration::from_secs(1));
+        let bad = bad.unwrap_err();
+        assert!(!format!("{bad} {bad:?}").contains("hunter2secret"), "{bad:?}");
+        assert_eq!(bad.kind, StoreErrorKind::Io);
+    }
+}
