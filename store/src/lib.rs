@@ -4,7 +4,10 @@
 //! file store (a folder per session: `nodes.jsonl`, one node per line, appended and
 //! synced; `session.json`, written to a temporary file, synced and renamed) and the
 //! SQLite store (one database file for many sessions, WAL mode, a transaction per write),
-//! and [`MemoryStore`] for sessions that need not outlive the process. The first two
+//! and [`MemoryStore`] for sessions that need not outlive the process; with the feature
+//! `postgres`, `PgStore`: sessions in a PostgreSQL database shared by machines, ownership
+//! a lease with a fencing token, and presence (which session runs on which node, and a
+//! feed of changes over `LISTEN`/`NOTIFY`). The first two
 //! block while they read or write: the drivers call them off their executor's threads.
 //!
 //! Every store enforces one writer per session ([`Claim`]): the file and SQLite stores
@@ -15,6 +18,8 @@
 mod file;
 pub mod lock;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 pub mod suite;
 
@@ -23,4 +28,6 @@ pub use memory::MemoryStore;
 pub use omni_core::machines::session::store::{
     Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
