@@ -137,7 +137,7 @@ fn create_then_open_twice_started_then_existing() {
     sim.check(
         r#"
         0s < Open { request: RequestId(1), id: SessionId("s1"), create: true, idle: Default }
-        0s > Start { id: SessionId("s1"), create: true }
+        0s > Start { request: RequestId(1), id: SessionId("s1"), create: true }
         0s < Open { request: RequestId(2), id: SessionId("s1"), create: false, idle: Never }
         0s < Open { request: RequestId(3), id: SessionId("s1"), create: true, idle: Default }
         0s > Answer { request: RequestId(3), answer: Err(Exists(SessionId("s1"))) }
@@ -175,7 +175,7 @@ fn close_during_a_turn_waits_for_the_turn_to_finish() {
     sim.input(ManagerInput::Close { request: close, id: id("s1") });
     sim.input(ManagerInput::Committed { id: id("s1"), first_messages: turn() });
     sim.input(ManagerInput::Status { id: id("s1"), status: Status::Idle });
-    sim.input(ManagerInput::Ended { id: id("s1") });
+    sim.input(ManagerInput::Ended { id: id("s1"), reason: None });
     let again = sim.request();
     sim.input(ManagerInput::Close { request: again, id: id("s1") });
     sim.check(
@@ -189,7 +189,7 @@ fn close_during_a_turn_waits_for_the_turn_to_finish() {
         0s < Status { id: SessionId("s1"), status: Idle }
         0s > Stop { id: SessionId("s1"), reason: Closed }
         0s feed Status { id: SessionId("s1"), status: Idle }
-        0s < Ended { id: SessionId("s1") }
+        0s < Ended { id: SessionId("s1"), reason: None }
         0s > Answer { request: RequestId(2), answer: Ok(Closed) }
         0s feed Closed { id: SessionId("s1"), reason: Closed }
         0s < Close { request: RequestId(3), id: SessionId("s1") }
@@ -220,7 +220,7 @@ fn idle_shutdown_is_armed_without_controllers_and_disarmed_by_one_or_a_prompt() 
     sim.wait(Duration::from_secs(400));
     sim.input(ManagerInput::Status { id: id("s1"), status: Status::Idle });
     sim.wait(Duration::from_secs(600));
-    sim.input(ManagerInput::Ended { id: id("s1") });
+    sim.input(ManagerInput::Ended { id: id("s1"), reason: None });
     sim.check(
         r#"
         600s . nothing due
@@ -235,7 +235,7 @@ fn idle_shutdown_is_armed_without_controllers_and_disarmed_by_one_or_a_prompt() 
         1900s feed Status { id: SessionId("s1"), status: Idle }
         2200s ! idle shutdown
         2200s > Stop { id: SessionId("s1"), reason: Idle }
-        2200s < Ended { id: SessionId("s1") }
+        2200s < Ended { id: SessionId("s1"), reason: None }
         2200s feed Closed { id: SessionId("s1"), reason: Idle }
         "#,
     );
@@ -347,7 +347,7 @@ fn rename_and_delete_of_a_session_that_does_not_run_go_to_the_store() {
     let (first, second) = (sim.request(), sim.request());
     sim.input(ManagerInput::Delete { request: first, id: id("s1") });
     sim.input(ManagerInput::Delete { request: second, id: id("s1") });
-    sim.input(ManagerInput::Ended { id: id("s1") });
+    sim.input(ManagerInput::Ended { id: id("s1"), reason: None });
     sim.input(ManagerInput::StoreDone { request: first, result: Ok(true) });
     sim.check(
         r#"
@@ -356,14 +356,14 @@ fn rename_and_delete_of_a_session_that_does_not_run_go_to_the_store() {
         0s < StoreDone { request: RequestId(1), result: Ok(true) }
         0s > Answer { request: RequestId(1), answer: Ok(Renamed) }
         0s < Open { request: RequestId(2), id: SessionId("s1"), create: true, idle: Never }
-        0s > Start { id: SessionId("s1"), create: true }
+        0s > Start { request: RequestId(2), id: SessionId("s1"), create: true }
         0s < Started s1 status=Idle controllers=1 title=None
         0s > Answer { request: RequestId(2), answer: Ok(Opened(Started)) }
         0s feed Opened { id: SessionId("s1"), title: None, status: Idle }
         0s < Delete { request: RequestId(3), id: SessionId("s1") }
         0s > Stop { id: SessionId("s1"), reason: Deleted }
         0s < Delete { request: RequestId(4), id: SessionId("s1") }
-        0s < Ended { id: SessionId("s1") }
+        0s < Ended { id: SessionId("s1"), reason: None }
         0s > Delete { request: RequestId(3), id: SessionId("s1") }
         0s feed Closed { id: SessionId("s1"), reason: Deleted }
         0s < StoreDone { request: RequestId(3), result: Ok(true) }
@@ -382,13 +382,13 @@ fn an_open_while_it_stops_starts_it_again_after() {
     sim.input(ManagerInput::Close { request: close, id: id("s1") });
     sim.log.clear();
     sim.open("s1", false, IdleShutdown::Never);
-    sim.input(ManagerInput::Ended { id: id("s1") });
+    sim.input(ManagerInput::Ended { id: id("s1"), reason: None });
     sim.check(
         r#"
         0s < Open { request: RequestId(3), id: SessionId("s1"), create: false, idle: Never }
-        0s < Ended { id: SessionId("s1") }
+        0s < Ended { id: SessionId("s1"), reason: None }
         0s > Answer { request: RequestId(2), answer: Ok(Closed) }
-        0s > Start { id: SessionId("s1"), create: false }
+        0s > Start { request: RequestId(3), id: SessionId("s1"), create: false }
         0s feed Closed { id: SessionId("s1"), reason: Closed }
         "#,
     );
@@ -420,7 +420,7 @@ fn leases_are_renewed_together_and_a_refused_one_stops_its_session() {
     sim.wait(Duration::from_secs(60));
     let taken = StoreError::new(StoreErrorKind::NotOwner, "b", "another node took the session over");
     sim.input(ManagerInput::Renewed { renewal: RenewalId(1), results: vec![Ok(()), Err(taken)] });
-    sim.input(ManagerInput::Ended { id: id("b") });
+    sim.input(ManagerInput::Ended { id: id("b"), reason: None });
     sim.wait(Duration::from_secs(60));
     sim.check(
         r#"
@@ -431,7 +431,7 @@ fn leases_are_renewed_together_and_a_refused_one_stops_its_session() {
         20s > Renew #1 [a@1, b@7]
         20s < Renewed { renewal: RenewalId(1), results: [Ok(()), Err(StoreError { kind: NotOwner, location: "b", message: "another node took the session over", owner: None })] }
         20s > Stop { id: SessionId("b"), reason: LeaseLost("b: another node took the session over") }
-        20s < Ended { id: SessionId("b") }
+        20s < Ended { id: SessionId("b"), reason: None }
         20s feed Closed { id: SessionId("b"), reason: LeaseLost("b: another node took the session over") }
         30s ! lease renewal
         30s > Renew #2 [a@1]

@@ -105,6 +105,19 @@ impl<D: Driver> Client<D> {
         self.call(model, context).options(options).generate_object().await
     }
 
+    /// Starts setting up a session manager over `store`: `agent` builds each session's
+    /// agent (it is given this client and the session's id); `start()` runs the manager.
+    pub fn session_manager<C: omni_core::machines::agent::AgentCallbacks + Send + 'static>(
+        &self,
+        store: std::sync::Arc<dyn omni_core::machines::session::store::Store>,
+        agent: impl Fn(&Self, &omni_core::machines::session::store::SessionId) -> AgentBuilder<Self, AsyncTool, C>
+            + Send
+            + Sync
+            + 'static,
+    ) -> crate::ManagerBuilder<D, C> {
+        crate::ManagerBuilder::new(self.clone(), store, std::sync::Arc::new(agent))
+    }
+
     /// Starts setting up an agent on this client's configuration; `start()` runs it as a
     /// task of the driver's runtime.
     pub fn agent(&self, model: impl Into<ModelRef>) -> AgentBuilder<Self, AsyncTool> {

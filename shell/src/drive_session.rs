@@ -21,13 +21,19 @@ use omni_core::machines::session::machine::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
+use omni_core::machines::agent::AgentEvent;
+use omni_core::machines::manager::title::TITLE_MESSAGES;
+use omni_core::machines::manager::{CloseReason, Started};
 use omni_core::machines::session::store::{Claim, SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::tree::Tree;
 use omni_core::machines::timer::Timer;
+use omni_core::Message;
 
 use crate::drive::{drive, Notice, Side};
 use crate::executor::Executor;
 use crate::host::{EventSink, Reply, Subscribers};
 use crate::machine::Machine;
+use crate::manager_link::{Inbox, ManagerLink};
 use crate::runtime::{off_executor, Runtime, Task, Transport};
 use crate::{handlers_by_name, AsyncTool, Error};
 
@@ -69,6 +75,11 @@ pub(crate) enum SessionMessage<C> {
     /// Stops the session (as the last handle's drop does) and answers once the store
     /// holds what it committed and its claim is released.
     Close(Reply<()>),
+    /// Puts the session under a manager: from now on it tells the manager's inbox what
+    /// changes (status, controllers, its first commit, its title, its end), leaves its
+    /// lease's renewal to the manager, and takes `controller` as a controller; answers
+    /// what the manager starts from.
+    Manage(Arc<Inbox>, Option<Box<dyn EventSink<SessionEvent>>>, Reply<(Started, SessionSnapshot)>),
 }
 
 /// What wakes a session's loop besides the work of its agent.
@@ -77,6 +88,8 @@ pub(crate) enum Wake<C> {
     Message(SessionMessage<C>),
     /// The store write in flight ended.
     Stored(WriteId, Result<(), StoreError>),
+    /// A subscription was dropped: the subscribers are counted again.
+    Unsubscribed,
 }
 
 /// The session machine as the drive loop sees it: the agent's effects go to the
@@ -133,6 +146,12 @@ struct SessionSide<C: AgentCallbacks, R> {
     orphaned: bool,
     /// Handles waiting for the session's end.
     closing: Vec<Reply<()>>,
+    /// Pokes from dropped subscriptions.
+    unsubscribed: Receiver<()>,
+    /// The manager's link, for a managed session.
+    link: Option<ManagerLink>,
+    /// A handle asked to close the session.
+    close_asked: bool,
 }
 
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
@@ -155,8 +174,53 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
 
     fn deliver_events(&mut self) {
         while let Some(event) = self.hosted.session.poll_event() {
+            if self.link.is_some() {
+                self.tell_manager(&event);
+            }
             self.publish(event);
         }
+        if let Some(link) = &mut self.link {
+            link.controllers(self.controllers.len());
+        }
+    }
+
+    /// What a managed session's manager hears of an event.
+    fn tell_manager(&mut self, event: &SessionEvent) {
+        let Some(link) = &mut self.link else { return };
+        match event {
+            SessionEvent::Agent(AgentEvent::Status(status)) => link.status(*status),
+            SessionEvent::Title(title) => link.title(title.clone()),
+            SessionEvent::Tree { added, .. } if !added.is_empty() => {
+                let tree = self.hosted.session.tree();
+                link.committed(|| first_messages(tree));
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts the session under a manager (see [`SessionMessage::Manage`]).
+    fn manage(
+        &mut self,
+        inbox: Arc<Inbox>,
+        controller: Option<Box<dyn EventSink<SessionEvent>>>,
+    ) -> (Started, SessionSnapshot) {
+        self.deliver_events();
+        if let Some(sink) = controller {
+            self.controllers.add(sink);
+        }
+        let session = &mut self.hosted.session;
+        if session.claim().and_then(Claim::lease).is_some() {
+            session.leave_renewal();
+        }
+        let started = Started {
+            title: session.title().map(str::to_owned),
+            status: session.agent().status(),
+            controllers: self.controllers.len(),
+            claim: session.claim().cloned(),
+            first_messages: first_messages(session.tree()),
+        };
+        self.link = Some(ManagerLink::new(session.id().clone(), inbox, started.controllers, true));
+        (started, self.hosted.session.snapshot())
     }
 
     /// Starts the next write unless one is in flight.
@@ -199,7 +263,9 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
             SessionMessage::Saved(reply) => reply(self.hosted.session.is_saved()),
             SessionMessage::State(reply) => reply(self.hosted.session.state()),
             SessionMessage::Inspect(f) => f(self.hosted.session.callbacks_mut()),
+            SessionMessage::Manage(inbox, controller, reply) => reply(self.manage(inbox, controller)),
             SessionMessage::Close(reply) => {
+                self.close_asked = true;
                 self.closing.push(reply);
                 if !self.orphaned {
                     self.stop(now);
@@ -244,7 +310,14 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
                 Err(_) => Notice::Gone,
             }
         };
-        futures_lite::future::or(message, stored).await
+        let unsubscribed = async {
+            match self.unsubscribed.recv().await {
+                Ok(()) => Notice::Command(Wake::Unsubscribed),
+                // Never closed while the session's handles hold its sender.
+                Err(_) => std::future::pending().await,
+            }
+        };
+        futures_lite::future::or(message, futures_lite::future::or(stored, unsubscribed)).await
     }
 
     fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<C>, _executor: &mut Executor<RR, T>, now: Instant) {
@@ -253,6 +326,10 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
             Wake::Stored(write, result) => {
                 // A result always matches the write in flight: the machine sent it.
                 let _ = self.hosted.session.handle_input(SessionInput::Stored { write, result }, now);
+            }
+            Wake::Unsubscribed => {
+                self.controllers.prune();
+                self.observers.prune();
             }
         }
     }
@@ -266,6 +343,9 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
         if finished {
             for reply in self.closing.drain(..) {
                 reply(());
+            }
+            if let Some(link) = &mut self.link {
+                link.ended(self.close_asked.then_some(CloseReason::Closed));
             }
             // Messages sent as the loop ends would wait for an answer forever: the channel
             // is closed (later sends fail at once) and what is in it dropped, which ends
@@ -287,13 +367,15 @@ pub(crate) fn spawn_session<C, R, T>(
     store: Arc<dyn Store>,
     tools: &[AsyncTool],
     subscribers: Vec<(SubscriberRole, Box<dyn EventSink<SessionEvent>>)>,
-) -> Result<async_channel::Sender<SessionMessage<C>>, Error>
+) -> Result<(async_channel::Sender<SessionMessage<C>>, async_channel::Sender<()>), Error>
 where
     C: AgentCallbacks + Send + 'static,
     R: Runtime,
     T: Transport,
 {
     let (sender, messages) = async_channel::bounded(crate::machine::COMMAND_CAPACITY);
+    // One poke waits at most: it says "count again", however many subscriptions went.
+    let (unsubscribe, unsubscribed) = async_channel::bounded(1);
     let (mut controllers, mut observers) = (Vec::new(), Vec::new());
     for (role, sink) in subscribers {
         match role {
@@ -311,9 +393,17 @@ where
         write: None,
         orphaned: false,
         closing: Vec::new(),
+        unsubscribed,
+        link: None,
+        close_asked: false,
     };
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
     // Detached: the loop ends on its own once every handle is gone and the store is written.
     runtime.spawn(drive(side, executor))?.detach();
-    Ok(sender)
+    Ok((sender, unsubscribe))
+}
+
+/// The first messages of the tree's active path, which a title is made from.
+fn first_messages(tree: &Tree) -> Vec<Message> {
+    tree.path().iter().take(TITLE_MESSAGES).filter_map(|&node| tree.message(node).cloned()).collect()
 }

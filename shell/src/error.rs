@@ -35,6 +35,9 @@ pub enum Error {
     /// A session's store could not create, read or find it (a store write failing later
     /// is an event of the session's, never an error that stops it).
     Store(StoreError),
+    /// A session manager refused a request (a session that exists already, the most
+    /// sessions running, shutting down) or could not start a session.
+    Manager(omni_core::machines::manager::ManagerError),
     /// The call ended without the structured output asked for: every correction failed,
     /// the reply was cut by the token limit, or the value does not decode as the type.
     Output {
@@ -54,6 +57,7 @@ impl fmt::Display for Error {
             Self::Agent(e) => write!(f, "{e}"),
             Self::Session(e) => write!(f, "{e}"),
             Self::Store(e) => write!(f, "{e}"),
+            Self::Manager(e) => write!(f, "{e}"),
             Self::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
@@ -67,6 +71,7 @@ impl std::error::Error for Error {
             Self::Agent(e) => Some(e),
             Self::Session(e) => Some(e),
             Self::Store(e) => Some(e),
+            Self::Manager(e) => Some(e),
             Self::Setup(_) | Self::Output { .. } => None,
         }
     }

@@ -15,6 +15,9 @@ pub use omni_core::{
     ToolResultContent, ToolUse, Usage,
 };
 
+pub use omni_core::machines::manager::{
+    CloseReason, FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening, TitleMode,
+};
 pub use omni_core::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
 pub use omni_core::machines::session::store::{
     Claim, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
@@ -22,7 +25,7 @@ pub use omni_core::machines::session::store::{
 pub use omni_core::machines::session::tree::{Node, NodeId, Tree};
 
 pub use crate::{
-    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Session, StateChange, Subscriber, SubscriberCount,
+    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, StateChange, Subscriber, SubscriberCount,
     SubscriberRole, Subscription, TextStream, WeakAgent, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 
@@ -47,5 +50,13 @@ macro_rules! driver_types {
         /// [`omni_shell::SessionBuilder`]($crate::SessionBuilder).
         pub type SessionBuilder<C = $crate::exports::NoCallbacks> =
             $crate::SessionBuilder<Client, $crate::AsyncTool, C>;
+        /// Many sessions of one store (`client.session_manager(store, agent)….start()`);
+        /// see [`omni_shell::SessionManager`]($crate::SessionManager).
+        pub type SessionManager<C = $crate::exports::NoCallbacks> = $crate::SessionManager<$driver, C>;
+        /// Sets up a [`SessionManager`]; see [`omni_shell::ManagerBuilder`]($crate::ManagerBuilder).
+        pub type ManagerBuilder<C = $crate::exports::NoCallbacks> = $crate::ManagerBuilder<$driver, C>;
+        /// How one session is opened by a [`SessionManager`]; see
+        /// [`omni_shell::SessionOptions`]($crate::SessionOptions).
+        pub type SessionOptions<C = $crate::exports::NoCallbacks> = $crate::SessionOptions<$driver, C>;
     };
 }

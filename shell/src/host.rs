@@ -42,6 +42,12 @@ pub trait EventSink<E = AgentEvent>: Send {
     /// before the last); `false` drops the subscriber (it went away, or it fell too far
     /// behind and was told so).
     fn offer(&mut self, event: E) -> bool;
+
+    /// Whether the subscriber went away (its end was dropped), so that it can be let go
+    /// before the next event: a session counts its controllers by it.
+    fn is_gone(&self) -> bool {
+        false
+    }
 }
 
 /// A closure is a subscriber: it sees each event as the agent publishes it (on the
@@ -68,6 +74,11 @@ impl<E: Clone> Subscribers<E> {
 
     pub(crate) fn len(&self) -> usize {
         self.sinks.len()
+    }
+
+    /// Lets go of the subscribers that went away.
+    pub(crate) fn prune(&mut self) {
+        self.sinks.retain(|sink| !sink.is_gone());
     }
 
     pub(crate) fn clear(&mut self) {

@@ -13,13 +13,17 @@ use omni_core::machines::session::store::{SessionId, SessionState, StoreWarning}
 use omni_core::machines::session::tree::{NodeId, Tree};
 
 use crate::drive_session::{SessionMessage, SubscriberCount, SubscriberRole};
-use crate::host::{ask_loop, Reply};
+use crate::host::{ask_loop, EventSink, Reply};
+use crate::manager_link::Inbox;
+use omni_core::machines::manager::Started;
 use crate::subscription::Subscription;
 use crate::Error;
 
 struct Shared<C> {
     id: SessionId,
     messages: Sender<SessionMessage<C>>,
+    /// Poked by a dropped subscription, so that the session counts its controllers again.
+    unsubscribe: Sender<()>,
     capacity: usize,
     warnings: Vec<StoreWarning>,
 }
@@ -58,10 +62,11 @@ impl<C> Session<C> {
     pub(crate) fn new(
         id: SessionId,
         messages: Sender<SessionMessage<C>>,
+        unsubscribe: Sender<()>,
         capacity: usize,
         warnings: Vec<StoreWarning>,
     ) -> Self {
-        Self { shared: Arc::new(Shared { id, messages, capacity, warnings }) }
+        Self { shared: Arc::new(Shared { id, messages, unsubscribe, capacity, warnings }) }
     }
 
     /// The session's id, for loading it again.
@@ -189,9 +194,25 @@ impl<C> Session<C> {
     }
 
     async fn join(&self, role: SubscriberRole) -> Result<(SessionSnapshot, Subscription<SessionEvent>), Error> {
-        let (sink, subscription) = Subscription::channel(self.shared.capacity);
-        let snapshot = self.ask(|reply| SessionMessage::Subscribe(role, Box::new(sink), reply)).await?;
+        let (sink, subscription) = self.subscription();
+        let snapshot = self.ask(|reply| SessionMessage::Subscribe(role, sink, reply)).await?;
         Ok((snapshot, subscription))
+    }
+
+    /// A new subscription on this session (its end dropped, the session counts its
+    /// subscribers again), and the session's end of it.
+    pub(crate) fn subscription(&self) -> (Box<dyn EventSink<SessionEvent>>, Subscription<SessionEvent>) {
+        let (sink, subscription) = Subscription::channel(self.shared.capacity);
+        (Box::new(sink), subscription.poking(self.shared.unsubscribe.clone()))
+    }
+
+    /// Puts the session under a manager, `controller` (if any) its first controller.
+    pub(crate) async fn manage(
+        &self,
+        inbox: Arc<Inbox>,
+        controller: Option<Box<dyn EventSink<SessionEvent>>>,
+    ) -> Result<(Started, SessionSnapshot), Error> {
+        self.ask(|reply| SessionMessage::Manage(inbox, controller, reply)).await
     }
 
     async fn input(&self, input: SessionInput<'static>) -> Result<(), Error> {

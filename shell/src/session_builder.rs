@@ -222,7 +222,7 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
     let inner = &client.inner;
     let spawned = spawn_session(&runtime, inner.transport.clone(), session, store.clone(), &tools, subscribers);
     match spawned {
-        Ok(messages) => Ok(Session::new(id, messages, start.capacity, warnings)),
+        Ok((messages, unsubscribe)) => Ok(Session::new(id, messages, unsubscribe, start.capacity, warnings)),
         // No loop to release it: the claim is given back here.
         Err(e) => Err(release_on_error(&runtime, &store, claim, e).await),
     }
@@ -291,7 +291,7 @@ fn kept_options(options: &Options) -> Option<serde_json::Value> {
 }
 
 /// 16 random bytes from the driver's randomness (the core has none).
-fn random_id<D: Driver>() -> SessionId {
+pub(crate) fn random_id<D: Driver>() -> SessionId {
     let (a, b) = (<Client<D> as crate::Connect>::random_seed(), <Client<D> as crate::Connect>::random_seed());
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&a.to_le_bytes());

@@ -20,6 +20,19 @@ pub struct Subscription<E = AgentEvent> {
     // Boxed: async-channel's receiver is not `Unpin`.
     events: Pin<Box<Receiver<E>>>,
     lagged: Arc<AtomicBool>,
+    /// Poked when this subscription is dropped: a session counts its controllers again.
+    on_drop: Option<async_channel::Sender<()>>,
+}
+
+impl<E> Drop for Subscription<E> {
+    fn drop(&mut self) {
+        if let Some(poke) = self.on_drop.take() {
+            // The receiver goes first, so that the session sees this subscriber gone.
+            self.events.close();
+            // Full: a poke waits already, and the count will see this one gone too.
+            let _ = poke.try_send(());
+        }
+    }
 }
 
 impl<E> Subscription<E> {
@@ -30,7 +43,13 @@ impl<E> Subscription<E> {
         let capacity = capacity.max(1);
         let (tx, rx) = async_channel::bounded(capacity);
         let lagged = Arc::new(AtomicBool::new(false));
-        (Subscriber { events: tx, lagged: lagged.clone() }, Self { events: Box::pin(rx), lagged })
+        (Subscriber { events: tx, lagged: lagged.clone() }, Self { events: Box::pin(rx), lagged, on_drop: None })
+    }
+
+    /// This subscription, poking `poke` when it is dropped.
+    pub(crate) fn poking(mut self, poke: async_channel::Sender<()>) -> Self {
+        self.on_drop = Some(poke);
+        self
     }
 
     /// The next event, or `None` once the subscription ended.
@@ -71,5 +90,9 @@ impl<E: Send> EventSink<E> for Subscriber<E> {
             }
             Err(TrySendError::Closed(_)) => false,
         }
+    }
+
+    fn is_gone(&self) -> bool {
+        self.events.is_closed()
     }
 }

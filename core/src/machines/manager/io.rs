@@ -171,6 +171,9 @@ pub enum ManagerInput {
     Ended {
         /// The session.
         id: SessionId,
+        /// Why, as the session saw it (closed through one of its handles, say), when the
+        /// manager did not ask it to stop.
+        reason: Option<CloseReason>,
     },
     /// A store call for a request ([`ManagerEffect::Rename`], [`ManagerEffect::Delete`])
     /// ended: for a delete, whether there was a session.
@@ -195,6 +198,8 @@ pub enum ManagerEffect {
     /// Start session `id` (create it in the store, or claim and load it), then report
     /// [`ManagerInput::Started`].
     Start {
+        /// The `open` it is started for (whose session options it uses).
+        request: RequestId,
         /// The session.
         id: SessionId,
         /// Create it rather than load it.

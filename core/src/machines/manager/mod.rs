@@ -268,7 +268,7 @@ impl Manager {
                 return self.answer(request, Err(ManagerError::TooMany { limit: self.config.max_sessions }));
             }
             self.sessions.insert(id.clone(), Entry::starting(request, create, idle, now));
-            self.effects.push_back(ManagerEffect::Start { id, create });
+            self.effects.push_back(ManagerEffect::Start { request, id, create });
             return;
         };
         match entry.phase {

@@ -41,7 +41,7 @@ impl Manager {
                 }
             }
             ManagerInput::TitleMade { id, work, result } => self.title_made(id, work, result),
-            ManagerInput::Ended { id } => self.ended(id, now),
+            ManagerInput::Ended { id, reason } => self.ended(id, reason, now),
             // Requests and store answers are `handle_input`'s.
             _ => {}
         }
@@ -171,7 +171,7 @@ impl Manager {
         }
     }
 
-    fn ended(&mut self, id: SessionId, now: Instant) {
+    fn ended(&mut self, id: SessionId, seen: Option<CloseReason>, now: Instant) {
         let Some(entry) = self.sessions.get(&id) else { return };
         if let Phase::Starting { .. } = entry.phase {
             // A start's end is its `Started`.
@@ -179,7 +179,10 @@ impl Manager {
         }
         self.disarm_idle(&id);
         let Some(entry) = self.sessions.remove(&id) else { return };
-        let reason = entry.close.unwrap_or_else(|| CloseReason::Failed("the session's loop ended".into()));
+        let reason = entry
+            .close
+            .or(seen)
+            .unwrap_or_else(|| CloseReason::Failed("the session's loop ended".into()));
         self.events.push_back(FeedEvent::Closed { id: id.clone(), reason });
         // A title still being made is saved when it comes (`title_made`).
         for request in entry.closers {
