@@ -7,6 +7,7 @@ pub mod agent_scenarios;
 pub mod agent_script;
 pub mod agent_sim;
 pub mod async_agent;
+pub mod async_manager;
 pub mod async_session;
 pub mod blocking_work;
 pub mod connect_proxy;

@@ -19,8 +19,8 @@ use omni_core::machines::agent::AgentCallbacks;
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::generate::{Effect, Report};
 use omni_core::machines::manager::{
-    Answer, FeedEvent, IdleShutdown, Manager, Opening, ManagerConfig, ManagerEffect, ManagerError, ManagerInput, OpenSession,
-    RequestId, Started,
+    Answer, CloseReason, FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerEffect, ManagerError, ManagerInput,
+    OpenSession, Opening, RequestId, Started,
 };
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, Store, StoreError, StoreErrorKind};
@@ -57,10 +57,23 @@ pub(crate) enum ManagerMessage<D: Driver, C> {
         controller: bool,
         reply: Answered<OpenAnswer<C>>,
     },
-    Close { id: SessionId, reply: Answered<()> },
-    Delete { id: SessionId, reply: Answered<bool> },
-    Rename { id: SessionId, title: Option<String>, reply: Answered<()> },
-    Whereis { id: SessionId, reply: Reply<Option<Session<C>>> },
+    Close {
+        id: SessionId,
+        reply: Answered<()>,
+    },
+    Delete {
+        id: SessionId,
+        reply: Answered<bool>,
+    },
+    Rename {
+        id: SessionId,
+        title: Option<String>,
+        reply: Answered<()>,
+    },
+    Whereis {
+        id: SessionId,
+        reply: Reply<Option<Session<C>>>,
+    },
     ListOpen(Reply<Vec<OpenSession>>),
     Subscribe(Box<dyn EventSink<FeedEvent>>, Reply<Vec<OpenSession>>),
     Shutdown(Reply<()>),
@@ -68,7 +81,11 @@ pub(crate) enum ManagerMessage<D: Driver, C> {
 
 /// What the manager's tasks report.
 pub(crate) enum Done<C> {
-    Started { request: RequestId, id: SessionId, result: Result<Box<StartedSession<C>>, ManagerError> },
+    Started {
+        request: RequestId,
+        id: SessionId,
+        result: Result<Box<StartedSession<C>>, ManagerError>,
+    },
     Input(ManagerInput),
     /// Work done for its own sake.
     Nothing,
@@ -186,7 +203,8 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
         let input = Arc::new(input);
         let report = input.clone();
         let work = async move {
-            let result = off_executor(&runtime, move || call(&*store)).await.unwrap_or_else(|panic| Err(panicked(&panic)));
+            let result =
+                off_executor(&runtime, move || call(&*store)).await.unwrap_or_else(|panic| Err(panicked(&panic)));
             Done::Input(report(result))
         };
         if let Err(why) = self.spawn(work) {
@@ -280,12 +298,15 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
     fn carry_out(&mut self, effect: ManagerEffect) {
         match effect {
             ManagerEffect::Start { request, id, create } => self.start(request, id, create),
-            ManagerEffect::Stop { id, .. } => {
+            ManagerEffect::Stop { id, reason } => {
                 if self.running.contains_key(&id) {
-                    // Its end comes through its link.
+                    // A lost lease stops it at once (it may not write any more); any other
+                    // reason lets a turn that started meanwhile finish. Its end comes
+                    // through its link.
+                    let at_once = matches!(reason, CloseReason::LeaseLost(_));
                     self.on_session(&id, |session| {
                         Box::pin(async move {
-                            let _ = session.close().await;
+                            let _ = if at_once { session.close().await } else { session.close_after_turn().await };
                         })
                     });
                 } else {
@@ -298,7 +319,9 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
                     let _ = session.set_title(title).await;
                 })
             }),
-            ManagerEffect::MakeTitle { id, work, context, max_tokens } => self.make_title(id, work, *context, max_tokens),
+            ManagerEffect::MakeTitle { id, work, context, max_tokens } => {
+                self.make_title(id, work, *context, max_tokens)
+            }
             ManagerEffect::Rename { request, id, title } => self.store_call(
                 move |store| {
                     let claim = store.claim(&id)?;
@@ -312,9 +335,8 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
                 },
                 move |result| ManagerInput::StoreDone { request, result },
             ),
-            ManagerEffect::Delete { request, id } => {
-                self.store_call(move |store| store.delete(&id), move |result| ManagerInput::StoreDone { request, result })
-            }
+            ManagerEffect::Delete { request, id } => self
+                .store_call(move |store| store.delete(&id), move |result| ManagerInput::StoreDone { request, result }),
             ManagerEffect::Renew { renewal, claims } => self.store_call(
                 move |store| Ok(store.renew_many(&claims)),
                 move |results: Result<Vec<_>, StoreError>| ManagerInput::Renewed {
@@ -366,7 +388,8 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
         let options = Options { max_tokens: Some(max), ..Options::default() };
         let call = self.client.call(model, context).options(options);
         let made = report.clone();
-        let work = async move { made(call.generate().await.map(|response| response.text()).map_err(|e| e.to_string())) };
+        let work =
+            async move { made(call.generate().await.map(|response| response.text()).map_err(|e| e.to_string())) };
         if let Err(why) = self.spawn(work) {
             self.apply_done(report(Err(why)), now);
         }

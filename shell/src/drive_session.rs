@@ -16,14 +16,14 @@ use std::time::Instant;
 
 use async_channel::Receiver;
 use omni_core::machines::agent::AgentCallbacks;
+use omni_core::machines::agent::AgentEvent;
 use omni_core::machines::generate::{Effect, Report};
+use omni_core::machines::manager::title::TITLE_MESSAGES;
+use omni_core::machines::manager::{CloseReason, Started};
 use omni_core::machines::session::machine::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::manager::title::TITLE_MESSAGES;
-use omni_core::machines::manager::{CloseReason, Started};
 use omni_core::machines::session::store::{Claim, SessionState, Store, StoreError, StoreErrorKind};
 use omni_core::machines::session::tree::Tree;
 use omni_core::machines::timer::Timer;
@@ -75,6 +75,8 @@ pub(crate) enum SessionMessage<C> {
     /// Stops the session (as the last handle's drop does) and answers once the store
     /// holds what it committed and its claim is released.
     Close(Reply<()>),
+    /// As `Close`, once the turn in flight (if any) has finished: a manager's close.
+    CloseAfterTurn(Reply<()>),
     /// Puts the session under a manager: from now on it tells the manager's inbox what
     /// changes (status, controllers, its first commit, its title, its end), leaves its
     /// lease's renewal to the manager, and takes `controller` as a controller; answers
@@ -152,6 +154,8 @@ struct SessionSide<C: AgentCallbacks, R> {
     link: Option<ManagerLink>,
     /// A handle asked to close the session.
     close_asked: bool,
+    /// Asked to close once the turn in flight finishes.
+    close_after_turn: bool,
 }
 
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
@@ -239,6 +243,15 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
         }));
     }
 
+    /// Stops the session asked to close after its turn, once no turn is in flight.
+    fn close_when_the_turn_is_over(&mut self, now: Instant) {
+        let busy = self.hosted.session.agent().status() == omni_core::machines::agent::Status::Busy;
+        if self.close_after_turn && !busy && !self.orphaned {
+            self.close_after_turn = false;
+            self.stop(now);
+        }
+    }
+
     /// Stops the agent; the loop goes on until the store is written and the claim released.
     fn stop(&mut self, now: Instant) {
         self.hosted.session.terminate(now);
@@ -271,6 +284,12 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
                     self.stop(now);
                 }
             }
+            SessionMessage::CloseAfterTurn(reply) => {
+                self.close_asked = true;
+                self.closing.push(reply);
+                self.close_after_turn = true;
+                self.close_when_the_turn_is_over(now);
+            }
         }
     }
 }
@@ -285,6 +304,11 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
 
     fn deliver(&mut self) {
         self.deliver_events();
+        if self.close_after_turn {
+            let now = self.runtime.now();
+            self.close_when_the_turn_is_over(now);
+            self.deliver_events();
+        }
         self.start_write();
     }
 
@@ -396,6 +420,7 @@ where
         unsubscribed,
         link: None,
         close_asked: false,
+        close_after_turn: false,
     };
     let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
     // Detached: the loop ends on its own once every handle is gone and the store is written.

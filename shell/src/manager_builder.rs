@@ -17,7 +17,8 @@ use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, DEFAULT_SUBSCRIBER_C
 
 /// How the manager builds a session's agent: called with the client and the session's
 /// id each time a session starts (created or loaded), unless its `open` gives one.
-pub type AgentFactory<D, C> = Arc<dyn Fn(&Client<D>, &SessionId) -> AgentBuilder<Client<D>, AsyncTool, C> + Send + Sync>;
+pub type AgentFactory<D, C> =
+    Arc<dyn Fn(&Client<D>, &SessionId) -> AgentBuilder<Client<D>, AsyncTool, C> + Send + Sync>;
 
 /// Sets up a [`SessionManager`].
 ///

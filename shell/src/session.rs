@@ -15,9 +15,9 @@ use omni_core::machines::session::tree::{NodeId, Tree};
 use crate::drive_session::{SessionMessage, SubscriberCount, SubscriberRole};
 use crate::host::{ask_loop, EventSink, Reply};
 use crate::manager_link::Inbox;
-use omni_core::machines::manager::Started;
 use crate::subscription::Subscription;
 use crate::Error;
+use omni_core::machines::manager::Started;
 
 struct Shared<C> {
     id: SessionId,
@@ -137,6 +137,15 @@ impl<C> Session<C> {
     pub async fn close(&self) -> Result<(), Error> {
         match self.ask(SessionMessage::Close).await {
             // Over already.
+            Err(Error::Agent(omni_core::machines::agent::AgentError::Terminated)) => Ok(()),
+            done => done,
+        }
+    }
+
+    /// As [`close`](Self::close), once the turn in flight (if any) has finished: how a
+    /// manager closes a session.
+    pub(crate) async fn close_after_turn(&self) -> Result<(), Error> {
+        match self.ask(SessionMessage::CloseAfterTurn).await {
             Err(Error::Agent(omni_core::machines::agent::AgentError::Terminated)) => Ok(()),
             done => done,
         }

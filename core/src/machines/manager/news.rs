@@ -179,10 +179,7 @@ impl Manager {
         }
         self.disarm_idle(&id);
         let Some(entry) = self.sessions.remove(&id) else { return };
-        let reason = entry
-            .close
-            .or(seen)
-            .unwrap_or_else(|| CloseReason::Failed("the session's loop ended".into()));
+        let reason = entry.close.or(seen).unwrap_or_else(|| CloseReason::Failed("the session's loop ended".into()));
         self.events.push_back(FeedEvent::Closed { id: id.clone(), reason });
         // A title still being made is saved when it comes (`title_made`).
         for request in entry.closers {

@@ -1,0 +1,8 @@
+//! The session manager on smol (the checks are omni_conformance::async_manager's, written
+//! once for both async drivers).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+#[test]
+fn the_session_manager_through_smol() {
+    smol::block_on(omni_conformance::async_manager::every_check::<omni_smol::Smol>());
+}
