@@ -88,6 +88,14 @@ async fn feed_until(feed: &mut Subscription<FeedEvent>, last: impl Fn(&FeedEvent
     }
 }
 
+/// Waits for the session's writes until the store keeps `title` (a title is written with
+/// the turn's state when it comes in time, else after it).
+pub async fn saved_with_title(events: &mut Subscription<SessionEvent>, store: &dyn Store, id: &SessionId, title: &str) {
+    while store.load(id).expect("kept").state.title.as_deref() != Some(title) {
+        within(Duration::from_secs(5), until_saved(events)).await.expect("the title is written within 5 s");
+    }
+}
+
 /// A client of `server`'s on driver `D`.
 fn client<D: Driver>(server: &ReplayServer) -> Client<D> {
     replay_client::<Client<D>>(server).expect("client")
@@ -160,7 +168,7 @@ pub async fn create_open_twice_and_the_feed<D: Driver>(store: Arc<dyn Store>) {
     manager.rename(id.clone(), Some("Sorting".into())).await.expect("rename");
     let renamed = feed_until(&mut feed, |e| matches!(e, FeedEvent::Title { .. })).await;
     assert_eq!(renamed.last(), Some(&FeedEvent::Title { id: id.clone(), title: Some("Sorting".into()) }));
-    until_saved(&mut events).await;
+    saved_with_title(&mut events, &*store, &id, "Sorting").await;
     let kept = manager.list(10, 0).await.expect("list");
     assert_eq!(kept.sessions.iter().find(|s| s.id == id).and_then(|s| s.title.clone()).as_deref(), Some("Sorting"));
     manager.close(id.clone()).await.expect("close");
@@ -346,8 +354,7 @@ pub async fn model_titles_and_their_fallback<D: Driver>() {
         let title = expected.unwrap_or_else(|fallback| fallback);
         assert_eq!(seen.last(), Some(&FeedEvent::Title { id: id.clone(), title: Some(title.into()) }));
         assert_eq!(seen.iter().any(|e| matches!(e, FeedEvent::TitleFailed { .. })), expected.is_err(), "{seen:?}");
-        until_saved(&mut events).await;
-        assert_eq!(store.load(&id).expect("kept").state.title.as_deref(), Some(title));
+        saved_with_title(&mut events, &*store, &id, title).await;
     }
     let asked = server.requests();
     let title_call = String::from_utf8_lossy(&asked[1].body).into_owned();

@@ -260,6 +260,11 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         tools
     }
 
+    /// The client the agent will run on.
+    pub fn client(&self) -> &L {
+        &self.launcher
+    }
+
     /// The same builder on another driver's client, its tools converted: for a driver
     /// whose handles wrap the shell's (omni-blocking).
     pub fn with_launcher<M: Launch<U>, U>(self, launcher: M, tool: impl FnMut(T) -> U) -> AgentBuilder<M, U, C> {
