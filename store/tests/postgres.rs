@@ -336,7 +336,12 @@ fn presence_shows_what_runs_where() {
     assert_eq!(b.entries(&[three]).unwrap(), [running("three", "node-b", Status::Busy, "three")]);
     // Released without a withdrawal: stopped.
     b.release(&second).unwrap();
-    assert_eq!(b.entries(&[two]).unwrap(), [stopped("two", "two", "the session was released")]);
+    assert_eq!(b.entries(std::slice::from_ref(&two)).unwrap(), [stopped("two", "two", "the session was released")]);
+    // A session withdraws after its loop released its claim (its last write), with the
+    // reason; a claim another owner took over since withdraws nothing.
+    b.withdraw(&second, "idle").unwrap();
+    assert_eq!(b.entries(&[two]).unwrap(), [stopped("two", "two", "idle")]);
+    assert_eq!(c.withdraw(&third, "late").unwrap_err().kind, StoreErrorKind::NotOwner);
 }
 
 /// Notices until `count` came or two seconds passed.

@@ -18,7 +18,7 @@ use omni_core::machines::session::presence::{Change, Entry, Listener, Notice, Pr
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Row};
 
-use super::{fence, pg_error, Location, PgStore};
+use super::{fence, not_found, not_owner, pg_error, token_value, Location, PgStore};
 use crate::{Claim, SessionId, StoreError, StoreErrorKind};
 
 /// The channel of every notice.
@@ -50,7 +50,13 @@ fn record(
     store.with_client(|client, location| {
         let fail = |e| pg_error(e, location);
         let mut tx = client.transaction().map_err(fail)?;
-        fence(&mut tx, location, claim)?;
+        if change == Change::Closed {
+            // A session withdraws after its last write released the claim (its loop ends
+            // with the release): its own epoch is enough, as no other owner came since.
+            fence_epoch(&mut tx, location, claim)?;
+        } else {
+            fence(&mut tx, location, claim)?;
+        }
         let id = claim.session().as_str();
         let mut all: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&id];
         all.extend_from_slice(params);
@@ -59,6 +65,21 @@ fn record(
         tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]).map_err(fail)?;
         tx.commit().map_err(fail)
     })
+}
+
+/// Whether `claim` is still the session's last owner (released or not): no other owner
+/// took it since.
+fn fence_epoch(tx: &mut postgres::Transaction<'_>, location: &Location, claim: &Claim) -> Result<(), StoreError> {
+    let id = claim.session();
+    let row = tx
+        .query_opt("SELECT epoch FROM omni_store_sessions WHERE id = $1 FOR UPDATE", &[&id.as_str()])
+        .map_err(|e| pg_error(e, location))?
+        .ok_or_else(|| not_found(location, id))?;
+    let epoch: i64 = row.get(0);
+    if epoch != token_value(claim) {
+        return Err(not_owner(location, claim, &format!("another owner (claim {epoch}) took the session since")));
+    }
+    Ok(())
 }
 
 /// A row of [`ENTRY`] as an entry: `None` for a session its owner has not announced.
