@@ -99,7 +99,7 @@ pub use omni_shell::exports::*;
 pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
-pub use manager_handle::{ManagerBuilder, Opened, SessionManager, SessionOptions};
+pub use manager_handle::{ManagerBuilder, Opened, SessionManager, SessionOptions, Whereabouts};
 pub use omni_core::machines::client::ClientConfig;
 pub use session_handle::{Session, SessionBuilder};
 pub use subscription::{Subscriber, Subscription};

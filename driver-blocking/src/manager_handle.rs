@@ -12,6 +12,7 @@ use omni_core::machines::agent::{AgentCallbacks, NoCallbacks};
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::manager::{FeedEvent, IdleShutdown, OpenSession, Opening, TitleMode};
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
+use omni_core::machines::session::presence::Presence;
 use omni_core::machines::session::store::{SessionId, SessionList, Store};
 
 use crate::blocking_client::Blocking;
@@ -72,6 +73,11 @@ impl<C: AgentCallbacks + Send + 'static> ManagerBuilder<C> {
         Self { inner: self.inner.subscriber_capacity(capacity) }
     }
 
+    /// Shares the running sessions with the other nodes of a store shared by machines.
+    pub fn presence(self, presence: Arc<dyn Presence>) -> Self {
+        Self { inner: self.inner.presence(presence) }
+    }
+
     /// Starts the manager.
     pub fn start(self) -> Result<SessionManager<C>, Error> {
         Ok(SessionManager { inner: self.inner.start()? })
@@ -116,6 +122,11 @@ impl<C: AgentCallbacks + Send + 'static> SessionOptions<C> {
     pub fn no_controller(self) -> Self {
         Self { inner: self.inner.no_controller() }
     }
+
+    /// Waits up to `limit` for another owner to let go of the session.
+    pub fn wait_for_owner(self, limit: Duration) -> Self {
+        Self { inner: self.inner.wait_for_owner(limit) }
+    }
 }
 
 /// A session as `create` or `open` gives it; see [`omni_shell::Opened`].
@@ -131,6 +142,15 @@ pub struct Opened<C = NoCallbacks> {
     pub events: Option<Subscription<SessionEvent>>,
     /// True when session options were given for a session that ran already.
     pub options_ignored: bool,
+}
+
+/// Where a session runs.
+#[derive(Debug)]
+pub enum Whereabouts<C = NoCallbacks> {
+    /// On this node: its handle.
+    Here(Session<C>),
+    /// On another node of a shared store: its name (as last heard).
+    Elsewhere(String),
 }
 
 /// Many sessions of one store, each on its own thread; see [`omni_shell::SessionManager`],
@@ -187,9 +207,13 @@ impl<C: AgentCallbacks + Send + 'static> SessionManager<C> {
         block_on(self.inner.rename(id, title))
     }
 
-    /// The running session `id`, if it runs here.
-    pub fn whereis(&self, id: SessionId) -> Result<Option<Session<C>>, Error> {
-        block_on(self.inner.whereis(id))?.map(Session::new).transpose()
+    /// Where session `id` runs: here, on another node, or nowhere (`None`).
+    pub fn whereis(&self, id: SessionId) -> Result<Option<Whereabouts<C>>, Error> {
+        Ok(match block_on(self.inner.whereis(id))? {
+            Some(omni_shell::Whereabouts::Here(session)) => Some(Whereabouts::Here(Session::new(session)?)),
+            Some(omni_shell::Whereabouts::Elsewhere(node)) => Some(Whereabouts::Elsewhere(node)),
+            None => None,
+        })
     }
 
     /// The running sessions, with their status and title.

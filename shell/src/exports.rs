@@ -26,7 +26,7 @@ pub use omni_core::machines::session::tree::{Node, NodeId, Tree};
 
 pub use crate::{
     Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, StateChange, Subscriber, SubscriberCount,
-    SubscriberRole, Subscription, TextStream, WeakAgent, DEFAULT_SUBSCRIBER_CAPACITY,
+    SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 
 /// Names a driver's client, builders and call after the shell's, for its driver type:

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_channel::Sender;
 use omni_core::machines::agent::{AgentCallbacks, NoCallbacks};
@@ -12,7 +13,7 @@ use omni_core::machines::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSe
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
 use omni_core::machines::session::store::{SessionId, SessionList, Store, StoreError, StoreErrorKind};
 
-use crate::drive_manager::{ManagerMessage, OpenAnswer, StartedSession};
+use crate::drive_manager::{ManagerMessage, OpenAnswer, StartedSession, Whereabouts};
 use crate::host::ask_loop;
 use crate::runtime::off_executor;
 use crate::session_builder::random_id;
@@ -27,11 +28,12 @@ pub struct SessionOptions<D: Driver, C = NoCallbacks> {
     agent: Option<AgentBuilder<Client<D>, AsyncTool, C>>,
     idle: IdleShutdown,
     controller: bool,
+    wait: Option<Duration>,
 }
 
 impl<D: Driver, C> Default for SessionOptions<D, C> {
     fn default() -> Self {
-        Self { agent: None, idle: IdleShutdown::Default, controller: true }
+        Self { agent: None, idle: IdleShutdown::Default, controller: true, wait: None }
     }
 }
 
@@ -41,6 +43,7 @@ impl<D: Driver, C> fmt::Debug for SessionOptions<D, C> {
             .field("agent", &self.agent.is_some())
             .field("idle", &self.idle)
             .field("controller", &self.controller)
+            .field("wait", &self.wait)
             .finish()
     }
 }
@@ -68,6 +71,14 @@ impl<D: Driver, C> SessionOptions<D, C> {
     /// caller holds it.
     pub fn no_controller(mut self) -> Self {
         self.controller = false;
+        self
+    }
+
+    /// When another owner (another node of a shared store) holds the session, waits up
+    /// to `limit` for it to let go (or for its lease to lapse) instead of failing at once
+    /// with [`ManagerError::OwnedElsewhere`].
+    pub fn wait_for_owner(mut self, limit: Duration) -> Self {
+        self.wait = Some(limit);
         self
     }
 
@@ -156,10 +167,10 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> SessionManager<D, C> {
 
     async fn start(&self, id: SessionId, create: bool, options: SessionOptions<D, C>) -> Result<Opened<C>, Error> {
         let sets_the_session = options.sets_the_session();
-        let SessionOptions { agent, idle, controller } = options;
-        let answer = self
-            .ask(|reply| ManagerMessage::Open { id, create, idle, agent: agent.map(Box::new), controller, reply })
-            .await??;
+        let SessionOptions { agent, idle, controller, wait } = options;
+        let agent = agent.map(Box::new);
+        let answer =
+            self.ask(|reply| ManagerMessage::Open { id, create, idle, agent, controller, wait, reply }).await??;
         match answer {
             OpenAnswer::Started(started) => {
                 let StartedSession { session, snapshot, events, .. } = *started;
@@ -194,8 +205,9 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> SessionManager<D, C> {
         Ok(self.ask(|reply| ManagerMessage::Rename { id, title, reply }).await??)
     }
 
-    /// The running session `id`, if it runs here.
-    pub async fn whereis(&self, id: SessionId) -> Result<Option<Session<C>>, Error> {
+    /// Where session `id` runs: here (its handle), on another node of a shared store
+    /// (its name), or nowhere (`None`).
+    pub async fn whereis(&self, id: SessionId) -> Result<Option<Whereabouts<C>>, Error> {
         self.ask(|reply| ManagerMessage::Whereis { id, reply }).await
     }
 

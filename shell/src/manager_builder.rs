@@ -9,6 +9,7 @@ use std::time::Duration;
 use omni_core::machines::agent::AgentCallbacks;
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::manager::{ManagerConfig, TitleMode};
+use omni_core::machines::session::presence::Presence;
 use omni_core::machines::session::store::{SessionId, Store};
 
 use crate::drive_manager::spawn_manager;
@@ -36,6 +37,7 @@ pub struct ManagerBuilder<D: Driver, C> {
     config: ManagerConfig,
     title_model: Option<ModelRef>,
     capacity: usize,
+    presence: Option<Arc<dyn Presence>>,
 }
 
 impl<D: Driver, C> fmt::Debug for ManagerBuilder<D, C> {
@@ -57,6 +59,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerBuilder<D, C> {
             config: ManagerConfig::default(),
             title_model: None,
             capacity: DEFAULT_SUBSCRIBER_CAPACITY,
+            presence: None,
         }
     }
 
@@ -95,10 +98,19 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerBuilder<D, C> {
         self
     }
 
+    /// Shares the running sessions with the other nodes of a store shared by machines
+    /// (omni-store's `PgStore`, which is both the store and its presence): this node's
+    /// sessions are announced there, the others' show in `list_open`, `whereis` and the
+    /// feed.
+    pub fn presence(mut self, presence: Arc<dyn Presence>) -> Self {
+        self.presence = Some(presence);
+        self
+    }
+
     /// Starts the manager's loop.
     pub fn start(self) -> Result<SessionManager<D, C>, Error> {
-        let Self { client, store, agent, config, title_model, capacity } = self;
-        let messages = spawn_manager(client.clone(), store.clone(), agent, config, title_model)?;
+        let Self { client, store, agent, config, title_model, capacity, presence } = self;
+        let messages = spawn_manager(client.clone(), store.clone(), agent, config, title_model, presence)?;
         Ok(SessionManager { shared: Arc::new(Shared { messages, store, client, capacity }) })
     }
 }

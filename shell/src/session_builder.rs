@@ -120,6 +120,11 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> SessionBuilder<L, T, C
         L::open(self, Open::ReadOnly(id))
     }
 
+    /// The store the session is kept in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// The client the session will run on.
     pub fn client(&self) -> &L {
         &self.agent.launcher

@@ -57,6 +57,23 @@ pub enum CloseReason {
     Failed(String),
 }
 
+impl CloseReason {
+    /// The reason its [`Display`](fmt::Display) wrote (how another node's reason is read
+    /// back from a shared store); words it does not know are a failure's.
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "closed" => Self::Closed,
+            "deleted" => Self::Deleted,
+            "idle" => Self::Idle,
+            _ => match (text.strip_prefix("lease lost: "), text.strip_prefix("failed: ")) {
+                (Some(why), _) => Self::LeaseLost(why.to_owned()),
+                (_, Some(why)) => Self::Failed(why.to_owned()),
+                _ => Self::Failed(text.to_owned()),
+            },
+        }
+    }
+}
+
 impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -341,11 +358,13 @@ impl FeedEvent {
 pub struct OpenSession {
     /// The session.
     pub id: SessionId,
+    /// The node it runs on, when not this one (a store shared by machines).
+    pub node: Option<String>,
     /// Its title.
     pub title: Option<String>,
     /// Its agent's status.
     pub status: Status,
-    /// Its controllers.
+    /// Its controllers (on this node; 0 for another node's).
     pub controllers: usize,
 }
 
@@ -355,8 +374,13 @@ pub struct OpenSession {
 pub enum ManagerError {
     /// `create` named a session that runs or is kept already.
     Exists(SessionId),
-    /// The session could not be started: the store's error (not found, owned by another
-    /// node, corrupt, ...).
+    /// Another owner holds the session: another node of a shared store (named when the
+    /// store knows it), or another process or handle on this machine.
+    OwnedElsewhere {
+        /// The owner's node.
+        node: Option<String>,
+    },
+    /// The session could not be started: the store's error (not found, corrupt, ...).
     Store(StoreError),
     /// The session could not be started for another reason (its model, its history).
     Start(String),
@@ -373,6 +397,8 @@ impl fmt::Display for ManagerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Exists(id) => write!(f, "session {id} exists already"),
+            Self::OwnedElsewhere { node: Some(node) } => write!(f, "node {node} holds the session"),
+            Self::OwnedElsewhere { node: None } => f.write_str("another owner holds the session"),
             Self::Store(e) => write!(f, "{e}"),
             Self::Start(why) => write!(f, "the session could not be started: {why}"),
             Self::TooMany { limit } => write!(f, "{limit} sessions run already, the most this manager allows"),

@@ -190,6 +190,7 @@ impl Manager {
             .filter(|(_, entry)| matches!(entry.phase, Phase::Running))
             .map(|(id, entry)| OpenSession {
                 id: id.clone(),
+                node: None,
                 title: entry.title.clone(),
                 status: entry.status,
                 controllers: entry.controllers,

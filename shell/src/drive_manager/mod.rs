@@ -8,7 +8,7 @@
 //! its own and reports when done, so a slow store or a session busy with a turn never
 //! holds up the others.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,13 +19,14 @@ use omni_core::machines::agent::AgentCallbacks;
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::generate::{Effect, Report};
 use omni_core::machines::manager::{
-    Answer, CloseReason, FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerEffect, ManagerError, ManagerInput,
-    OpenSession, Opening, RequestId, Started,
+    FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerError, ManagerInput, OpenSession, RequestId, Started,
 };
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_core::machines::session::store::{SessionId, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{SessionId, Store};
 use omni_core::machines::timer::Timer;
-use omni_core::{Context, Options};
+
+mod effects;
+mod remote;
 
 use crate::drive::{drive, Notice, Side};
 use crate::executor::Executor;
@@ -33,9 +34,10 @@ use crate::host::{EventSink, Reply, Subscribers};
 use crate::machine::{Machine, COMMAND_CAPACITY};
 use crate::manager_builder::AgentFactory;
 use crate::manager_link::Inbox;
-use crate::runtime::{off_executor, Runtime, Task, Transport};
-use crate::session_builder::{open as open_session, Open};
-use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Session, SessionBuilder, Subscription};
+use crate::manager_presence::{listen, Heard, PresenceSync};
+use crate::runtime::{Runtime, Task, Transport};
+use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Session, Subscription};
+use omni_core::machines::session::presence::Presence;
 
 /// An `open`'s answer from the loop.
 pub(crate) enum OpenAnswer<C> {
@@ -55,6 +57,7 @@ pub(crate) enum ManagerMessage<D: Driver, C> {
         idle: IdleShutdown,
         agent: Option<Box<AgentBuilder<Client<D>, AsyncTool, C>>>,
         controller: bool,
+        wait: Option<std::time::Duration>,
         reply: Answered<OpenAnswer<C>>,
     },
     Close {
@@ -72,11 +75,28 @@ pub(crate) enum ManagerMessage<D: Driver, C> {
     },
     Whereis {
         id: SessionId,
-        reply: Reply<Option<Session<C>>>,
+        reply: Reply<Option<Whereabouts<C>>>,
     },
     ListOpen(Reply<Vec<OpenSession>>),
     Subscribe(Box<dyn EventSink<FeedEvent>>, Reply<Vec<OpenSession>>),
     Shutdown(Reply<()>),
+}
+
+/// Where a session runs.
+pub enum Whereabouts<C> {
+    /// On this node: its handle.
+    Here(Session<C>),
+    /// On another node of a shared store: its name (as last heard).
+    Elsewhere(String),
+}
+
+impl<C> std::fmt::Debug for Whereabouts<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Here(session) => f.debug_tuple("Here").field(session).finish(),
+            Self::Elsewhere(node) => f.debug_tuple("Elsewhere").field(node).finish(),
+        }
+    }
 }
 
 /// What the manager's tasks report.
@@ -89,6 +109,10 @@ pub(crate) enum Done<C> {
     Input(ManagerInput),
     /// Work done for its own sake.
     Nothing,
+    /// A batch of presence writes ended.
+    PresenceWritten,
+    /// A read of the other nodes' entries ended (`None`: it failed).
+    Remote(Option<remote::Read>),
 }
 
 type BoxedWork = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -105,6 +129,7 @@ pub(crate) enum Wake<D: Driver, C> {
     Message(ManagerMessage<D, C>),
     Done(Done<C>),
     News,
+    Heard(Heard),
 }
 
 /// An `open` waiting for its answer, with what its start would use.
@@ -113,6 +138,8 @@ struct PendingOpen<D: Driver, C> {
     reply: Answered<OpenAnswer<C>>,
     agent: Option<Box<AgentBuilder<Client<D>, AsyncTool, C>>>,
     controller: bool,
+    /// How long its start waits for another owner to let go of the session.
+    wait: Option<std::time::Duration>,
     /// The session it started, kept for the answer.
     started: Option<Box<StartedSession<C>>>,
 }
@@ -166,6 +193,16 @@ struct ManagerSide<D: Driver, C> {
     shutting_down: bool,
     /// `shutdown`s waiting for the end.
     shutting: Vec<Reply<()>>,
+    /// The shared store's presence, when the manager has one.
+    presence: Option<PresenceSync>,
+    /// What its listener hears.
+    heard: Option<Receiver<Heard>>,
+    /// A read of the other nodes' entries is in flight.
+    reading: bool,
+    /// Sessions heard of, to read.
+    to_read: BTreeSet<SessionId>,
+    /// Every entry is to be read again (the listener reconnected, or a read failed).
+    catch_up: bool,
 }
 
 impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
@@ -182,55 +219,12 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
         self.client.inner.runtime.now()
     }
 
-    /// Runs `work` as a task; what it reports comes back as [`Done`]. `Err` when the
-    /// runtime could not take it (it is shutting down): the caller reports the failure.
-    fn spawn(&self, work: impl Future<Output = Done<C>> + Send + 'static) -> Result<(), String> {
-        let done = self.done.0.clone();
-        let task = self.client.inner.runtime.spawn(async move {
-            let _ = done.send(work.await).await;
-        });
-        task.map(Task::detach).map_err(|e| e.to_string())
-    }
-
-    /// Runs a store call off the executor; its result comes back as a manager input.
-    fn store_call<T: Send + 'static>(
-        &mut self,
-        call: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
-        input: impl Fn(Result<T, StoreError>) -> ManagerInput + Send + Sync + 'static,
-    ) {
-        let store = self.store.clone();
-        let runtime = self.client.inner.runtime.clone();
-        let input = Arc::new(input);
-        let report = input.clone();
-        let work = async move {
-            let result =
-                off_executor(&runtime, move || call(&*store)).await.unwrap_or_else(|panic| Err(panicked(&panic)));
-            Done::Input(report(result))
-        };
-        if let Err(why) = self.spawn(work) {
-            let now = self.now();
-            self.machine().handle_input(input(Err(StoreError::new(StoreErrorKind::Io, "store", why))), now);
-        }
-    }
-
-    /// Runs `work` on a session, for its own sake (its outcome comes through the
-    /// session's link).
-    fn on_session(&self, id: &SessionId, work: impl FnOnce(Session<C>) -> BoxedWork) {
-        if let Some(session) = self.running.get(id).cloned() {
-            let work = work(session);
-            // A runtime shutting down stops the sessions too.
-            let _ = self.spawn(async move {
-                work.await;
-                Done::Nothing
-            });
-        }
-    }
-
     fn apply_message(&mut self, message: ManagerMessage<D, C>, now: Instant) {
         let request = self.request();
         let input = match message {
-            ManagerMessage::Open { id, create, idle, agent, controller, reply } => {
-                self.opens.insert(request, PendingOpen { id: id.clone(), reply, agent, controller, started: None });
+            ManagerMessage::Open { id, create, idle, agent, controller, wait, reply } => {
+                let open = PendingOpen { id: id.clone(), reply, agent, controller, wait, started: None };
+                self.opens.insert(request, open);
                 ManagerInput::Open { request, id, create, idle }
             }
             ManagerMessage::Close { id, reply } => {
@@ -247,9 +241,18 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
             }
             ManagerMessage::Whereis { id, reply } => {
                 let running = self.machine().is_running(&id);
-                return reply(self.running.get(&id).filter(|_| running).cloned());
+                let here = self.running.get(&id).filter(|_| running).cloned().map(Whereabouts::Here);
+                let there = || self.presence.as_ref().and_then(|sync| sync.node_of(&id)).map(Whereabouts::Elsewhere);
+                return reply(here.or_else(there));
             }
-            ManagerMessage::ListOpen(reply) => return reply(self.machine().open_sessions()),
+            ManagerMessage::ListOpen(reply) => {
+                let mut open = self.machine().open_sessions();
+                if let Some(sync) = &self.presence {
+                    open.extend(sync.remote_open());
+                    open.sort_by(|a, b| a.id.cmp(&b.id));
+                }
+                return reply(open);
+            }
             ManagerMessage::Subscribe(sink, reply) => {
                 // Earlier changes are out already: the list is current.
                 self.deliver_feed();
@@ -271,6 +274,9 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
             Done::Started { request, id, result } => {
                 let result = result.map(|started| {
                     self.running.insert(id.clone(), started.session.clone());
+                    if let Some(sync) = &mut self.presence {
+                        sync.started(&id, started.started.claim.clone());
+                    }
                     let report = started.started.clone();
                     if let Some(open) = self.opens.get_mut(&request) {
                         open.started = Some(started);
@@ -286,180 +292,28 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
                 self.machine().handle_input(input, now);
             }
             Done::Nothing => {}
+            Done::PresenceWritten => {
+                if let Some(sync) = &mut self.presence {
+                    sync.writing = false;
+                }
+                self.write_presence();
+            }
+            Done::Remote(read) => {
+                self.remote_read(read);
+                self.read_remote();
+            }
         }
     }
 
     fn deliver_feed(&mut self) {
         while let Some(event) = self.hosted.0.poll_event() {
+            if let Some(sync) = &mut self.presence {
+                sync.local_event(&event);
+            }
             self.feed.publish(event);
         }
+        self.write_presence();
     }
-
-    fn carry_out(&mut self, effect: ManagerEffect) {
-        match effect {
-            ManagerEffect::Start { request, id, create } => self.start(request, id, create),
-            ManagerEffect::Stop { id, reason } => {
-                if self.running.contains_key(&id) {
-                    // A lost lease stops it at once (it may not write any more); any other
-                    // reason lets a turn that started meanwhile finish. Its end comes
-                    // through its link.
-                    let at_once = matches!(reason, CloseReason::LeaseLost(_));
-                    self.on_session(&id, |session| {
-                        Box::pin(async move {
-                            let _ = if at_once { session.close().await } else { session.close_after_turn().await };
-                        })
-                    });
-                } else {
-                    let now = self.now();
-                    self.machine().handle_input(ManagerInput::Ended { id, reason: None }, now);
-                }
-            }
-            ManagerEffect::SetTitle { id, title } => self.on_session(&id, |session| {
-                Box::pin(async move {
-                    let _ = session.set_title(title).await;
-                })
-            }),
-            ManagerEffect::MakeTitle { id, work, context, max_tokens } => {
-                self.make_title(id, work, *context, max_tokens)
-            }
-            ManagerEffect::Rename { request, id, title } => self.store_call(
-                move |store| {
-                    let claim = store.claim(&id)?;
-                    let saved = store.load(&id).and_then(|loaded| {
-                        let mut state = loaded.state;
-                        state.title = title;
-                        store.save_state(&claim, &state)
-                    });
-                    let released = store.release(&claim);
-                    saved.and(released).map(|()| true)
-                },
-                move |result| ManagerInput::StoreDone { request, result },
-            ),
-            ManagerEffect::Delete { request, id } => self
-                .store_call(move |store| store.delete(&id), move |result| ManagerInput::StoreDone { request, result }),
-            ManagerEffect::Renew { renewal, claims } => self.store_call(
-                move |store| Ok(store.renew_many(&claims)),
-                move |results: Result<Vec<_>, StoreError>| ManagerInput::Renewed {
-                    renewal,
-                    results: results.unwrap_or_else(|e| vec![Err(e)]),
-                },
-            ),
-            ManagerEffect::Answer { request, answer } => self.answer(request, answer),
-        }
-    }
-}
-
-impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
-    /// Starts session `id` for the open `request`, with that open's agent (else the
-    /// manager's) and its controller, on a task of its own.
-    fn start(&mut self, request: RequestId, id: SessionId, create: bool) {
-        let now = self.now();
-        let Some(open) = self.opens.get_mut(&request) else {
-            // Every `Start` names an open the loop holds; a machine that did not would be
-            // told so rather than left waiting.
-            let result = Err(ManagerError::Start("no open request for this start".into()));
-            return self.machine().handle_input(ManagerInput::Started { id, result }, now);
-        };
-        let agent = match open.agent.take() {
-            Some(agent) => *agent,
-            None => (self.agent)(&self.client, &id),
-        };
-        let controller = open.controller;
-        let builder = SessionBuilder::new(agent, self.store.clone());
-        let inbox = self.inbox.clone();
-        let task_id = id.clone();
-        let work = async move {
-            let how = if create { Open::Create(Some(task_id.clone())) } else { Open::Load(task_id.clone()) };
-            let result = start_session(builder, how, inbox, controller).await.map_err(|e| start_error(&task_id, e));
-            Done::Started { request, id: task_id, result }
-        };
-        if let Err(why) = self.spawn(work) {
-            self.apply_done(Done::Started { request, id, result: Err(ManagerError::Start(why)) }, now);
-        }
-    }
-
-    /// Asks the title model for session `id`'s title.
-    fn make_title(&mut self, id: SessionId, work: omni_core::machines::manager::TitleId, context: Context, max: u32) {
-        let report = move |result| Done::Input(ManagerInput::TitleMade { id: id.clone(), work, result });
-        let now = self.now();
-        let Some(model) = self.title_model.clone() else {
-            return self.apply_done(report(Err("no title model was given to the manager".into())), now);
-        };
-        let options = Options { max_tokens: Some(max), ..Options::default() };
-        let call = self.client.call(model, context).options(options);
-        let made = report.clone();
-        let work =
-            async move { made(call.generate().await.map(|response| response.text()).map_err(|e| e.to_string())) };
-        if let Err(why) = self.spawn(work) {
-            self.apply_done(report(Err(why)), now);
-        }
-    }
-
-    fn answer(&mut self, request: RequestId, answer: Result<Answer, ManagerError>) {
-        if let Some(open) = self.opens.remove(&request) {
-            let opened = match answer {
-                Err(e) => Err(e),
-                Ok(Answer::Opened(Opening::Started)) => match open.started {
-                    Some(started) => Ok(OpenAnswer::Started(started)),
-                    None => Err(ManagerError::Start("the session was not started".into())),
-                },
-                Ok(_) => match self.running.get(&open.id) {
-                    Some(session) => Ok(OpenAnswer::Existing(session.clone())),
-                    None => Err(ManagerError::Start("the session stopped".into())),
-                },
-            };
-            return (open.reply)(opened);
-        }
-        match self.pending.remove(&request) {
-            Some(PendingReply::Close(reply) | PendingReply::Rename(reply)) => reply(answer.map(|_| ())),
-            Some(PendingReply::Delete(reply)) => {
-                reply(answer.map(|answer| matches!(answer, Answer::Deleted(true))));
-            }
-            None => {}
-        }
-    }
-
-    fn news(&mut self, now: Instant) {
-        for input in self.inbox.take() {
-            if let ManagerInput::Ended { id, .. } = &input {
-                self.running.remove(id);
-            }
-            self.machine().handle_input(input, now);
-        }
-    }
-}
-
-/// Opens the session and puts it under the manager, its opener (if it asked) its first
-/// controller.
-async fn start_session<D: Driver, C: AgentCallbacks + Send + 'static>(
-    builder: SessionBuilder<Client<D>, AsyncTool, C>,
-    how: Open,
-    inbox: Arc<Inbox>,
-    controller: bool,
-) -> Result<Box<StartedSession<C>>, Error> {
-    let session = open_session(builder, how).await?;
-    let (sink, events) = if controller {
-        let (sink, events) = session.subscription();
-        (Some(sink), Some(events))
-    } else {
-        (None, None)
-    };
-    let (started, snapshot) = session.manage(inbox, sink).await?;
-    Ok(Box::new(StartedSession { session, started, snapshot, events }))
-}
-
-/// A start's failure as the manager tells it.
-fn start_error(id: &SessionId, error: Error) -> ManagerError {
-    match error {
-        Error::Store(e) if e.kind == StoreErrorKind::Exists => ManagerError::Exists(id.clone()),
-        Error::Store(e) => ManagerError::Store(e),
-        Error::Manager(e) => e,
-        other => ManagerError::Start(other.to_string()),
-    }
-}
-
-fn panicked(message: &str) -> StoreError {
-    StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {message}"))
 }
 
 impl<D: Driver, C: AgentCallbacks + Send + 'static> Side for ManagerSide<D, C> {
@@ -502,7 +356,16 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> Side for ManagerSide<D, C> {
                 Err(_) => Notice::Gone,
             }
         };
-        future::or(application, future::or(done, news)).await
+        let heard = async {
+            match &self.heard {
+                Some(heard) => match heard.recv().await {
+                    Ok(heard) => Notice::Command(Wake::Heard(heard)),
+                    Err(_) => future::pending().await,
+                },
+                None => future::pending().await,
+            }
+        };
+        future::or(application, future::or(done, future::or(news, heard))).await
     }
 
     fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<D, C>, _executor: &mut Executor<RR, T>, now: Instant) {
@@ -510,6 +373,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> Side for ManagerSide<D, C> {
             Wake::Message(message) => self.apply_message(message, now),
             Wake::Done(done) => self.apply_done(done, now),
             Wake::News => self.news(now),
+            Wake::Heard(heard) => self.heard(heard),
         }
     }
 
@@ -540,11 +404,20 @@ pub(crate) fn spawn_manager<D: Driver, C: AgentCallbacks + Send + 'static>(
     agent: AgentFactory<D, C>,
     config: ManagerConfig,
     title_model: Option<ModelRef>,
+    presence: Option<Arc<dyn Presence>>,
 ) -> Result<Sender<ManagerMessage<D, C>>, Error> {
     let (sender, messages) = async_channel::bounded(COMMAND_CAPACITY);
     let (inbox, pokes) = Inbox::new();
     let runtime = client.inner.runtime.clone();
     let executor = Executor::new(runtime.clone(), client.inner.transport.clone(), crate::handlers_by_name(&[]));
+    // The listener runs as long as the loop holds its receiver.
+    let heard = match (&presence, remote::listener_channel(presence.as_ref())) {
+        (Some(presence), Some((tell, heard))) => {
+            runtime.spawn(listen(presence.clone(), runtime.clone(), tell))?.detach();
+            Some(heard)
+        }
+        _ => None,
+    };
     let side = ManagerSide {
         hosted: Hosted(Manager::new(config)),
         client,
@@ -563,6 +436,11 @@ pub(crate) fn spawn_manager<D: Driver, C: AgentCallbacks + Send + 'static>(
         orphaned: false,
         shutting_down: false,
         shutting: Vec::new(),
+        presence: presence.map(PresenceSync::new),
+        heard,
+        reading: false,
+        to_read: BTreeSet::new(),
+        catch_up: false,
     };
     runtime.spawn(drive(side, executor))?.detach();
     Ok(sender)
