@@ -29,5 +29,5 @@ pub use omni_core::machines::session::store::{
     Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
 #[cfg(feature = "postgres")]
-pub use postgres::PgStore;
+pub use postgres::{testing as postgres_testing, PgStore};
 pub use sqlite::SqliteStore;

@@ -5,97 +5,18 @@
 #![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use omni_core::machines::agent::Status;
 use omni_core::machines::session::presence::{Change, Entry, Notice, Presence, Run};
 use omni_core::machines::session::tree::Tree;
 use omni_core::Message;
 use omni_store::{Claim, PgStore, SessionId, SessionState, Store, StoreErrorKind};
-use postgres::{Client, NoTls};
+use omni_store::postgres_testing::{password, with_database, Client, TestDatabase as Db};
 
 const LONG: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_millis(400);
-
-/// A database of the test's own, dropped when the test ends.
-struct Db {
-    admin_url: String,
-    name: String,
-    url: String,
-}
-
-impl Db {
-    /// `None` (after saying so) when no server is given, outside CI.
-    fn new(test: &str) -> Option<Self> {
-        let Ok(admin_url) = std::env::var("OMNI_PG_URL") else {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("OMNI_PG_URL is not set, and CI=true: the PostgreSQL tests must run (scripts/postgres.sh)");
-            }
-            eprintln!("skipped: OMNI_PG_URL is not set (eval \"$(scripts/postgres.sh start)\" sets it)");
-            return None;
-        };
-        static COUNT: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
-        let n = COUNT.fetch_add(1, Ordering::Relaxed);
-        let name = format!("omni_test_{test}_{}_{n}_{nanos}", std::process::id());
-        admin(&admin_url).batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let url = with_database(&admin_url, &name);
-        Some(Self { admin_url, name, url })
-    }
-
-    fn store(&self, node: &str, lease: Duration) -> PgStore {
-        PgStore::connect(&self.url, node, lease).unwrap()
-    }
-
-    /// A plain connection to the test's database.
-    fn client(&self) -> Client {
-        Client::connect(&self.url, NoTls).unwrap()
-    }
-
-    /// Ends every connection to the test's database (as an administrator or a failover
-    /// would), from a connection to another database.
-    fn kill_connections(&self) -> i64 {
-        let killed = admin(&self.admin_url)
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1",
-                &[&self.name],
-            )
-            .unwrap();
-        killed.get(0)
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = Client::connect(&self.admin_url, NoTls) {
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
-}
-
-fn admin(url: &str) -> Client {
-    Client::connect(url, NoTls).unwrap()
-}
-
-/// `url` with its database replaced by `name`: a `postgres://` URL's path, or a
-/// `dbname=` pair added to a key-value string.
-fn with_database(url: &str, name: &str) -> String {
-    let Some(scheme) = url.find("://") else { return format!("{url} dbname={name}") };
-    let rest = &url[scheme + 3..];
-    let authority = rest.find(['/', '?']).unwrap_or(rest.len());
-    let after = &rest[authority..];
-    let query = after.find('?').map_or("", |q| &after[q..]);
-    format!("{}{}/{name}{query}", &url[..scheme + 3], &rest[..authority])
-}
-
-/// The password in a `postgres://user:password@` URL.
-fn password(url: &str) -> Option<String> {
-    let rest = &url[url.find("://")? + 3..];
-    let userinfo = &rest[..rest.find('@')?];
-    Some(userinfo.split_once(':')?.1.to_owned()).filter(|p| !p.is_empty())
-}
 
 fn id(name: &str) -> SessionId {
     SessionId::new(name).unwrap()
@@ -270,14 +191,14 @@ fn the_schema_is_made_once_and_a_newer_one_is_refused() {
     assert!(handles[1].exists(&id("kept")).unwrap());
     // A newer version than this code knows: refused, untouched.
     client.execute("UPDATE omni_store_meta SET version = 999", &[]).unwrap();
-    let refused = PgStore::connect(&db.url, "node-a", LONG).unwrap_err();
+    let refused = PgStore::connect(&db.url(), "node-a", LONG).unwrap_err();
     assert_eq!(refused.kind, StoreErrorKind::Io, "{refused}");
     assert!(refused.message.contains("999"), "{refused}");
     let version: i64 = client.query_one("SELECT version FROM omni_store_meta", &[]).unwrap().get(0);
     assert_eq!(version, 999, "left as it was");
     // No version at all: damaged.
     client.execute("DELETE FROM omni_store_meta", &[]).unwrap();
-    assert_eq!(PgStore::connect(&db.url, "node-a", LONG).unwrap_err().kind, StoreErrorKind::Corrupt);
+    assert_eq!(PgStore::connect(&db.url(), "node-a", LONG).unwrap_err().kind, StoreErrorKind::Corrupt);
 }
 
 #[test]
@@ -423,11 +344,11 @@ fn no_password_in_debug_or_errors() {
     let Some(db) = Db::new("secret") else { return };
     let store = db.store("node-a", LONG);
     let shown = format!("{store:?}");
-    assert!(shown.contains("node-a") && shown.contains(&db.name), "{shown}");
-    if let Some(password) = password(&db.url) {
+    assert!(shown.contains("node-a") && shown.contains(&db.name()), "{shown}");
+    if let Some(password) = password(&db.url()) {
         assert!(!shown.contains(&password), "{shown}");
         // A wrong password is refused, and not repeated.
-        let wrong = db.url.replacen(&format!(":{password}@"), ":Wr0ngPassw0rdXyz@", 1);
+        let wrong = db.url().replacen(&format!(":{password}@"), ":Wr0ngPassw0rdXyz@", 1);
         let refused = PgStore::connect(&wrong, "node-a", LONG).unwrap_err();
         assert_eq!(refused.kind, StoreErrorKind::Denied, "{refused}");
         let said = format!("{refused} {refused:?}");
@@ -476,8 +397,8 @@ fn a_search_path_in_the_url_puts_the_tables_in_that_schema() {
     let mut client = db.client();
     client.batch_execute("CREATE SCHEMA app_one; CREATE SCHEMA app_two").unwrap();
     let in_schema = |schema: &str| {
-        let joiner = if db.url.contains('?') { '&' } else { '?' };
-        PgStore::connect(&format!("{}{joiner}options=-csearch_path%3D{schema}", db.url), "node-a", LONG).unwrap()
+        let joiner = if db.url().contains('?') { '&' } else { '?' };
+        PgStore::connect(&format!("{}{joiner}options=-csearch_path%3D{schema}", db.url()), "node-a", LONG).unwrap()
     };
     let (one, two) = (in_schema("app_one"), in_schema("app_two"));
     let claim = one.create(&id("only-in-one"), &state("one")).unwrap();

@@ -47,6 +47,7 @@ use crate::{Claim, SessionId, StoreError, StoreErrorKind};
 mod presence;
 mod schema;
 mod sessions;
+pub mod testing;
 
 /// How long connecting may take, unless the connection string says (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
