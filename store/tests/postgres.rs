@@ -191,14 +191,14 @@ fn the_schema_is_made_once_and_a_newer_one_is_refused() {
     assert!(handles[1].exists(&id("kept")).unwrap());
     // A newer version than this code knows: refused, untouched.
     client.execute("UPDATE omni_store_meta SET version = 999", &[]).unwrap();
-    let refused = PgStore::connect(&db.url(), "node-a", LONG).unwrap_err();
+    let refused = PgStore::connect(db.url(), "node-a", LONG).unwrap_err();
     assert_eq!(refused.kind, StoreErrorKind::Io, "{refused}");
     assert!(refused.message.contains("999"), "{refused}");
     let version: i64 = client.query_one("SELECT version FROM omni_store_meta", &[]).unwrap().get(0);
     assert_eq!(version, 999, "left as it was");
     // No version at all: damaged.
     client.execute("DELETE FROM omni_store_meta", &[]).unwrap();
-    assert_eq!(PgStore::connect(&db.url(), "node-a", LONG).unwrap_err().kind, StoreErrorKind::Corrupt);
+    assert_eq!(PgStore::connect(db.url(), "node-a", LONG).unwrap_err().kind, StoreErrorKind::Corrupt);
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn no_password_in_debug_or_errors() {
     let store = db.store("node-a", LONG);
     let shown = format!("{store:?}");
     assert!(shown.contains("node-a") && shown.contains(&db.name()), "{shown}");
-    if let Some(password) = password(&db.url()) {
+    if let Some(password) = password(db.url()) {
         assert!(!shown.contains(&password), "{shown}");
         // A wrong password is refused, and not repeated.
         let wrong = db.url().replacen(&format!(":{password}@"), ":Wr0ngPassw0rdXyz@", 1);
