@@ -344,7 +344,7 @@ fn no_password_in_debug_or_errors() {
     let Some(db) = Db::new("secret") else { return };
     let store = db.store("node-a", LONG);
     let shown = format!("{store:?}");
-    assert!(shown.contains("node-a") && shown.contains(&db.name()), "{shown}");
+    assert!(shown.contains("node-a") && shown.contains(db.name()), "{shown}");
     if let Some(password) = password(db.url()) {
         assert!(!shown.contains(&password), "{shown}");
         // A wrong password is refused, and not repeated.
