@@ -24,7 +24,14 @@ fn id(name: &str) -> SessionId {
 }
 
 fn started(controllers: usize) -> Started {
-    Started { title: None, status: Status::Idle, controllers, claim: None, first_messages: Vec::new() }
+    Started {
+        title: None,
+        status: Status::Idle,
+        controllers,
+        claim: None,
+        claimed_at: None,
+        first_messages: Vec::new(),
+    }
 }
 
 fn turn() -> Vec<Message> {

@@ -221,6 +221,8 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
             status: session.agent().status(),
             controllers: self.controllers.len(),
             claim: session.claim().cloned(),
+            // Set by the manager's start, which knows when it claimed.
+            claimed_at: None,
             first_messages: first_messages(session.tree()),
         };
         self.link = Some(ManagerLink::new(session.id().clone(), inbox, started.controllers, true));

@@ -12,8 +12,8 @@ use omni_core::machines::agent::Status;
 use omni_core::machines::session::presence::{Change, Entry, Notice, Presence, Run};
 use omni_core::machines::session::tree::Tree;
 use omni_core::Message;
-use omni_store::{Claim, PgStore, SessionId, SessionState, Store, StoreErrorKind};
 use omni_store::postgres_testing::{password, with_database, Client, TestDatabase as Db};
+use omni_store::{Claim, PgStore, SessionId, SessionState, Store, StoreErrorKind};
 
 const LONG: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_millis(400);

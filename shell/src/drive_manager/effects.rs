@@ -214,6 +214,7 @@ async fn start_session<D: Driver, C: AgentCallbacks + Send + 'static>(
     if let (Open::Load(id), Some(deadline)) = (&how, deadline) {
         wait_for_the_owner(builder.store(), id, runtime, deadline).await?;
     }
+    let claimed_at = runtime.now();
     let session = open_session(builder, how).await?;
     let (sink, events) = if controller {
         let (sink, events) = session.subscription();
@@ -221,7 +222,8 @@ async fn start_session<D: Driver, C: AgentCallbacks + Send + 'static>(
     } else {
         (None, None)
     };
-    let (started, snapshot) = session.manage(inbox, sink).await?;
+    let (mut started, snapshot) = session.manage(inbox, sink).await?;
+    started.claimed_at = Some(claimed_at);
     Ok(Box::new(StartedSession { session, started, snapshot, events }))
 }
 

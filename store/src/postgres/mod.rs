@@ -114,9 +114,21 @@ impl PgStore {
         self.lease
     }
 
-    /// A new connection to the database.
+    /// A new connection to the database, with the timeouts that keep one stalled node
+    /// from holding up the others: a transaction left idle longer than a lease (its node
+    /// frozen, or cut off, in the middle of it) is ended by the server, its row locks let
+    /// go, and what it wrote rolled back (that node's lease is gone anyway); a statement
+    /// waits for a row lock at most half a lease.
     fn open(&self) -> Result<Client, StoreError> {
-        self.config.connect(NoTls).map_err(|e| pg_error(e, &self.location))
+        let mut client = self.config.connect(NoTls).map_err(|e| pg_error(e, &self.location))?;
+        // The server takes at most `i32::MAX` milliseconds.
+        let lease = self.lease_ms().clamp(MIN_TIMEOUT_MS, i64::from(i32::MAX));
+        let settings = format!(
+            "SET idle_in_transaction_session_timeout = {lease}; SET lock_timeout = {}",
+            (lease / 2).max(MIN_TIMEOUT_MS)
+        );
+        client.batch_execute(&settings).map_err(|e| pg_error(e, &self.location))?;
+        Ok(client)
     }
 
     /// Runs `call` on the handle's connection, connecting first when there is none (the
@@ -244,6 +256,10 @@ fn not_owner(location: &Location, claim: &Claim, why: &str) -> StoreError {
         format!("claim {} does not own the session: {why}", claim.token()),
     )
 }
+
+/// The shortest of the connection's timeouts, in milliseconds (a very short lease would
+/// otherwise make every lock wait fail).
+const MIN_TIMEOUT_MS: i64 = 100;
 
 fn owned_elsewhere(location: &Location, id: &SessionId, owner: &str) -> StoreError {
     StoreError::new(StoreErrorKind::OwnedElsewhere, location.session(id), format!("node {owner} holds a live lease"))

@@ -167,7 +167,16 @@ impl Store for PgStore {
                          RETURNING epoch",
                         &[&id.as_str(), &self.node, &self.lease_ms()],
                     )
-                    .map_err(|e| pg_error(e, location))?;
+                    .map_err(|e| match e.code() {
+                        // Another node holds the row in a transaction (it writes, or it
+                        // stalled in the middle of a write until the server ends it).
+                        Some(code) if *code == SqlState::LOCK_NOT_AVAILABLE => StoreError::new(
+                            StoreErrorKind::OwnedElsewhere,
+                            location.session(id),
+                            "another node is writing the session",
+                        ),
+                        _ => pg_error(e, location),
+                    })?;
                 if let Some(row) = row {
                     return Ok(row.get::<_, i64>(0));
                 }

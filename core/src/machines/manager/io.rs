@@ -3,7 +3,7 @@
 //! batch of lease renewals, an answer) and feed events out.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::data::message::{Context, Message};
 use crate::machines::agent::Status;
@@ -97,6 +97,9 @@ pub struct Started {
     pub controllers: usize,
     /// The claim it writes with: its lease, when it has one, is renewed by the manager.
     pub claim: Option<Claim>,
+    /// When the claim was asked for (the lease runs from no earlier); `None`: when the
+    /// `Start` went out.
+    pub claimed_at: Option<Instant>,
     /// The first messages of its active path (up to four): a session that starts with a
     /// committed turn and no title gets one from them.
     pub first_messages: Vec<Message>,

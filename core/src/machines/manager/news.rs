@@ -83,9 +83,10 @@ impl Manager {
         };
         entry.claim = started.claim;
         if let Some(lease) = entry.claim.as_ref().and_then(|claim| claim.lease()) {
-            // The store set the lease at or after the `Start` went out.
-            entry.lease_until = Some(at + lease);
-            self.renewal.schedule(lease, at + lease, now);
+            // The store set the lease at or after the claim was asked for.
+            let from = started.claimed_at.unwrap_or(at).max(at);
+            entry.lease_until = Some(from + lease);
+            self.renewal.schedule(lease, from + lease, now);
         }
         if entry.title.is_some() || self.config.titles == TitleMode::Off {
             entry.titling = Titling::Done;
