@@ -122,38 +122,46 @@ enum Wake<C> {
 
 /// Drives `side`'s machine to its end with `executor`'s work, as a task of its own.
 /// Leaving the loop drops the executor, which stops whatever still runs.
-pub(crate) async fn drive<S: Side, R: Runtime, T: Transport>(mut side: S, mut executor: Executor<R, T>) {
-    let runtime = executor.runtime().clone();
-    let mut pacing = Pacing::new();
-    loop {
-        execute_effects(side.machine(), &mut executor);
-        side.deliver();
-        if side.finished() {
-            return;
-        }
-        let deadline = match pacing.before_wait(side.machine(), runtime.now()) {
-            Next::Again => continue,
-            Next::Yield => {
-                future::yield_now().await;
-                continue;
+// Not an `async fn`: its arguments would be kept twice in the future (once as arguments,
+// once as the locals they move into), and a session's side is several KiB, held by every
+// idle session of a process. An `async move` block uses what it captured in place.
+pub(crate) fn drive<S: Side, R: Runtime, T: Transport>(
+    mut side: S,
+    mut executor: Executor<R, T>,
+) -> impl std::future::Future<Output = ()> {
+    async move {
+        let runtime = executor.runtime().clone();
+        let mut pacing = Pacing::new();
+        loop {
+            execute_effects(side.machine(), &mut executor);
+            side.deliver();
+            if side.finished() {
+                return;
             }
-            Next::Wait(deadline) => deadline,
-        };
-        let application = async { Wake::Application(side.wait().await) };
-        // The tool runs (polled by this loop) go on while it waits for a report.
-        let input = async { Wake::Input(executor.next_report().await) };
-        let timer = async {
-            sleep_until(&runtime, deadline).await;
-            Wake::Deadline
-        };
-        // The application first, then an input, then the deadline (an input that is there
-        // when the loop wakes goes before the deadline; the check above then comes between
-        // it and the next one).
-        match future::or(application, future::or(input, timer)).await {
-            Wake::Application(Notice::Command(command)) => side.apply(command, &mut executor, runtime.now()),
-            Wake::Application(Notice::Gone) => side.gone(runtime.now()),
-            Wake::Input(report) => executor.feed(side.machine(), report),
-            Wake::Deadline => side.machine().handle_timeout(runtime.now()),
+            let deadline = match pacing.before_wait(side.machine(), runtime.now()) {
+                Next::Again => continue,
+                Next::Yield => {
+                    future::yield_now().await;
+                    continue;
+                }
+                Next::Wait(deadline) => deadline,
+            };
+            let application = async { Wake::Application(side.wait().await) };
+            // The tool runs (polled by this loop) go on while it waits for a report.
+            let input = async { Wake::Input(executor.next_report().await) };
+            let timer = async {
+                sleep_until(&runtime, deadline).await;
+                Wake::Deadline
+            };
+            // The application first, then an input, then the deadline (an input that is there
+            // when the loop wakes goes before the deadline; the check above then comes between
+            // it and the next one).
+            match future::or(application, future::or(input, timer)).await {
+                Wake::Application(Notice::Command(command)) => side.apply(command, &mut executor, runtime.now()),
+                Wake::Application(Notice::Gone) => side.gone(runtime.now()),
+                Wake::Input(report) => executor.feed(side.machine(), report),
+                Wake::Deadline => side.machine().handle_timeout(runtime.now()),
+            }
         }
     }
 }

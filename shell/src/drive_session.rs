@@ -399,7 +399,7 @@ where
     R: Runtime,
     T: Transport,
 {
-    let (sender, messages) = async_channel::bounded(crate::machine::COMMAND_CAPACITY);
+    let (sender, messages) = async_channel::bounded(crate::machine::SESSION_COMMAND_CAPACITY);
     // One poke waits at most: it says "count again", however many subscriptions went.
     let (unsubscribe, unsubscribed) = async_channel::bounded(1);
     let (mut controllers, mut observers) = (Vec::new(), Vec::new());

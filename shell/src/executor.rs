@@ -79,16 +79,31 @@ pub(crate) enum Report {
     },
 }
 
-/// The work in flight of one machine.
-pub(crate) struct Executor<R: Runtime, T> {
-    runtime: R,
-    transport: T,
-    handlers: Handlers,
+/// Where the requests report, and the buffers their bodies are read into.
+struct Channels {
     reports: ReportSender,
     /// Where decoded pieces' buffers go back to the transports, and where they take them.
     spares: Sender<Vec<u8>>,
     buffers: BodyBuffers,
     received: ReportReceiver,
+}
+
+impl Channels {
+    fn new() -> Self {
+        let (reports, received) = crate::reports::channel();
+        let (spares, buffers) = async_channel::bounded(SPARE_BUFFERS);
+        Self { reports, spares, buffers: BodyBuffers::new(buffers), received }
+    }
+}
+
+/// The work in flight of one machine.
+pub(crate) struct Executor<R: Runtime, T> {
+    runtime: R,
+    transport: T,
+    handlers: Handlers,
+    /// The requests' channels, made with the first request: a machine that never sends
+    /// one (an idle session among thousands) costs none of their room.
+    channels: Option<Channels>,
     /// Reports made here rather than by a request, taken before the channel's.
     ready: VecDeque<Report>,
     requests: BTreeMap<RequestId, R::Task>,
@@ -98,11 +113,8 @@ pub(crate) struct Executor<R: Runtime, T> {
 impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
-        let (reports, received) = crate::reports::channel();
-        let (spares, buffers) = async_channel::bounded(SPARE_BUFFERS);
         let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
-        let buffers = BodyBuffers::new(buffers);
-        Self { runtime, transport, handlers, reports, spares, buffers, received, ready, requests, runs }
+        Self { runtime, transport, handlers, channels: None, ready, requests, runs }
     }
 
     pub(crate) fn runtime(&self) -> &R {
@@ -121,8 +133,9 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     pub(crate) fn execute(&mut self, effect: Effect) {
         match effect {
             Effect::SendRequest { id, request } => {
-                let send =
-                    self.transport.send(request, ResponseSink::new(id, self.reports.clone(), self.buffers.clone()));
+                let channels = self.channels.get_or_insert_with(Channels::new);
+                let sink = ResponseSink::new(id, channels.reports.clone(), channels.buffers.clone());
+                let send = self.transport.send(request, sink);
                 match self.runtime.spawn(send) {
                     Ok(task) => drop(self.requests.insert(id, task)),
                     Err(error) => {
@@ -172,12 +185,16 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         if let Some(report) = self.ready.pop_front() {
             return Poll::Ready(report);
         }
-        self.received.poll_recv(cx)
+        match &mut self.channels {
+            Some(channels) => channels.received.poll_recv(cx),
+            // No request was ever sent: none will report until one is.
+            None => Poll::Pending,
+        }
     }
 
     /// A report that has arrived on the requests' channel, without waiting.
     pub(crate) fn take_arrived(&mut self) -> Option<Report> {
-        self.received.try_recv()
+        self.channels.as_mut()?.received.try_recv()
     }
 
     /// Whether a tool run is in flight.
@@ -190,7 +207,9 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     pub(crate) fn stop(&mut self) {
         self.requests.clear();
         self.runs = ToolRuns::default();
-        self.received.close();
+        if let Some(channels) = &mut self.channels {
+            channels.received.close();
+        }
     }
 
     /// Feeds a report to the machine, letting go of work that has ended.
@@ -201,8 +220,8 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
             Report::Body { id, bytes } => {
                 machine.handle_report(machine::Report::Body { id, bytes: &bytes }, now);
                 // Decoded: its buffer may take the next piece (when nothing else holds it).
-                if let Ok(buffer) = bytes.try_into_mut() {
-                    let _ = self.spares.try_send(Vec::from(buffer));
+                if let (Ok(buffer), Some(channels)) = (bytes.try_into_mut(), &self.channels) {
+                    let _ = channels.spares.try_send(Vec::from(buffer));
                 }
                 return;
             }

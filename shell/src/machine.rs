@@ -36,6 +36,10 @@ pub const SPARE_BUFFERS: usize = INPUT_CAPACITY / 2;
 /// Commands from the application's handles queued for an agent's loop before a handle
 /// waits.
 pub const COMMAND_CAPACITY: usize = 64;
+/// Messages from a session's handles queued for its loop before a handle waits. Fewer
+/// than an agent's: a process keeps thousands of sessions open and idle, and a channel's
+/// room is allocated when it is made (64 messages would be 7 KiB a session).
+pub const SESSION_COMMAND_CAPACITY: usize = 4;
 /// Wake-ups (an input, a command, room for events) a loop takes in a row before it yields
 /// to its runtime (deadlines are looked at before every input; this keeps a flood from
 /// holding a runtime thread).

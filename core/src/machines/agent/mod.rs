@@ -148,8 +148,10 @@ pub struct Agent<C: AgentCallbacks = Box<dyn AgentCallbacks + Send>> {
     config: AgentConfig,
     callbacks: C,
     state: State,
-    turn: Option<Turn>,
-    staged: Option<Prompt>,
+    // Boxed, as `staged`: an idle agent (thousands of idle sessions in one process) holds
+    // neither, and inline they would be more than a KiB of it.
+    turn: Option<Box<Turn>>,
+    staged: Option<Box<Prompt>>,
     status: Status,
     partial: PartialMessage,
     next_id: u64,
@@ -344,7 +346,7 @@ impl<C: AgentCallbacks> Agent<C> {
             if results {
                 self.idle()?;
             }
-            self.staged = Some(prompt);
+            self.staged = Some(Box::new(prompt));
             return Ok(());
         }
         if results {
@@ -355,7 +357,7 @@ impl<C: AgentCallbacks> Agent<C> {
     }
 
     /// Ends the turn in flight, its own options (a prompt's) given back to the agent's.
-    fn take_turn(&mut self) -> Option<Turn> {
+    fn take_turn(&mut self) -> Option<Box<Turn>> {
         let turn = self.turn.take()?;
         if let Some(options) = &turn.restore_options {
             self.config.options.clone_from(options);

@@ -32,7 +32,7 @@ impl<C: AgentCallbacks> Agent<C> {
             let merged = options.merged_over(&self.config.options);
             std::mem::replace(&mut self.config.options, merged)
         });
-        self.turn = Some(Turn {
+        self.turn = Some(Box::new(Turn {
             messages: vec![user.clone()],
             usage: Usage::default(),
             steps: 0,
@@ -42,7 +42,7 @@ impl<C: AgentCallbacks> Agent<C> {
             output_retries: 0,
             call_retries: 0,
             restore_options,
-        });
+        }));
         self.set_status(Status::Busy);
         self.events.push_back(AgentEvent::Message(Box::new(user)));
         self.begin_step(now);
@@ -302,7 +302,7 @@ impl<C: AgentCallbacks> Agent<C> {
         response.stop_reason = Some(stop);
         let decision = self.callbacks.handle_turn(&response);
         let decision = match self.staged.take() {
-            Some(prompt) => TurnDecision::ContinueWith(Box::new(prompt)),
+            Some(prompt) => TurnDecision::ContinueWith(prompt),
             None => decision,
         };
         self.config.messages.extend(turn.messages.iter().cloned());
