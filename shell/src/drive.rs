@@ -125,6 +125,7 @@ enum Wake<C> {
 // Not an `async fn`: its arguments would be kept twice in the future (once as arguments,
 // once as the locals they move into), and a session's side is several KiB, held by every
 // idle session of a process. An `async move` block uses what it captured in place.
+#[allow(clippy::manual_async_fn)]
 pub(crate) fn drive<S: Side, R: Runtime, T: Transport>(
     mut side: S,
     mut executor: Executor<R, T>,
