@@ -116,7 +116,8 @@ pub async fn every_check<D: Driver>() {
         rename_and_delete_of_a_stored_session::<D>(store.clone()).await;
         refusals_are_typed::<D>(store.clone()).await;
         a_prompt_never_waits_for_another_session::<D>(store.clone()).await;
-        shutdown_gives_every_claim_back::<D>(store).await;
+        shutdown_gives_every_claim_back::<D>(store.clone()).await;
+        a_slow_feed_subscriber_is_dropped_and_told::<D>(store).await;
     }
     model_titles_and_their_fallback::<D>().await;
 }
@@ -277,6 +278,11 @@ pub async fn refusals_are_typed<D: Driver>(store: Arc<dyn Store>) {
     let more = manager.create().await;
     assert!(matches!(more, Err(Error::Manager(ManagerError::TooMany { limit: 1 }))), "{more:?}");
     manager.close(id.clone()).await.expect("close");
+    // A history is the store's: given in a session's options, it is refused by name.
+    let history = vec![omni_core::Message::user("Hi"), omni_core::Message::assistant("Hello")];
+    let options = SessionOptions::new().agent(client.agent(MODEL).messages(history));
+    let owned = manager.open_with(id.clone(), options).await;
+    assert!(matches!(owned, Err(Error::Manager(ManagerError::OwnedOption { option: "messages" }))), "{owned:?}");
     let kept = manager.create_with(id.clone(), SessionOptions::new()).await;
     assert!(matches!(kept, Err(Error::Manager(ManagerError::Exists(_)))), "kept in the store: {kept:?}");
     manager.shutdown().await.expect("shutdown");
@@ -311,6 +317,30 @@ async fn wait_for(events: &mut Subscription<SessionEvent>, what: impl Fn(&Sessio
         }
     }
     panic!("the event never came");
+}
+
+/// A feed subscriber that reads nothing is dropped once its queue (the manager's
+/// subscriber capacity) is full, and told so; the others go on.
+pub async fn a_slow_feed_subscriber_is_dropped_and_told<D: Driver>(store: Arc<dyn Store>) {
+    let server = ReplayServer::start(Vec::new()).expect("replay server");
+    let client = client::<D>(&server);
+    let manager = client
+        .session_manager(store, |client, _id| client.agent(MODEL))
+        .subscriber_capacity(2)
+        .start()
+        .expect("manager starts");
+    let (_, mut slow) = manager.subscribe().await.expect("subscribe");
+    let (_, mut reader) = manager.subscribe().await.expect("subscribe");
+    for _ in 0..3 {
+        manager.create().await.expect("created");
+        assert!(matches!(next(&mut reader).await, FeedEvent::Opened { .. }));
+    }
+    let mut kept = 0;
+    while within(Duration::from_secs(5), slow.next_event()).await.expect("ends").is_some() {
+        kept += 1;
+    }
+    assert_eq!((kept, slow.lagged(), reader.lagged()), (2, true, false));
+    manager.shutdown().await.expect("shutdown");
 }
 
 /// `shutdown` closes every session and gives every claim back; later requests are

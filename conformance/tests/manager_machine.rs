@@ -518,3 +518,30 @@ fn shutting_down_closes_every_session_and_refuses_new_ones() {
         "#,
     );
 }
+
+#[test]
+fn a_lease_runs_from_when_its_claim_was_asked_for() {
+    let mut sim = Sim::new(ManagerConfig { idle_after: None, ..ManagerConfig::default() });
+    sim.open("a", false, IdleShutdown::Default);
+    // The start waited 25 s for another owner, then claimed: the lease of 30 s runs from
+    // the claim, not from the start.
+    sim.now += Duration::from_secs(25);
+    let claimed_at = Some(sim.at());
+    sim.now += Duration::from_secs(1);
+    sim.input(ManagerInput::Started { id: id("a"), result: Ok(Started { claimed_at, ..leased("a", 9) }) });
+    sim.log.clear();
+    // Nothing is renewed or lost before 10 s after the start's news; had the lease been
+    // counted from the `Start` (0 s), it would have lapsed at 30 s.
+    sim.wait(Duration::from_secs(60));
+    sim.input(ManagerInput::Renewed { renewal: RenewalId(0), results: vec![Ok(())] });
+    sim.wait(Duration::from_secs(60));
+    sim.check(
+        r#"
+        36s ! lease renewal
+        36s > Renew #0 [a@9]
+        36s < Renewed { renewal: RenewalId(0), results: [Ok(())] }
+        46s ! lease renewal
+        46s > Renew #1 [a@9]
+        "#,
+    );
+}

@@ -147,6 +147,9 @@ fn rename_delete_and_refusals(store: Arc<dyn Store>) {
     let more = manager.create();
     assert!(matches!(more, Err(Error::Manager(ManagerError::TooMany { limit: 1 }))), "{more:?}");
     manager.close(id.clone()).expect("close");
+    let history = vec![omni_blocking::Message::user("Hi"), omni_blocking::Message::assistant("Hello")];
+    let owned = manager.open_with(id.clone(), SessionOptions::new().agent(client.agent(MODEL).messages(history)));
+    assert!(matches!(owned, Err(Error::Manager(ManagerError::OwnedOption { option: "messages" }))), "{owned:?}");
     manager.rename(id.clone(), Some("Kept".into())).expect("rename a stored session");
     assert_eq!(store.load(&id).expect("kept").state.title.as_deref(), Some("Kept"));
     assert!(manager.delete(id.clone()).expect("delete"));

@@ -260,6 +260,11 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         tools
     }
 
+    /// Whether an initial history was given ([`messages`](Self::messages)).
+    pub fn has_history(&self) -> bool {
+        !self.messages.is_empty()
+    }
+
     /// The client the agent will run on.
     pub fn client(&self) -> &L {
         &self.launcher

@@ -131,6 +131,12 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
             Some(agent) => *agent,
             None => (self.agent)(&self.client, &id),
         };
+        if agent.has_history() {
+            // A managed session's history is the store's: given here it would be dropped
+            // without a word when the tree's path becomes the agent's history.
+            let result = Err(ManagerError::OwnedOption { option: "messages" });
+            return self.machine().handle_input(ManagerInput::Started { id, result }, now);
+        }
         let (controller, wait) = (open.controller, open.wait);
         let builder = SessionBuilder::new(agent, self.store.clone());
         let inbox = self.inbox.clone();

@@ -385,6 +385,13 @@ pub enum ManagerError {
     },
     /// The session could not be started: the store's error (not found, corrupt, ...).
     Store(StoreError),
+    /// A session's options set what the manager owns: its store, whether it is created
+    /// or loaded, its id, or its history (`messages`: a managed session's history is the
+    /// store's). Named.
+    OwnedOption {
+        /// The option.
+        option: &'static str,
+    },
     /// The session could not be started for another reason (its model, its history).
     Start(String),
     /// As many sessions as the manager allows run already.
@@ -403,6 +410,9 @@ impl fmt::Display for ManagerError {
             Self::OwnedElsewhere { node: Some(node) } => write!(f, "node {node} holds the session"),
             Self::OwnedElsewhere { node: None } => f.write_str("another owner holds the session"),
             Self::Store(e) => write!(f, "{e}"),
+            Self::OwnedOption { option } => {
+                write!(f, "`{option}` is the session manager's to set, not a session's option")
+            }
             Self::Start(why) => write!(f, "the session could not be started: {why}"),
             Self::TooMany { limit } => write!(f, "{limit} sessions run already, the most this manager allows"),
             Self::ShuttingDown => f.write_str("the manager is shutting down"),
