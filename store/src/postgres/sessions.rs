@@ -359,16 +359,11 @@ impl Store for PgStore {
                 )
                 .map_err(|e| pg_error(e, location))
         })?;
-        let (mut sessions, mut unreadable, mut skipped) = (Vec::new(), Vec::new(), 0);
+        let mut page = SessionList::pager(limit, offset);
         for row in &rows {
-            match self.info(row) {
-                Ok(_) if skipped < offset => skipped += 1,
-                Ok(info) if sessions.len() < limit => sessions.push(info),
-                Ok(_) => {}
-                Err(e) => unreadable.push(e),
-            }
+            page.push(self.info(row));
         }
-        Ok(SessionList { sessions, unreadable })
+        Ok(page.finish())
     }
 
     /// Refused while a live lease is held; the row locked while deciding, so that no

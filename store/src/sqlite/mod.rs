@@ -413,16 +413,11 @@ impl Store for SqliteStore {
             )
             .map_err(self.fail())?;
         let mut rows = select.query([]).map_err(self.fail())?;
-        let (mut sessions, mut unreadable, mut skipped) = (Vec::new(), Vec::new(), 0);
+        let mut page = SessionList::pager(limit, offset);
         while let Some(row) = rows.next().map_err(self.fail())? {
-            match self.info(row) {
-                Ok(_) if skipped < offset => skipped += 1,
-                Ok(info) if sessions.len() < limit => sessions.push(info),
-                Ok(_) => {}
-                Err(e) => unreadable.push(e),
-            }
+            page.push(self.info(row));
         }
-        Ok(SessionList { sessions, unreadable })
+        Ok(page.finish())
     }
 
     fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {

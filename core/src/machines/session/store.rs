@@ -134,6 +134,40 @@ pub struct SessionList {
     pub unreadable: Vec<StoreError>,
 }
 
+impl SessionList {
+    /// A page being made from a store's entries, newest first: the first `offset`
+    /// readable ones skipped, then up to `limit` kept, every unreadable one reported.
+    pub fn pager(limit: usize, offset: usize) -> Pager {
+        Pager { limit, offset, skipped: 0, list: Self::default() }
+    }
+}
+
+/// Makes a [`SessionList`] page as a store reads its entries ([`SessionList::pager`]).
+#[derive(Debug)]
+pub struct Pager {
+    limit: usize,
+    offset: usize,
+    skipped: usize,
+    list: SessionList,
+}
+
+impl Pager {
+    /// The next entry, newest first: a session, or why it is not one.
+    pub fn push(&mut self, entry: Result<SessionInfo, StoreError>) {
+        match entry {
+            Ok(_) if self.skipped < self.offset => self.skipped += 1,
+            Ok(info) if self.list.sessions.len() < self.limit => self.list.sessions.push(info),
+            Ok(_) => {}
+            Err(e) => self.list.unreadable.push(e),
+        }
+    }
+
+    /// The page.
+    pub fn finish(self) -> SessionList {
+        self.list
+    }
+}
+
 /// A session as a store gives it back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
