@@ -10,16 +10,11 @@ use omni_core::machines::agent::AgentCallbacks;
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::manager::{ManagerConfig, TitleMode};
 use omni_core::machines::session::presence::Presence;
-use omni_core::machines::session::store::{SessionId, Store};
+use omni_core::machines::session::store::Store;
 
-use crate::drive_manager::spawn_manager;
+use crate::drive_manager::{spawn_manager, AgentFactory};
 use crate::manager::{SessionManager, Shared};
-use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, DEFAULT_SUBSCRIBER_CAPACITY};
-
-/// How the manager builds a session's agent: called with the client and the session's
-/// id each time a session starts (created or loaded), unless its `open` gives one.
-pub type AgentFactory<D, C> =
-    Arc<dyn Fn(&Client<D>, &SessionId) -> AgentBuilder<Client<D>, AsyncTool, C> + Send + Sync>;
+use crate::{Client, Driver, Error, DEFAULT_SUBSCRIBER_CAPACITY};
 
 /// Sets up a [`SessionManager`].
 ///

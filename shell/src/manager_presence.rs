@@ -42,6 +42,33 @@ pub(crate) enum Heard {
     Listening,
 }
 
+/// What a read of the other nodes' entries found.
+pub(crate) struct Read {
+    /// The entries read.
+    pub(crate) entries: Vec<Entry>,
+    /// They are every running entry (a catch-up).
+    pub(crate) all: bool,
+    /// The entries of sessions known running that were not among them.
+    pub(crate) stopped: Vec<Entry>,
+}
+
+/// Reads the entries of `ids`; or, for a catch-up (`all`), every running entry and those
+/// of the sessions `known` running that are not among them.
+pub(crate) fn read(
+    presence: &dyn Presence,
+    all: bool,
+    ids: Vec<SessionId>,
+    known: Vec<SessionId>,
+) -> Result<Read, StoreError> {
+    if !all {
+        return Ok(Read { entries: presence.entries(&ids)?, all, stopped: Vec::new() });
+    }
+    let entries = presence.running()?;
+    let missing: Vec<SessionId> = known.into_iter().filter(|id| !entries.iter().any(|e| e.id == *id)).collect();
+    let stopped = if missing.is_empty() { Vec::new() } else { presence.entries(&missing)? };
+    Ok(Read { entries, all, stopped })
+}
+
 /// Another node's running session, as this node last knew it.
 #[derive(Debug, Clone, PartialEq)]
 struct Remote {

@@ -32,12 +32,16 @@ use crate::drive::{drive, Notice, Side};
 use crate::executor::Executor;
 use crate::host::{EventSink, Reply, Subscribers};
 use crate::machine::{Machine, COMMAND_CAPACITY};
-use crate::manager_builder::AgentFactory;
 use crate::manager_link::Inbox;
 use crate::manager_presence::{listen, Heard, PresenceSync};
 use crate::runtime::{Runtime, Task, Transport};
 use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Session, Subscription};
 use omni_core::machines::session::presence::Presence;
+
+/// How the manager builds a session's agent: called with the client and the session's
+/// id each time a session starts (created or loaded), unless its `open` gives one.
+pub type AgentFactory<D, C> =
+    Arc<dyn Fn(&Client<D>, &SessionId) -> AgentBuilder<Client<D>, AsyncTool, C> + Send + Sync>;
 
 /// An `open`'s answer from the loop.
 pub(crate) enum OpenAnswer<C> {
@@ -112,7 +116,7 @@ pub(crate) enum Done<C> {
     /// A batch of presence writes ended.
     PresenceWritten,
     /// A read of the other nodes' entries ended (`None`: it failed).
-    Remote(Option<remote::Read>),
+    Remote(Option<crate::manager_presence::Read>),
 }
 
 type BoxedWork = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -411,12 +415,13 @@ pub(crate) fn spawn_manager<D: Driver, C: AgentCallbacks + Send + 'static>(
     let runtime = client.inner.runtime.clone();
     let executor = Executor::new(runtime.clone(), client.inner.transport.clone(), crate::handlers_by_name(&[]));
     // The listener runs as long as the loop holds its receiver.
-    let heard = match (&presence, remote::listener_channel(presence.as_ref())) {
-        (Some(presence), Some((tell, heard))) => {
+    let heard = match &presence {
+        Some(presence) => {
+            let (tell, heard) = async_channel::bounded(16);
             runtime.spawn(listen(presence.clone(), runtime.clone(), tell))?.detach();
             Some(heard)
         }
-        _ => None,
+        None => None,
     };
     let side = ManagerSide {
         hosted: Hosted(Manager::new(config)),

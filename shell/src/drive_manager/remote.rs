@@ -2,26 +2,13 @@
 //! written, one batch at a time; the other nodes' notices read, one read at a time (the
 //! ids heard meanwhile wait, each once), and told on the feed.
 
-use std::sync::Arc;
-
 use omni_core::machines::agent::AgentCallbacks;
-use omni_core::machines::session::presence::{Entry, Presence};
-use omni_core::machines::session::store::{SessionId, StoreError};
+use omni_core::machines::session::store::SessionId;
 
 use super::{Done, ManagerSide};
-use crate::manager_presence::{write_batch, Heard};
+use crate::manager_presence::{read, write_batch, Heard, Read};
 use crate::runtime::off_executor;
 use crate::Driver;
-
-/// What a read of the other nodes' entries found.
-pub(crate) struct Read {
-    /// The entries read.
-    entries: Vec<Entry>,
-    /// They are every running entry (a catch-up).
-    all: bool,
-    /// The entries of sessions known running that were not among them.
-    stopped: Vec<Entry>,
-}
 
 impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
     /// Sends this node's next batch of presence writes, unless one is in flight.
@@ -83,21 +70,4 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
             None => self.catch_up = true,
         }
     }
-}
-
-fn read(presence: &dyn Presence, all: bool, ids: Vec<SessionId>, known: Vec<SessionId>) -> Result<Read, StoreError> {
-    if !all {
-        return Ok(Read { entries: presence.entries(&ids)?, all, stopped: Vec::new() });
-    }
-    let entries = presence.running()?;
-    let missing: Vec<SessionId> = known.into_iter().filter(|id| !entries.iter().any(|e| e.id == *id)).collect();
-    let stopped = if missing.is_empty() { Vec::new() } else { presence.entries(&missing)? };
-    Ok(Read { entries, all, stopped })
-}
-
-/// The listener's task, when the manager has a presence.
-pub(super) fn listener_channel(
-    presence: Option<&Arc<dyn Presence>>,
-) -> Option<(async_channel::Sender<Heard>, async_channel::Receiver<Heard>)> {
-    presence.map(|_| async_channel::bounded(16))
 }
