@@ -178,6 +178,32 @@ pub fn usage_carries_the_cost_from_the_catalogues_prices(driver: &impl Streaming
     assert_eq!(usage.cost, expected, "the cost is the usage at the catalogue's prices");
 }
 
+/// A server of another API answers (Chat Completions chunks to a Messages request): the
+/// call fails at once with the wrong-format error, naming the dialect expected, the
+/// content type and the first event, and is not sent again (a retry would get the same).
+pub fn a_stream_of_another_format_fails_at_once(driver: &impl StreamingDriver) {
+    let body = std::fs::read(crate::fixtures::fixtures_root().join("openai_completions/text/body.sse"))
+        .expect("the Chat Completions text fixture");
+    let server =
+        ReplayServer::start(vec![crate::sim::Reply::stream(&body, 64, std::time::Duration::ZERO)]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let events = driver.stream(&client);
+    let Some(GenerateEvent::Failed { error, .. }) = events.last() else { panic!("failed: {events:?}") };
+    let omni_core::machines::generate::GenerateError::Stream(omni_core::StreamError::WrongFormat {
+        dialect,
+        content_type,
+        first_event,
+    }) = &**error
+    else {
+        panic!("a wrong format: {error:?}")
+    };
+    assert_eq!(dialect, "anthropic_messages");
+    assert_eq!(content_type.as_deref(), Some("text/event-stream"));
+    assert!(first_event.contains("chat.completion.chunk"), "{first_event}");
+    assert!(error.to_string().contains("not a anthropic_messages stream"), "{error}");
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
 /// What the dialect could not send reaches the response as a warning: Anthropic keeps
 /// only `user_id` of the metadata.
 pub fn warnings_reach_the_response(driver: &impl StreamingDriver) {

@@ -238,6 +238,11 @@ macro_rules! http_suite_tests {
         }
 
         #[test]
+        fn a_stream_of_another_format_fails_at_once() {
+            $crate::divergences::a_stream_of_another_format_fails_at_once(&$driver);
+        }
+
+        #[test]
         fn a_wire_format_of_the_applications_works_as_a_built_in_one() {
             $crate::custom_wire::through_a_driver(&$driver);
         }

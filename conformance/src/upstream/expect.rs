@@ -118,7 +118,7 @@ pub struct Observed {
 }
 
 /// A short class name for a stream error: `provider`, `incomplete`, `decode`, `framing`,
-/// `invalid_tool_input` or `other`.
+/// `invalid_tool_input`, `wrong_format` or `other`.
 pub fn error_class(error: &StreamError) -> &'static str {
     match error {
         StreamError::Provider(_) => "provider",
@@ -126,6 +126,7 @@ pub fn error_class(error: &StreamError) -> &'static str {
         StreamError::Decode { .. } => "decode",
         StreamError::Framing { .. } => "framing",
         StreamError::InvalidToolInput { .. } => "invalid_tool_input",
+        StreamError::WrongFormat { .. } => "wrong_format",
         _ => "other",
     }
 }

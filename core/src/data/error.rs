@@ -237,6 +237,16 @@ pub enum StreamError {
     },
     /// The stream ended before the provider said it was finished.
     Incomplete,
+    /// None of the response's events is one of the dialect's: the server speaks another
+    /// API (a Chat Completions server asked for OpenAI's Responses API, say). Not retried.
+    WrongFormat {
+        /// The dialect the events were read as.
+        dialect: String,
+        /// The response's content type, when known.
+        content_type: Option<String>,
+        /// The first event that arrived, its name and data (at most 200 bytes).
+        first_event: String,
+    },
     /// A tool call's accumulated input is not valid JSON; the raw text is kept on the block.
     InvalidToolInput {
         /// Block index in the message.
@@ -268,6 +278,13 @@ impl fmt::Display for StreamError {
             Self::Framing { message } => write!(f, "framing error: {message}"),
             Self::Decode { message, payload } => write!(f, "cannot decode event ({message}): {payload}"),
             Self::Incomplete => write!(f, "the stream ended before the provider finished the message"),
+            Self::WrongFormat { dialect, content_type, first_event } => {
+                write!(f, "the response is not a {dialect} stream: none of its events is one")?;
+                if let Some(content_type) = content_type {
+                    write!(f, " (content type {content_type})")?;
+                }
+                write!(f, "; the first was {first_event:?}. {}", wrong_format_hint(dialect))
+            }
             Self::InvalidToolInput { id, name, message, .. } => {
                 write!(f, "tool call {id} ({name}) has invalid JSON input: {message}")
             }
@@ -276,6 +293,24 @@ impl fmt::Display for StreamError {
 }
 
 impl std::error::Error for StreamError {}
+
+/// What to do about a stream of another format, by the dialect that was expected.
+fn wrong_format_hint(dialect: &str) -> &'static str {
+    match dialect {
+        "openai_responses" => {
+            "`openai:` models speak OpenAI's Responses API; for a server of the Chat Completions API \
+             (vLLM, LM Studio, llama.cpp, Ollama's /v1, most gateways) use \
+             `Provider::openai_compatible` (dialect `openai_completions`)"
+        }
+        "openai_completions" => {
+            "the server may speak another API: OpenAI's Responses API (an `openai:` model), \
+             Anthropic's Messages API, or Ollama's own (`/api/chat`, dialect `ollama_chat`)"
+        }
+        _ => {
+            "check that the provider's dialect is the API the server speaks (its base URL may point at another server)"
+        }
+    }
+}
 
 /// Why a request could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]

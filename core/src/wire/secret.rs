@@ -86,6 +86,7 @@ impl Secrets {
                 self.scrub(payload);
             }
             GenerateError::Stream(StreamError::Framing { message }) => self.scrub(message),
+            GenerateError::Stream(StreamError::WrongFormat { first_event, .. }) => self.scrub(first_event),
             GenerateError::Transport(e) => self.scrub(&mut e.message),
             GenerateError::Redirect(e) => {
                 if let Some(location) = e.location_mut() {

@@ -289,7 +289,10 @@ impl<I: Moment> Request<I> {
         }
         a.stall_at = now + self.limits.stall_timeout;
         a.phase = if (200..300).contains(&status) {
-            let decoder = StreamDecoder::for_model(&self.model).with_event_hook(self.event_hook.clone());
+            let content_type = headers.iter().find(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+            let decoder = StreamDecoder::for_model(&self.model)
+                .with_event_hook(self.event_hook.clone())
+                .with_content_type(content_type.map(|(_, value)| value.clone()));
             let decoder = match &self.text_tools {
                 // Call ids from the attempt's request id and the call's number: unique in
                 // the conversation, no clock or randomness.
@@ -391,6 +394,7 @@ impl<I: Moment> Request<I> {
                         other @ (crate::StreamError::Framing { .. }
                         | crate::StreamError::Decode { .. }
                         | crate::StreamError::Incomplete
+                        | crate::StreamError::WrongFormat { .. }
                         | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
                     };
                     self.fail_attempt(error, true, now, out);
