@@ -63,15 +63,18 @@ impl fmt::Display for Error {
     }
 }
 
+/// Transparent: the message is the inner error's, and the cause is the inner error's
+/// cause, so that a reporter walking the chain (`{:#}`, `anyhow`, `eyre`) prints each
+/// message once (returning the inner error itself would print its message twice).
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Client(e) => Some(e),
-            Self::Generate { error, .. } => Some(error),
-            Self::Agent(e) => Some(e),
-            Self::Session(e) => Some(e),
-            Self::Store(e) => Some(e),
-            Self::Manager(e) => Some(e),
+            Self::Client(e) => e.source(),
+            Self::Generate { error, .. } => error.source(),
+            Self::Agent(e) => e.source(),
+            Self::Session(e) => e.source(),
+            Self::Store(e) => e.source(),
+            Self::Manager(e) => e.source(),
             Self::Setup(_) | Self::Output { .. } => None,
         }
     }
@@ -110,5 +113,42 @@ impl From<SessionError> for Error {
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         Self::Store(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use omni_core::machines::manager::ManagerError;
+    use omni_core::machines::session::store::StoreErrorKind;
+
+    /// Every message of an error's chain, outermost first.
+    fn chain(error: &dyn std::error::Error) -> Vec<String> {
+        let mut messages = vec![error.to_string()];
+        let mut cause = error.source();
+        while let Some(e) = cause {
+            messages.push(e.to_string());
+            cause = e.source();
+        }
+        messages
+    }
+
+    #[test]
+    fn a_chain_says_each_message_once() {
+        let store = StoreError::new(StoreErrorKind::NotFound, "s1", "no such session");
+        let errors = [
+            Error::Store(store.clone()),
+            Error::Manager(ManagerError::Store(store)),
+            Error::Session(SessionError::ReadOnly),
+            Error::Agent(AgentError::Terminated),
+            Error::Setup("no runtime".into()),
+        ];
+        for error in &errors {
+            let messages = chain(error);
+            for pair in messages.windows(2) {
+                assert!(!pair[1].contains(&pair[0]) && !pair[0].contains(&pair[1]), "{messages:?}");
+            }
+            assert!(!messages[0].is_empty());
+        }
     }
 }

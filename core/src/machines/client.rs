@@ -146,11 +146,13 @@ impl fmt::Display for StartError {
     }
 }
 
+/// Transparent, as its message is the inner error's: the cause is the inner error's cause
+/// (never the inner error itself, whose message a chain would then print twice).
 impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Client(e) => Some(e),
-            Self::Refused { error, .. } => Some(error),
+            Self::Client(e) => e.source(),
+            Self::Refused { error, .. } => error.source(),
         }
     }
 }
