@@ -4,7 +4,6 @@
 //! URL and a key), with `max_steps: 1` so that a tool call ends the call rather than
 //! starting a second step (no tool is registered).
 
-use futures_lite::StreamExt;
 use omni_conformance::wires::Wire;
 use omni_core::machines::generate::GenerateEvent;
 use omni_core::{Model, Options, StreamEvent};

@@ -399,3 +399,19 @@ pub async fn model_titles_and_their_fallback<D: Driver>() {
 /// The body of the failed title call.
 pub const FAILED_TITLE: &str =
     r#"{"type":"error","error":{"type":"invalid_request_error","message":"no titles today"}}"#;
+
+/// A stream read as text (`TextStream::next_text`) gives the reply's pieces and passes
+/// over every other event; the outcome is then `response()`'s. (Here with the manager's
+/// checks, as the async drivers' other checks of the public API.)
+pub async fn a_stream_read_as_text<D: Driver>() {
+    let server = ReplayServer::start(vec![quick()]).expect("replay server");
+    let client = client::<D>(&server);
+    let mut stream = client.call(MODEL, "hi").stream().expect("stream");
+    let mut text = String::new();
+    while let Some(piece) = stream.next_text().await {
+        text.push_str(&piece);
+    }
+    assert_eq!(text, "Hello there.");
+    let response = stream.response().await.expect("finished");
+    assert_eq!(response.text(), "Hello there.");
+}

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use futures_lite::future::block_on;
-use futures_lite::StreamExt;
 use omni_core::data::schema::Validator;
 use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
 use omni_core::{ApiKey, Options, Response};
@@ -116,6 +115,12 @@ impl TextStream {
     /// everything received until then.
     pub fn response(self) -> Result<Response, Error> {
         block_on(self.0.response())
+    }
+
+    /// The next piece of the reply's text, waiting for it and passing over every other
+    /// event; `None` once the call is over (its outcome is then [`response`](Self::response)'s).
+    pub fn next_text(&mut self) -> Option<String> {
+        self.find_map(|event| event.text_delta().map(str::to_owned))
     }
 }
 

@@ -160,3 +160,14 @@ fn rename_delete_and_refusals(store: Arc<dyn Store>) {
     assert!(unknown.is_err());
     manager.shutdown().expect("shutdown");
 }
+
+/// A stream read as text (`TextStream::next_text`): the reply's pieces, then the response.
+#[test]
+fn a_stream_read_as_text() {
+    let server = ReplayServer::start(vec![quick()]).expect("replay server");
+    let client = replay_client::<Client>(&server).expect("client");
+    let mut stream = client.call(MODEL, "hi").stream().expect("stream");
+    let text: String = std::iter::from_fn(|| stream.next_text()).collect();
+    assert_eq!(text, "Hello there.");
+    assert_eq!(stream.response().expect("finished").text(), "Hello there.");
+}

@@ -39,7 +39,6 @@ use std::sync::{Arc, OnceLock};
 
 use divan::Bencher;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use futures_lite::StreamExt;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::sim::Reply;
 use omni_conformance::ttfe::{

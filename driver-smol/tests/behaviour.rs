@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_lite::StreamExt;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{transcript_line, BodyStep, Reply};

@@ -6,3 +6,8 @@
 fn the_session_manager_through_smol() {
     smol::block_on(omni_conformance::async_manager::every_check::<omni_smol::Smol>());
 }
+
+#[test]
+fn a_stream_read_as_text_through_smol() {
+    smol::block_on(omni_conformance::async_manager::a_stream_read_as_text::<omni_smol::Smol>());
+}

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use futures_lite::{future, StreamExt};
+use futures_lite::future;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{scripted_async_tool, transcript_line};

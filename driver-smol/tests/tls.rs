@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use futures_lite::StreamExt;
 use omni_conformance::scenarios::{self, text_events};
 use omni_conformance::sim::transcript_line;
 use omni_core::machines::generate::TransportErrorKind;

@@ -8,7 +8,6 @@
 
 use std::io::Write;
 
-use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, Tool, ToolError};
 use serde_json::json;
@@ -80,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut stream =
         client.call(model.as_str(), PROMPT).options(Options::default().max_tokens(2048)).tool(weather).stream()?;
     let mut out = std::io::stdout();
-    while let Some(event) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await {
+    while let Some(event) = stream.next().await {
         match event {
             GenerateEvent::Stream { event, .. } => match event {
                 StreamEvent::ThinkingStart { .. } => write!(out, "{}[thinking] ", style("\x1b[2m"))?,

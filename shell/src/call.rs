@@ -201,6 +201,26 @@ impl TextStream {
         CancelHandle(self.cancel.clone())
     }
 
+    /// The next event, waiting for it; `None` once the call is over (after its
+    /// `Finished` or `Failed`). The same as the `Stream` implementation's, without an
+    /// extension trait to import.
+    pub async fn next(&mut self) -> Option<GenerateEvent> {
+        let event = std::future::poll_fn(|cx| self.poll_event(cx)).await?;
+        self.observe(&event);
+        Some(event)
+    }
+
+    /// The next piece of the reply's text, waiting for it and passing over every other
+    /// event; `None` once the call is over (its outcome is then [`response`](Self::response)'s).
+    pub async fn next_text(&mut self) -> Option<String> {
+        loop {
+            let event = self.next().await?;
+            if let Some(text) = event.text_delta() {
+                return Some(text.to_owned());
+            }
+        }
+    }
+
     /// Waits for the end of the call (consuming the remaining events).
     pub async fn response(mut self) -> Result<Response, Error> {
         // The rest of the events are read here, not handed out: the terminal one is taken
@@ -289,5 +309,5 @@ impl futures_core::Stream for TextStream {
 
 /// Whether `event` ends the call.
 fn is_terminal(event: &GenerateEvent) -> bool {
-    matches!(event, GenerateEvent::Finished(_) | GenerateEvent::Failed { .. })
+    event.is_terminal()
 }

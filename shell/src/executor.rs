@@ -256,7 +256,6 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use futures_lite::StreamExt;
     use omni_core::data::tool::ToolError;
     use omni_core::machines::generate::GenerateEvent;
     use omni_core::wire::proxy::ProxyRules;

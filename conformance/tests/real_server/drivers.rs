@@ -6,7 +6,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use futures_lite::StreamExt;
 use omni_core::data::tool::ToolError;
 use omni_core::machines::agent::{AgentEvent, NoCallbacks};
 use omni_core::machines::generate::{GenerateError, GenerateEvent};

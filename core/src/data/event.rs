@@ -112,3 +112,21 @@ pub enum StreamEvent {
         error: Box<StreamError>,
     },
 }
+
+impl StreamEvent {
+    /// The new text of a text delta; `None` for any other event.
+    pub fn text_delta(&self) -> Option<&str> {
+        match self {
+            Self::TextDelta { delta, .. } => Some(delta),
+            _ => None,
+        }
+    }
+
+    /// The new text of a thinking delta; `None` for any other event.
+    pub fn thinking_delta(&self) -> Option<&str> {
+        match self {
+            Self::ThinkingDelta { delta, .. } => Some(delta),
+            _ => None,
+        }
+    }
+}

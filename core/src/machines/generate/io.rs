@@ -217,6 +217,28 @@ impl GenerateError {
     }
 }
 
+impl GenerateEvent {
+    /// The new text of a streamed text delta (of any step); `None` for any other event:
+    /// `if let Some(text) = event.text_delta() { print!("{text}") }`.
+    pub fn text_delta(&self) -> Option<&str> {
+        self.stream_event().and_then(StreamEvent::text_delta)
+    }
+
+    /// The streamed event, for an event of a step's stream.
+    pub fn stream_event(&self) -> Option<&StreamEvent> {
+        if let Self::Stream { event, .. } = self {
+            Some(event)
+        } else {
+            None
+        }
+    }
+
+    /// Whether this event ends the call (`Finished` or `Failed`).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Self::Finished(_) | Self::Failed { .. })
+    }
+}
+
 impl fmt::Display for GenerateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
