@@ -204,6 +204,23 @@ pub fn a_stream_of_another_format_fails_at_once(driver: &impl StreamingDriver) {
     assert_eq!(server.requests().len(), 1, "not retried");
 }
 
+/// A model id of a catalogue provider that the catalogue does not know, but close to one
+/// it does (a typo), is sent as it is (catalogues lag new models) and the response says
+/// "did you mean"; a known id gets no such warning.
+pub fn a_mistyped_model_is_sent_with_a_warning(driver: &impl StreamingDriver) {
+    let server = ReplayServer::start(vec![text_reply(&["Hi."]), text_reply(&["Hi."])]).expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "k"));
+    let events = driver.stream_model(&client, "anthropic:claude-sonet-4-5".into());
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    let warning = response.warnings.iter().find(|w| w.code == "unknown_model").expect("a warning");
+    assert!(warning.message.contains("did you mean anthropic:claude-sonnet-4-5"), "{warning:?}");
+    let body = String::from_utf8_lossy(&server.requests()[0].body).into_owned();
+    assert!(body.contains("\"model\":\"claude-sonet-4-5\""), "sent as it is: {body}");
+    let events = driver.stream_model(&client, "anthropic:claude-sonnet-4-5".into());
+    let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
+    assert!(!response.warnings.iter().any(|w| w.code == "unknown_model"), "{:?}", response.warnings);
+}
+
 /// What the dialect could not send reaches the response as a warning: Anthropic keeps
 /// only `user_id` of the metadata.
 pub fn warnings_reach_the_response(driver: &impl StreamingDriver) {

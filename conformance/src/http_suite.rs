@@ -238,6 +238,11 @@ macro_rules! http_suite_tests {
         }
 
         #[test]
+        fn a_mistyped_model_is_sent_with_a_warning() {
+            $crate::divergences::a_mistyped_model_is_sent_with_a_warning(&$driver);
+        }
+
+        #[test]
         fn a_stream_of_another_format_fails_at_once() {
             $crate::divergences::a_stream_of_another_format_fails_at_once(&$driver);
         }

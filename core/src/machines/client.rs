@@ -263,6 +263,9 @@ impl ClientConfig {
         config.api_key = api_key;
         config.tools = call.tools;
         config.output_validator = call.output_validator;
+        if let ModelRef::Name(name) = &call.model {
+            config.warnings.extend(self.catalogue.unknown_model_warning(name));
+        }
         config.retry = self.retry_policy(fresh_seed);
         config.stall_timeout = self.stall_timeout;
         config.max_response_bytes = self.max_response_bytes;

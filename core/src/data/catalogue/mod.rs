@@ -40,6 +40,7 @@ mod tests;
 #[cfg(test)]
 mod tests_lazy;
 
+use crate::data::response::Warning;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -196,6 +197,25 @@ impl Catalogue {
         }
         let provider = self.provider(provider_id).ok_or_else(|| self.unknown_provider(provider_id))?;
         Ok(Model::new(provider_id, id, provider.dialect))
+    }
+
+    /// A warning for `name` when it resolves (a known provider) to a model this catalogue
+    /// does not know but that is close to one it does: likely a typo, sent as it is all
+    /// the same (catalogues lag new models), so a warning and not an error.
+    pub fn unknown_model_warning(&self, name: &str) -> Option<Warning> {
+        let (provider, id) = self.split(name).ok()?;
+        if self.find_model(provider, id).is_some() {
+            return None;
+        }
+        let ids: Vec<&str> = self.models_of(provider).map(|m| m.id.as_str()).collect();
+        let suggestions = suggest::closest(id, ids, 3);
+        let first = suggestions.first()?;
+        Some(Warning {
+            code: "unknown_model".into(),
+            message: format!(
+                "{provider}:{id} is not in the catalogue and was sent as it is; did you mean {provider}:{first}?"
+            ),
+        })
     }
 
     /// The built-in provider `id` beneath this catalogue, parsed on first use.

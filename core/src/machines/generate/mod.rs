@@ -110,6 +110,9 @@ pub struct GenerateConfig {
     pub output_validator: Option<Arc<dyn Validator>>,
     /// Corrections asked for when the reply is not valid structured output.
     pub output_retries: u32,
+    /// What setting the call up found worth telling (a model the catalogue does not know
+    /// but one close to it): on the response's `warnings`.
+    pub warnings: Vec<Warning>,
 }
 
 impl GenerateConfig {
@@ -127,6 +130,7 @@ impl GenerateConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             output_validator: None,
             output_retries: DEFAULT_OUTPUT_RETRIES,
+            warnings: Vec::new(),
         }
     }
 }
@@ -202,6 +206,7 @@ impl Generate {
             effects: VecDeque::new(),
             events: VecDeque::new(),
         };
+        machine.warnings.extend(std::mem::take(&mut machine.config.warnings));
         machine.warnings.extend(request.1);
         machine.send(now);
         Ok(machine)
