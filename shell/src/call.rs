@@ -228,7 +228,7 @@ impl TextStream {
         // response after reading it).
         while self.terminal.is_none() {
             match std::future::poll_fn(|cx| self.poll_event(cx)).await {
-                Some(event) if is_terminal(&event) => self.terminal = Some(event),
+                Some(event) if event.is_terminal() => self.terminal = Some(event),
                 Some(_) => {}
                 None => break,
             }
@@ -268,7 +268,7 @@ impl TextStream {
     }
 
     fn observe(&mut self, event: &GenerateEvent) {
-        if is_terminal(event) {
+        if event.is_terminal() {
             self.terminal = Some(event.clone());
         }
     }
@@ -305,9 +305,4 @@ impl futures_core::Stream for TextStream {
         }
         polled
     }
-}
-
-/// Whether `event` ends the call.
-fn is_terminal(event: &GenerateEvent) -> bool {
-    event.is_terminal()
 }

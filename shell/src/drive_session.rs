@@ -225,7 +225,7 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
             claimed_at: None,
             first_messages: first_messages(session.tree()),
         };
-        self.link = Some(ManagerLink::new(session.id().clone(), inbox, started.controllers, true));
+        self.link = Some(ManagerLink::new(session.id().clone(), inbox, started.controllers));
         (started, self.hosted.session.snapshot())
     }
 

@@ -66,9 +66,9 @@ pub(crate) struct ManagerLink {
 }
 
 impl ManagerLink {
-    pub(crate) fn new(id: SessionId, inbox: Arc<Inbox>, controllers: usize, commits_wanted: bool) -> Self {
+    pub(crate) fn new(id: SessionId, inbox: Arc<Inbox>, controllers: usize) -> Self {
         let mailbox = Arc::new(Mailbox { state: Mutex::new(MailboxState { news: VecDeque::new(), queued: false }) });
-        Self { id, mailbox, inbox, controllers, commits_wanted, ended: false }
+        Self { id, mailbox, inbox, controllers, commits_wanted: true, ended: false }
     }
 
     fn post(&self, news: ManagerInput) {

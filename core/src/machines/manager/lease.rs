@@ -61,7 +61,7 @@ impl Manager {
                 if let Some(entry) = self.sessions.get_mut(&id) {
                     entry.lease_until = None;
                 }
-                self.ask_stop(&id, CloseReason::LeaseLost("the lease was not renewed in time".into()), now);
+                self.ask_stop(&id, CloseReason::LeaseLost("the lease was not renewed in time".into()));
             }
             self.renewal.earliest_end = self.earliest_lease_end();
         }
@@ -104,7 +104,7 @@ impl Manager {
                 Some(Ok(())) => entry.lease_until = entry.lease_until.map(|until| until.max(sent + lease)),
                 Some(Err(e)) if e.kind.is_final() => {
                     entry.lease_until = None;
-                    self.ask_stop(id, CloseReason::LeaseLost(e.to_string()), now);
+                    self.ask_stop(id, CloseReason::LeaseLost(e.to_string()));
                 }
                 // A failure that may pass, or a store that gave fewer answers than claims.
                 Some(Err(_)) | None => failed = true,

@@ -174,8 +174,8 @@ impl Manager {
     pub fn handle_input(&mut self, input: ManagerInput, now: Instant) {
         match input {
             ManagerInput::Open { request, id, create, idle } => self.open(request, id, create, idle, now),
-            ManagerInput::Close { request, id } => self.close(request, id, now),
-            ManagerInput::Delete { request, id } => self.delete(request, id, now),
+            ManagerInput::Close { request, id } => self.close(request, id),
+            ManagerInput::Delete { request, id } => self.delete(request, id),
             ManagerInput::Rename { request, id, title } => self.rename(request, id, title),
             ManagerInput::StoreDone { request, result } => self.store_done(request, result),
             ManagerInput::Renewed { renewal, results } => self.renewed(renewal, results, now),
@@ -216,10 +216,12 @@ impl Manager {
     /// Closes every session (as `close` does: a busy turn finishes first) and refuses
     /// every later request; the manager is done once [`is_empty`](Self::is_empty).
     pub fn shut_down(&mut self, now: Instant) {
+        // Nothing it does waits on time, but every input of a machine takes it.
+        let _ = now;
         self.shutting_down = true;
         let ids: Vec<SessionId> = self.sessions.keys().cloned().collect();
         for id in ids {
-            self.ask_stop(&id, CloseReason::Closed, now);
+            self.ask_stop(&id, CloseReason::Closed);
         }
     }
 
@@ -254,7 +256,7 @@ impl Manager {
             // Checked again: a transition since would have disarmed it, but a deadline is
             // never trusted alone.
             if unused(entry) {
-                self.ask_stop(&id, CloseReason::Idle, now);
+                self.ask_stop(&id, CloseReason::Idle);
             }
         }
         self.lease_timeout(now);
@@ -284,7 +286,7 @@ impl Manager {
         }
     }
 
-    fn close(&mut self, request: RequestId, id: SessionId, now: Instant) {
+    fn close(&mut self, request: RequestId, id: SessionId) {
         let Some(entry) = self.sessions.get_mut(&id) else {
             return self.answer(request, Ok(Answer::Closed));
         };
@@ -293,10 +295,10 @@ impl Manager {
             return;
         }
         entry.closers.push(request);
-        self.ask_stop(&id, CloseReason::Closed, now);
+        self.ask_stop(&id, CloseReason::Closed);
     }
 
-    fn delete(&mut self, request: RequestId, id: SessionId, now: Instant) {
+    fn delete(&mut self, request: RequestId, id: SessionId) {
         let Some(entry) = self.sessions.get_mut(&id) else {
             self.pending.insert(request, Pending::Delete(Vec::new()));
             self.effects.push_back(ManagerEffect::Delete { request, id });
@@ -307,7 +309,7 @@ impl Manager {
             return;
         }
         entry.deleters.push(request);
-        self.ask_stop(&id, CloseReason::Deleted, now);
+        self.ask_stop(&id, CloseReason::Deleted);
     }
 
     fn rename(&mut self, request: RequestId, id: SessionId, title: Option<String>) {
@@ -341,7 +343,7 @@ impl Manager {
 
     /// Asks session `id` to stop for `reason` (the first reason asked is the one told):
     /// at once, unless a turn is in flight and the reason lets it finish.
-    fn ask_stop(&mut self, id: &SessionId, reason: CloseReason, now: Instant) {
+    fn ask_stop(&mut self, id: &SessionId, reason: CloseReason) {
         let Some(entry) = self.sessions.get_mut(id) else { return };
         if let Phase::Starting { .. } = entry.phase {
             return;
@@ -351,12 +353,12 @@ impl Manager {
             entry.close = Some(reason);
         }
         self.disarm_idle(id);
-        self.stop_when_ready(id, urgent, now);
+        self.stop_when_ready(id, urgent);
     }
 
     /// Sends the `Stop` of a session asked to stop, once its turn is over (a paused turn
     /// waits for a decision that may never come: it is stopped as it is).
-    fn stop_when_ready(&mut self, id: &SessionId, urgent: bool, _now: Instant) {
+    fn stop_when_ready(&mut self, id: &SessionId, urgent: bool) {
         let Some(entry) = self.sessions.get_mut(id) else { return };
         let ready = urgent || entry.status != Status::Busy;
         if !matches!(entry.phase, Phase::Running) || !ready {

@@ -24,7 +24,7 @@ impl Manager {
                 entry.status = status;
                 self.events.push_back(FeedEvent::Status { id: id.clone(), status });
                 self.reconsider_idle(&id, now);
-                self.stop_when_ready(&id, false, now);
+                self.stop_when_ready(&id, false);
             }
             ManagerInput::Controllers { id, count } => {
                 let Some(entry) = self.running_mut(&id) else { return };
@@ -101,7 +101,7 @@ impl Manager {
             self.handle_input(input, now);
         }
         if self.shutting_down {
-            self.ask_stop(&id, CloseReason::Closed, now);
+            self.ask_stop(&id, CloseReason::Closed);
         }
     }
 
