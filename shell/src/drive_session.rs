@@ -1,7 +1,7 @@
 //! A session's loop: its side of the drive loop ([`crate::drive`]), as an agent's is
 //! (`drive_agent`), with the store's writes besides. The session machine says what to
 //! write and when (one write at a time, in order); this side runs each write where it
-//! holds up none of the runtime's tasks ([`off_executor`]) and feeds its result back.
+//! holds up none of the runtime's tasks ([`off_executor`](crate::runtime::off_executor)) and feeds its result back.
 //!
 //! Once the last handle is gone the agent is stopped, but the loop goes on until the
 //! store holds what the session committed (or a write failed) and the session's claim is
@@ -24,7 +24,7 @@ use omni_core::machines::session::machine::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
-use omni_core::machines::session::store::{Claim, SessionState, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{Claim, SessionState, Store, StoreError};
 use omni_core::machines::session::tree::Tree;
 use omni_core::machines::timer::Timer;
 use omni_core::Message;
@@ -34,7 +34,7 @@ use crate::executor::Executor;
 use crate::host::{EventSink, Reply, Subscribers};
 use crate::machine::Machine;
 use crate::manager_link::{Inbox, ManagerLink};
-use crate::runtime::{off_executor, Runtime, Task, Transport};
+use crate::runtime::{store_call, Runtime, Task, Transport};
 use crate::{handlers_by_name, AsyncTool, Error};
 
 /// How a subscriber counts: a controller keeps the session in use (a manager stops idle
@@ -236,13 +236,8 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
         }
         let Some((write, claim, op)) = self.hosted.writes.pop_front() else { return };
         let store = self.store.clone();
-        let done = off_executor(&self.runtime, move || op.apply(&*store, &claim));
-        self.write = Some(Box::pin(async move {
-            let result = done.await.unwrap_or_else(|panic| {
-                Err(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
-            });
-            (write, result)
-        }));
+        let done = store_call(&self.runtime, move || op.apply(&*store, &claim));
+        self.write = Some(Box::pin(async move { (write, done.await) }));
     }
 
     /// Stops the session asked to close after its turn, once no turn is in flight.

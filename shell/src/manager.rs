@@ -11,11 +11,11 @@ use async_channel::Sender;
 use omni_core::machines::agent::{AgentCallbacks, NoCallbacks};
 use omni_core::machines::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening};
 use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_core::machines::session::store::{SessionId, SessionList, Store, StoreError, StoreErrorKind};
+use omni_core::machines::session::store::{SessionId, SessionList, Store};
 
 use crate::drive_manager::{ManagerMessage, OpenAnswer, StartedSession, Whereabouts};
 use crate::host::ask_loop;
-use crate::runtime::off_executor;
+use crate::runtime::store_call;
 use crate::session_builder::random_id;
 use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Session, Subscription};
 
@@ -221,12 +221,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> SessionManager<D, C> {
     pub async fn list(&self, limit: usize, offset: usize) -> Result<SessionList, Error> {
         let store = self.shared.store.clone();
         let runtime = self.shared.client.inner.runtime.clone();
-        off_executor(&runtime, move || store.list(limit, offset))
-            .await
-            .map_err(|panic| {
-                Error::Store(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
-            })?
-            .map_err(Error::Store)
+        store_call(&runtime, move || store.list(limit, offset)).await.map_err(Error::Store)
     }
 
     /// The running sessions, and every later change to them, from the same moment: the

@@ -20,6 +20,7 @@ use std::time::Instant;
 use async_channel::Receiver;
 use bytes::Bytes;
 use omni_core::machines::generate::{RequestId, TransportError};
+use omni_core::machines::session::store::{StoreError, StoreErrorKind};
 use omni_core::HttpRequest;
 
 use crate::executor::Report;
@@ -180,6 +181,20 @@ impl ResponseSink {
 
 /// Blocking work for [`Runtime::run_blocking`].
 pub type BlockingWork = Box<dyn FnOnce() + Send>;
+
+/// A store's call run off the executor ([`off_executor`]), a panic in the store made the
+/// call's error: the one way the shell calls a store.
+pub(crate) fn store_call<R: Runtime, T: Send + 'static>(
+    runtime: &R,
+    call: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+    let done = off_executor(runtime, call);
+    async move {
+        done.await.unwrap_or_else(|panic| {
+            Err(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {panic}")))
+        })
+    }
+}
 
 /// `work`'s result, or the message of its panic, run by `runtime` where it holds up none
 /// of its tasks ([`Runtime::run_blocking`]).

@@ -11,13 +11,15 @@ use std::sync::Arc;
 use omni_core::machines::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
 use omni_core::machines::client::ModelRef;
 use omni_core::machines::session::machine::{Session as SessionMachine, SessionEvent};
-use omni_core::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError, StoreErrorKind};
+#[cfg(doc)]
+use omni_core::machines::session::store::StoreErrorKind;
+use omni_core::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError};
 use omni_core::machines::session::tree::Tree;
 use omni_core::Options;
 
 use crate::drive_session::{spawn_session, SubscriberRole};
 use crate::host::EventSink;
-use crate::runtime::off_executor;
+use crate::runtime::store_call;
 use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Launch, Session};
 
 /// Whether a session is made or read.
@@ -179,15 +181,14 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
                 ..SessionState::default()
             };
             let written = (store.clone(), id.clone(), state.clone());
-            let claim =
-                off_executor(&runtime, move || written.0.create(&written.1, &written.2)).await.map_err(panicked)??;
+            let claim = store_call(&runtime, move || written.0.create(&written.1, &written.2)).await?;
             (id, Some(claim), Tree::new(), state, Vec::new(), config)
         }
         Open::Load(id) | Open::ReadOnly(id) => {
             // Claimed before it is read: what an owner reads is what the last owner left,
             // and nobody writes after it.
             let read = (store.clone(), id.clone());
-            let (claim, loaded) = off_executor(&runtime, move || {
+            let (claim, loaded) = store_call(&runtime, move || {
                 let (store, id) = read;
                 let claim = if owned { Some(store.claim(&id)?) } else { None };
                 match store.load(&id) {
@@ -195,8 +196,7 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
                     Err(e) => Err(release_after(&*store, claim.as_ref(), e)),
                 }
             })
-            .await
-            .map_err(panicked)??;
+            .await?;
             let mut state = loaded.state;
             let config = match loaded_config(&start, &state) {
                 Ok(config) => config,
@@ -251,7 +251,7 @@ async fn release_on_error<R: crate::Runtime>(
 ) -> Error {
     if let Some(claim) = claim {
         let store = store.clone();
-        let _ = off_executor(runtime, move || store.release(&claim)).await;
+        let _ = store_call(runtime, move || store.release(&claim)).await;
     }
     error
 }
@@ -302,8 +302,4 @@ pub(crate) fn random_id<D: Driver>() -> SessionId {
     bytes[..8].copy_from_slice(&a.to_le_bytes());
     bytes[8..].copy_from_slice(&b.to_le_bytes());
     SessionId::from_random(bytes)
-}
-
-fn panicked(message: String) -> Error {
-    Error::Store(StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {message}")))
 }

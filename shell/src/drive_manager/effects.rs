@@ -15,7 +15,7 @@ use omni_core::{Context, Options};
 
 use super::{BoxedWork, Done, ManagerSide, OpenAnswer, PendingReply, StartedSession};
 use crate::manager_link::Inbox;
-use crate::runtime::{off_executor, Runtime, Task};
+use crate::runtime::{store_call, Runtime, Task};
 use crate::session_builder::{open as open_session, Open};
 use crate::{AsyncTool, Client, Driver, Error, Session, SessionBuilder};
 
@@ -40,11 +40,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> ManagerSide<D, C> {
         let runtime = self.client.inner.runtime.clone();
         let input = Arc::new(input);
         let report = input.clone();
-        let work = async move {
-            let result =
-                off_executor(&runtime, move || call(&*store)).await.unwrap_or_else(|panic| Err(panicked(&panic)));
-            Done::Input(report(result))
-        };
+        let work = async move { Done::Input(report(store_call(&runtime, move || call(&*store)).await)) };
         if let Err(why) = self.spawn(work) {
             let now = self.now();
             self.machine().handle_input(input(Err(StoreError::new(StoreErrorKind::Io, "store", why))), now);
@@ -255,8 +251,7 @@ async fn wait_for_the_owner<R: Runtime>(
 ) -> Result<(), Error> {
     loop {
         let (store, id) = (store.clone(), id.clone());
-        let tried = off_executor(runtime, move || store.claim(&id).and_then(|claim| store.release(&claim))).await;
-        match tried.map_err(|panic| Error::Store(panicked(&panic)))? {
+        match store_call(runtime, move || store.claim(&id).and_then(|claim| store.release(&claim))).await {
             Err(e) if e.kind == StoreErrorKind::OwnedElsewhere => {
                 let retry_at = runtime.now() + OWNER_POLL;
                 if retry_at > deadline {
@@ -272,7 +267,3 @@ async fn wait_for_the_owner<R: Runtime>(
 
 /// How often a start that waits for another owner tries again.
 const OWNER_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-
-fn panicked(message: &str) -> StoreError {
-    StoreError::new(StoreErrorKind::Io, "store", format!("the store panicked: {message}"))
-}
