@@ -4,7 +4,7 @@
 use std::fmt;
 
 use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 /// The text of every delta of the text cases (no JSON escaping needed).
 pub const WORD: &str = "token ";

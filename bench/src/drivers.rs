@@ -5,8 +5,8 @@
 //! starting a second step (no tool is registered).
 
 use omni_conformance::wires::Wire;
-use omni_core::machines::generate::GenerateEvent;
-use omni_core::{Model, Options, StreamEvent};
+use omni_protocol::machines::generate::GenerateEvent;
+use omni_protocol::{Model, Options, StreamEvent};
 
 use crate::case::{Case, Tally};
 use omni_conformance::heap::allocations;

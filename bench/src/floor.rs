@@ -14,7 +14,7 @@ use std::net::TcpStream;
 
 use memchr::memmem;
 use omni_conformance::floor::{text_len, tool_args_len};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 use crate::case::{Case, Tally};
 use omni_conformance::heap::allocations;

@@ -14,7 +14,7 @@
 use divan::{black_box, AllocProfiler, Bencher};
 use omni_conformance::floor::{baseline, pipeline};
 use omni_conformance::synth::{text_stream, tool_args_stream};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 #[global_allocator]
 static ALLOC: AllocProfiler = AllocProfiler::system();

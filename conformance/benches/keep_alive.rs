@@ -18,8 +18,8 @@ use futures_lite::StreamExt;
 use omni_conformance::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 use omni_conformance::scenarios;
 use omni_conformance::ttfe::{compare, under_cargo_bench};
-use omni_core::machines::generate::GenerateEvent;
-use omni_core::Options;
+use omni_protocol::machines::generate::GenerateEvent;
+use omni_protocol::Options;
 
 /// What each run prints the medians and ratio of.
 const SIDES: [&str; 2] = ["kept", "fresh"];

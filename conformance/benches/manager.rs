@@ -25,12 +25,12 @@ use divan::Bencher;
 use omni_conformance::async_manager::{quick, MODEL};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::{replay_client, TempDir};
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::manager::IdleShutdown;
-use omni_core::machines::session::machine::SessionEvent;
-use omni_core::machines::session::store::{SessionId, SessionState, Store};
-use omni_core::machines::session::tree::{Node, Tree};
-use omni_core::Message;
+use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::machines::manager::IdleShutdown;
+use omni_protocol::machines::session::machine::SessionEvent;
+use omni_protocol::machines::session::store::{SessionId, SessionState, Store};
+use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::Message;
 use omni_store::{MemoryStore, SqliteStore};
 use omni_tokio::{Client, SessionManager, SessionOptions, Subscription};
 
@@ -172,7 +172,10 @@ fn first_event<const IDLE: usize>(bencher: Bencher) {
         divan::black_box(());
         runtime().block_on(async {
             while let Some(event) = busy.events.next_event().await {
-                if matches!(event, SessionEvent::Agent(AgentEvent::Status(omni_core::machines::agent::Status::Idle))) {
+                if matches!(
+                    event,
+                    SessionEvent::Agent(AgentEvent::Status(omni_protocol::machines::agent::Status::Idle))
+                ) {
                     break;
                 }
             }
@@ -189,9 +192,9 @@ mod postgres {
     use std::time::Duration;
 
     use divan::Bencher;
-    use omni_core::machines::session::store::{SessionState, Store};
-    use omni_core::machines::session::tree::Tree;
-    use omni_core::Message;
+    use omni_protocol::machines::session::store::{SessionState, Store};
+    use omni_protocol::machines::session::tree::Tree;
+    use omni_protocol::Message;
     use omni_store::postgres_testing::TestDatabase;
 
     use super::{id, MANY};

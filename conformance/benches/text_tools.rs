@@ -15,11 +15,11 @@
 use std::time::Instant;
 
 use divan::{black_box, Bencher};
-use omni_core::text_tools::hermes::Hermes;
-use omni_core::text_tools::json::Json;
-use omni_core::text_tools::xml::Xml;
-use omni_core::text_tools::{Parsed, TextProtocol};
-use omni_core::ToolSpec;
+use omni_protocol::text_tools::hermes::Hermes;
+use omni_protocol::text_tools::json::Json;
+use omni_protocol::text_tools::xml::Xml;
+use omni_protocol::text_tools::{Parsed, TextProtocol};
+use omni_protocol::ToolSpec;
 use serde_json::{json, Map, Value};
 
 const SIZE: usize = 1 << 20;

@@ -14,7 +14,7 @@ use std::hint::black_box;
 
 use omni_conformance::floor::pipeline;
 use omni_conformance::many_calls::{calls_in_one_event, sequential_calls};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use omni_conformance::floor::{baseline, baseline_tool, machine, pipeline};
 use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use omni_core::machines::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
+use omni_protocol::machines::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
 use omni_shell::Error;
 use omni_shell::{AgentBuilder, Launch};
 
@@ -165,7 +165,9 @@ pub fn run_agent_scenario(
     for event in &events {
         if let AgentEvent::Cancelled(response) = event {
             let prompt = response.messages.first().map(|m| m.role);
-            if response.stop_reason != Some(omni_core::StopReason::Cancelled) || prompt != Some(omni_core::Role::User) {
+            if response.stop_reason != Some(omni_protocol::StopReason::Cancelled)
+                || prompt != Some(omni_protocol::Role::User)
+            {
                 return Err(format!("{}: the cancelled event lacks the turn: {response:?}", named.name));
             }
         }

@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::machines::agent::{AgentConfig, Prompt, StatePatch, ToolDecision};
-use omni_core::machines::generate::{RetryPolicy, ToolOutcome};
-use omni_core::text_tools::ToolProtocol;
-use omni_core::{Attachment, Block, Message, Source, ToolResult, ToolResultContent};
+use omni_protocol::machines::agent::{AgentConfig, Prompt, StatePatch, ToolDecision};
+use omni_protocol::machines::generate::{RetryPolicy, ToolOutcome};
+use omni_protocol::text_tools::ToolProtocol;
+use omni_protocol::{Attachment, Block, Message, Source, ToolResult, ToolResultContent};
 
 use crate::agent_script::When;
 use crate::agent_sim::{config, Action, AgentScenario, ScriptedCallbacks};
@@ -132,7 +132,7 @@ fn image_prompt() -> Prompt {
         name: None,
     };
     Prompt::new(vec![Block::text("What is in this image?"), Block::Attachment(png)])
-        .options(omni_core::Options { temperature: Some(0.5), ..omni_core::Options::default() })
+        .options(omni_protocol::Options { temperature: Some(0.5), ..omni_protocol::Options::default() })
 }
 
 /// A scenario with the default configuration, callbacks and tools.
@@ -442,7 +442,7 @@ pub fn all() -> Vec<NamedAgentScenario> {
         ),
     ];
     // Structured output: a reply that is not the value asked for gets a correction.
-    let answer_schema = omni_core::OutputSchema {
+    let answer_schema = omni_protocol::OutputSchema {
         name: "answer".into(),
         schema: serde_json::json!({
             "type": "object",

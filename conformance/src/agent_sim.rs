@@ -11,15 +11,15 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_core::machines::agent::{
+use omni_protocol::machines::agent::{
     Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, AgentState, ErrorDecision, Prompt, RetryKind, Snapshot,
     StatePatch, Status, ToolDecision, TurnDecision, TurnEnd,
 };
-use omni_core::machines::generate::{
+use omni_protocol::machines::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };
-use omni_core::{Block, HttpRequest, Message, Response, ToolResult, ToolSpec, ToolUse};
+use omni_protocol::{Block, HttpRequest, Message, Response, ToolResult, ToolSpec, ToolUse};
 use serde_json::json;
 
 use crate::agent_script::{action_line, ActionScript, When};
@@ -506,7 +506,7 @@ impl AgentCallbacks for ScriptedCallbacks {
         self.log.push(format!("handle_tool_result {}", result.tool_use_id));
         if let Some(prefix) = &self.result_prefix {
             for part in &mut result.content {
-                if let omni_core::ToolResultContent::Text { text } = part {
+                if let omni_protocol::ToolResultContent::Text { text } = part {
                     text.insert_str(0, prefix);
                 }
             }

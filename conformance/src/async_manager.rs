@@ -11,10 +11,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::machines::agent::Status;
-use omni_core::machines::manager::{CloseReason, FeedEvent, IdleShutdown, ManagerError, Opening};
-use omni_core::machines::session::machine::SessionEvent;
-use omni_core::machines::session::store::{SessionId, Store, StoreErrorKind};
+use omni_protocol::machines::agent::Status;
+use omni_protocol::machines::manager::{CloseReason, FeedEvent, IdleShutdown, ManagerError, Opening};
+use omni_protocol::machines::session::machine::SessionEvent;
+use omni_protocol::machines::session::store::{SessionId, Store, StoreErrorKind};
 use omni_shell::{Client, Driver, Error, SessionManager, SessionOptions, Subscription};
 use omni_store::{FileStore, MemoryStore, SqliteStore};
 
@@ -279,7 +279,7 @@ pub async fn refusals_are_typed<D: Driver>(store: Arc<dyn Store>) {
     assert!(matches!(more, Err(Error::Manager(ManagerError::TooMany { limit: 1 }))), "{more:?}");
     manager.close(id.clone()).await.expect("close");
     // A history is the store's: given in a session's options, it is refused by name.
-    let history = vec![omni_core::Message::user("Hi"), omni_core::Message::assistant("Hello")];
+    let history = vec![omni_protocol::Message::user("Hi"), omni_protocol::Message::assistant("Hello")];
     let options = SessionOptions::new().agent(client.agent(MODEL).messages(history));
     let owned = manager.open_with(id.clone(), options).await;
     assert!(matches!(owned, Err(Error::Manager(ManagerError::OwnedOption { option: "messages" }))), "{owned:?}");
@@ -300,8 +300,10 @@ pub async fn a_prompt_never_waits_for_another_session<D: Driver>(store: Arc<dyn 
     let quick_one = manager.create().await.expect("created");
     let (mut busy_events, mut quick_events) = (busy.events.expect("events"), quick_one.events.expect("events"));
     busy.session.prompt("Slow, please").await.expect("prompt");
-    wait_for(&mut busy_events, |e| matches!(e, SessionEvent::Agent(omni_core::machines::agent::AgentEvent::Stream(_))))
-        .await;
+    wait_for(&mut busy_events, |e| {
+        matches!(e, SessionEvent::Agent(omni_protocol::machines::agent::AgentEvent::Stream(_)))
+    })
+    .await;
     quick_one.session.prompt("Quick, please").await.expect("prompt");
     until_saved(&mut quick_events).await;
     let first = busy.session.snapshot().await.expect("snapshot");

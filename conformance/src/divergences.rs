@@ -3,22 +3,22 @@
 //!
 //! - two tools of one name: the call is refused when it starts, with
 //!   [`ClientError::DuplicateTool`], before anything is sent
-//!   ([`ClientConfig::prepare`](omni_core::machines::client::ClientConfig::prepare));
+//!   ([`ClientConfig::prepare`](omni_protocol::machines::client::ClientConfig::prepare));
 //! - retry jitter: each call and each agent draws its own seed, unless the client's
 //!   policy was set with one (same place);
 //! - a call whose machine refuses its configuration fails naming the model
-//!   ([`ClientConfig::start`](omni_core::machines::client::ClientConfig::start));
+//!   ([`ClientConfig::start`](omni_protocol::machines::client::ClientConfig::start));
 //! - a key given for a provider that takes none is sent as a bearer token, never dropped
 //!   (`Dialect::build_request`).
 
 use std::time::Duration;
 
-use omni_core::data::message::ToolResultContent;
-use omni_core::data::options::OutputSchema;
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::client::ClientError;
-use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
-use omni_core::Options;
+use omni_protocol::data::message::ToolResultContent;
+use omni_protocol::data::options::OutputSchema;
+use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::machines::client::ClientError;
+use omni_protocol::machines::generate::{GenerateEvent, RetryPolicy};
+use omni_protocol::Options;
 use omni_shell::Error;
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver, TestTool};
@@ -148,8 +148,8 @@ pub fn a_key_given_for_a_keyless_provider_is_sent_not_dropped(driver: &impl Stre
     let server = ReplayServer::start(vec![text_reply(&["Hi."])]).expect("server");
     // The suites' provider taking no key, as `Provider::openai_compatible(.., None)` makes
     // one; the key is still given to the client.
-    let keyless = omni_core::Provider {
-        auth: omni_core::Auth::None,
+    let keyless = omni_protocol::Provider {
+        auth: omni_protocol::Auth::None,
         api_key_env: None,
         ..crate::scenarios::provider(&server.base_url())
     };
@@ -168,12 +168,12 @@ pub fn usage_carries_the_cost_from_the_catalogues_prices(driver: &impl Streaming
     let client = driver.client(&Setup::new(server.base_url(), "k"));
     let events = driver.stream_model(&client, "anthropic:claude-sonnet-4-5".into());
     let Some(GenerateEvent::Finished(response)) = events.last() else { panic!("finished: {events:?}") };
-    let catalogue = omni_core::Catalogue::builtin().expect("the built-in catalogue");
+    let catalogue = omni_protocol::Catalogue::builtin().expect("the built-in catalogue");
     let prices = catalogue.model("anthropic:claude-sonnet-4-5").expect("in the catalogue").prices;
     assert!(prices.input > 0.0 && prices.output > 0.0, "the catalogue prices the model: {prices:?}");
     let usage = response.usage;
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
-    let expected = omni_core::Usage { cost: None, ..usage }.with_cost(&prices).cost;
+    let expected = omni_protocol::Usage { cost: None, ..usage }.with_cost(&prices).cost;
     assert!(usage.cost.is_some(), "the usage carries a cost: {usage:?}");
     assert_eq!(usage.cost, expected, "the cost is the usage at the catalogue's prices");
 }
@@ -189,7 +189,7 @@ pub fn a_stream_of_another_format_fails_at_once(driver: &impl StreamingDriver) {
     let client = driver.client(&Setup::new(server.base_url(), "k"));
     let events = driver.stream(&client);
     let Some(GenerateEvent::Failed { error, .. }) = events.last() else { panic!("failed: {events:?}") };
-    let omni_core::machines::generate::GenerateError::Stream(omni_core::StreamError::WrongFormat {
+    let omni_protocol::machines::generate::GenerateError::Stream(omni_protocol::StreamError::WrongFormat {
         dialect,
         content_type,
         first_event,

@@ -1,4 +1,4 @@
-//! The provider-hooks suite every driver runs ([`omni_core::data::hooks`]): an Azure-style
+//! The provider-hooks suite every driver runs ([`omni_protocol::data::hooks`]): an Azure-style
 //! provider (the deployment in the path, `api-version` in the query, the key in `api-key`,
 //! no `model` in the body) and an OpenRouter-style one (routing preferences in the body,
 //! `HTTP-Referer` and `X-Title` headers) each stream a short reply from the replay server,
@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::data::hooks::add_query;
-use omni_core::machines::generate::{GenerateError, GenerateEvent};
-use omni_core::wire::redirect::RedirectError;
-use omni_core::{Auth, Dialect, Model, Provider};
+use omni_protocol::data::hooks::add_query;
+use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
+use omni_protocol::wire::redirect::RedirectError;
+use omni_protocol::{Auth, Dialect, Model, Provider};
 use serde_json::{json, Value};
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver};

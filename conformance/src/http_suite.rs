@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::client::ModelRef;
-use omni_core::machines::generate::{GenerateEvent, RetryPolicy};
-use omni_core::{Options, Provider};
+use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::machines::client::ModelRef;
+use omni_protocol::machines::generate::{GenerateEvent, RetryPolicy};
+use omni_protocol::{Options, Provider};
 use omni_shell::Error;
 use omni_shell::{ClientBuilder, Connect};
 

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use omni_core::{Block, Dialect, Response};
+use omni_protocol::{Block, Dialect, Response};
 
 /// A stream of `n` tool calls, one call (start, arguments, end) after the other.
 pub fn sequential_calls(dialect: Dialect, n: usize) -> Vec<u8> {

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_core::machines::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
-use omni_core::text_tools::ToolProtocol;
-use omni_core::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
+use omni_protocol::machines::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_protocol::text_tools::ToolProtocol;
+use omni_protocol::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
 use serde_json::json;
 
 use crate::sim::{BodyStep, Reply, Scenario, ToolScript};

@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
-use omni_core::machines::session::store::{
+use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
+use omni_protocol::machines::session::store::{
     Claim, Loaded, SessionId, SessionList, SessionState, Store, StoreError, StoreErrorKind,
 };
-use omni_core::machines::session::tree::{Node, NodeId, Tree};
-use omni_core::StreamEvent;
+use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::StreamEvent;
 
 use crate::agent_sim::{message_line, transcript_line};
 use crate::scenarios::{paced, text_events};

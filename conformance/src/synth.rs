@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 /// A text stream of `n` deltas of `word` (which must need no JSON escaping).
 pub fn text_stream(dialect: Dialect, n: usize, word: &str) -> Vec<u8> {

@@ -1,6 +1,6 @@
 //! Allocation budget of the decoding pipeline, counted (not timed) with a counting
 //! global allocator. Issue 12 asked for at most one allocation per text delta and 1.1 per
-//! tool-argument fragment; a short delta's text is held inline (`omni_core::Fragment`),
+//! tool-argument fragment; a short delta's text is held inline (`omni_protocol::Fragment`),
 //! so the budget here is far lower: a twentieth of an allocation per delta, amortised
 //! (the growth of the response's own text), in every dialect; and nothing per delta for
 //! an agent over a call.
@@ -11,9 +11,9 @@ use std::time::Instant;
 use omni_conformance::heap::{allocations, AllocationCounter};
 use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
 use omni_conformance::{agent_sim, scenarios};
-use omni_core::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
-use omni_core::machines::generate::{Effect, Generate, Input, Report};
-use omni_core::{Dialect, Response, StreamDecoder};
+use omni_protocol::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
+use omni_protocol::machines::generate::{Effect, Generate, Input, Report};
+use omni_protocol::{Dialect, Response, StreamDecoder};
 use omni_shell::{Command, EventSink, Host};
 
 #[global_allocator]

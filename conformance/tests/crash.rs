@@ -53,11 +53,11 @@ use std::time::{Duration, Instant};
 use omni_blocking::Client;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::{replay_client, TempDir};
-use omni_core::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Prompt};
-use omni_core::machines::generate::{Effect, Report};
-use omni_core::machines::session::machine::{Session, SessionEffect, SessionEvent, SessionInput, StoreOp};
-use omni_core::machines::session::tree::{Node, NodeId, Tree};
-use omni_core::{Block, Dialect, Message, Model, Options, Provider, Role};
+use omni_protocol::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Prompt};
+use omni_protocol::machines::generate::{Effect, Report};
+use omni_protocol::machines::session::machine::{Session, SessionEffect, SessionEvent, SessionInput, StoreOp};
+use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::{Block, Dialect, Message, Model, Options, Provider, Role};
 use omni_store::{FileStore, SessionId, SessionState, SqliteStore, Store, StoreWarning};
 use serde_json::{json, Value};
 

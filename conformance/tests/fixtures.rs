@@ -3,7 +3,7 @@
 //! expected request.
 
 use omni_conformance::fixtures::*;
-use omni_core::{ApiKey, Dialect, RequestSpec};
+use omni_protocol::{ApiKey, Dialect, RequestSpec};
 use proptest::prelude::*;
 
 /// Cases every dialect must have (the list); `redacted_thinking` is Anthropic's.
@@ -105,7 +105,7 @@ fn requests_build_to_their_expected_form() {
             context: &input.context,
             options: &input.options,
             // A keyless provider (Ollama) is given no key: one given is always sent.
-            api_key: (provider.auth != omni_core::Auth::None).then_some(&key),
+            api_key: (provider.auth != omni_protocol::Auth::None).then_some(&key),
         };
         match input.model.dialect.build_request(&spec) {
             Ok(built) => {

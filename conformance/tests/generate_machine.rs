@@ -10,11 +10,11 @@
 mod size_limit {
     use std::time::Instant;
 
-    use omni_core::machines::generate::{
+    use omni_protocol::machines::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RetryPolicy,
         DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT,
     };
-    use omni_core::{Context, Dialect, Model, Options, Provider};
+    use omni_protocol::{Context, Dialect, Model, Options, Provider};
 
     /// How much of an error page the machine keeps (`MAX_ERROR_BODY` in the core).
     const ERROR_BODY_KEPT: usize = 64 * 1024;
@@ -148,12 +148,12 @@ mod size_limit {
 mod redirects {
     use std::time::Instant;
 
-    use omni_core::machines::generate::{
+    use omni_protocol::machines::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId,
     };
-    use omni_core::wire::redirect::RedirectError;
-    use omni_core::{Auth, Provider};
-    use omni_core::{Context, Dialect, Model, Options};
+    use omni_protocol::wire::redirect::RedirectError;
+    use omni_protocol::{Auth, Provider};
+    use omni_protocol::{Context, Dialect, Model, Options};
 
     fn machine(now: Instant) -> Generate {
         let provider = Provider {

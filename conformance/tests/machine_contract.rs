@@ -8,12 +8,12 @@
 use std::time::{Duration, Instant};
 
 use omni_conformance::agent_sim;
-use omni_core::machines::agent::{Agent, AgentError, AgentInput, NoCallbacks};
-use omni_core::machines::generate::{
+use omni_protocol::machines::agent::{Agent, AgentError, AgentInput, NoCallbacks};
+use omni_protocol::machines::generate::{
     Effect, Generate, GenerateConfig, GenerateEvent, Input, InputError, Report, RequestId, DEFAULT_STALL_TIMEOUT,
 };
-use omni_core::machines::timer::Timer;
-use omni_core::{Context, Dialect, Model, Options, Provider};
+use omni_protocol::machines::timer::Timer;
+use omni_protocol::{Context, Dialect, Model, Options, Provider};
 use omni_shell::machine::Machine;
 
 const ANSWER: &str =

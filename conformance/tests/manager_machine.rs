@@ -1,15 +1,15 @@
 //! The session manager's machine on a virtual clock: the sessions' news given as inputs,
 //! every effect and feed event written to a transcript, compared whole. (Here, not in
-//! omni-core, because the core never reads a clock, even in its tests.)
+//! omni-protocol, because the core never reads a clock, even in its tests.)
 #![allow(clippy::unwrap_used)]
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use omni_core::machines::agent::Status;
-use omni_core::machines::manager::*;
-use omni_core::machines::session::store::{Claim, SessionId, StoreError, StoreErrorKind};
-use omni_core::Message;
+use omni_protocol::machines::agent::Status;
+use omni_protocol::machines::manager::*;
+use omni_protocol::machines::session::store::{Claim, SessionId, StoreError, StoreErrorKind};
+use omni_protocol::Message;
 
 struct Sim {
     manager: Manager,

@@ -1,20 +1,20 @@
 //! Replays the real Ollama recordings of the shared upstream corpus through this
 //! dialect (`../shared/fixtures/upstream/ollama/`, read in place, skipped when absent).
 //!
-//! Bodies go through the whole pipeline (`omni_core::decode_body`); the
+//! Bodies go through the whole pipeline (`omni_protocol::decode_body`); the
 //! containers (httpmock YAML cassettes, httprr transcripts with chunked transfer
 //! encoding) are unwrapped by hand.
 
 use std::path::PathBuf;
 
-use omni_core::{Dialect, Response, StopReason, StreamError, StreamEvent};
+use omni_protocol::{Dialect, Response, StopReason, StreamError, StreamEvent};
 
 fn corpus_dir() -> Option<PathBuf> {
     omni_conformance::upstream::shared_fixtures_dir().map(|d| d.join("upstream/ollama")).filter(|p| p.is_dir())
 }
 
 fn replay(body: &str) -> (Vec<StreamEvent>, Response) {
-    omni_core::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
+    omni_protocol::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
 }
 
 /// The response bodies of an httpmock cassette: each `then:` block's `body: |` scalar.
@@ -84,7 +84,7 @@ fn check(name: &str, body: &str, expect: &Expect) {
         assert!(!resp.text().is_empty(), "{name}: no text");
     }
     let has_thinking =
-        resp.message.content.iter().any(|b| matches!(b, omni_core::Block::Thinking(t) if !t.text.is_empty()));
+        resp.message.content.iter().any(|b| matches!(b, omni_protocol::Block::Thinking(t) if !t.text.is_empty()));
     assert_eq!(has_thinking, expect.thinking, "{name}");
     if let Some((input, output)) = expect.usage {
         assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (input, output), "{name}");

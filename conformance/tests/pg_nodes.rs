@@ -16,7 +16,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use omni_core::machines::session::store::{SessionId, Store};
+use omni_protocol::machines::session::store::{SessionId, Store};
 use omni_store::postgres_testing::TestDatabase;
 
 /// The nodes' lease.
@@ -160,7 +160,7 @@ fn a_frozen_node_cannot_write_after_its_lease_was_taken_over() {
     assert!(closed.last().unwrap().contains("lease lost"), "{closed:?}");
     let store = db.store("check", Duration::from_secs(30));
     let kept = store.load(&id("s2")).unwrap();
-    let texts: Vec<String> = kept.tree.messages().iter().map(omni_core::Message::text).collect();
+    let texts: Vec<String> = kept.tree.messages().iter().map(omni_protocol::Message::text).collect();
     assert_eq!(kept.tree.len(), 4, "{texts:?}");
     assert!(!texts.iter().any(|text| text == "Late"), "{texts:?}");
     assert_eq!(texts[2], "Second");

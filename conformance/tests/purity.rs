@@ -1,13 +1,13 @@
 //! The core stays pure: its dependency tree holds only data-handling crates, never a
-//! runtime, an HTTP client, a socket or a clock source. A new dependency of omni-core
+//! runtime, an HTTP client, a socket or a clock source. A new dependency of omni-protocol
 //! must be added here on purpose.
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
-/// Crates omni-core may depend on (normal dependencies, transitively).
+/// Crates omni-protocol may depend on (normal dependencies, transitively).
 const ALLOWED: &[&str] = &[
-    "omni-core",
+    "omni-protocol",
     "serde",
     "serde_core",
     "serde_derive",
@@ -88,7 +88,7 @@ const FORBIDDEN: &[&str] =
 fn core_dependency_tree_is_pure() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
-        .args(["tree", "-p", "omni-core", "-e", "normal", "--prefix", "none", "--format", "{p}", "--offline"])
+        .args(["tree", "-p", "omni-protocol", "-e", "normal", "--prefix", "none", "--format", "{p}", "--offline"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
@@ -98,11 +98,11 @@ fn core_dependency_tree_is_pure() {
         .filter_map(|l| l.split_whitespace().next())
         .map(str::to_string)
         .collect();
-    assert!(names.contains("omni-core"), "unexpected cargo tree output: {names:?}");
+    assert!(names.contains("omni-protocol"), "unexpected cargo tree output: {names:?}");
     let forbidden: Vec<&String> = names.iter().filter(|n| FORBIDDEN.contains(&n.as_str())).collect();
-    assert!(forbidden.is_empty(), "omni-core depends on I/O or runtime crates: {forbidden:?}");
+    assert!(forbidden.is_empty(), "omni-protocol depends on I/O or runtime crates: {forbidden:?}");
     let unexpected: Vec<&String> = names.iter().filter(|n| !ALLOWED.contains(&n.as_str())).collect();
-    assert!(unexpected.is_empty(), "new omni-core dependencies, review and allow them here: {unexpected:?}");
+    assert!(unexpected.is_empty(), "new omni-protocol dependencies, review and allow them here: {unexpected:?}");
 }
 
 #[test]
@@ -131,5 +131,5 @@ fn core_sources_use_no_clock_threads_files_or_sockets() {
             }
         }
     }
-    assert!(hits.is_empty(), "impure code in omni-core:\n{}", hits.join("\n"));
+    assert!(hits.is_empty(), "impure code in omni-protocol:\n{}", hits.join("\n"));
 }

@@ -28,7 +28,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use drivers::{Clients, Driver};
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 const LLAMA_SERVER_ENV: &str = "OMNI_LLAMA_SERVER_URL";
 const LLAMA_CPP_PYTHON_ENV: &str = "OMNI_LLAMA_CPP_PYTHON_URL";
@@ -127,10 +127,10 @@ fn real_servers() {
             });
             suite.case("session turn kept in SQLite", |d| cases::session_turn_in_sqlite(&clients, d));
             suite.case("a tool call through the xml text protocol", |d| {
-                cases::text_protocol_tool_call(&clients, d, omni_core::text_tools::ToolProtocol::Xml)
+                cases::text_protocol_tool_call(&clients, d, omni_protocol::text_tools::ToolProtocol::Xml)
             });
             suite.case("a tool call through the hermes text protocol", |d| {
-                cases::text_protocol_tool_call(&clients, d, omni_core::text_tools::ToolProtocol::Hermes)
+                cases::text_protocol_tool_call(&clients, d, omni_protocol::text_tools::ToolProtocol::Hermes)
             });
         }
         None => eprintln!("real-server tests: llama-server cases skipped: {LLAMA_SERVER_ENV} is not set"),

@@ -6,14 +6,16 @@
 
 use std::time::Instant;
 
-use omni_core::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Status};
-use omni_core::machines::generate::{Effect, Report, RequestId};
-use omni_core::machines::session::machine::{
+use omni_protocol::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Status};
+use omni_protocol::machines::generate::{Effect, Report, RequestId};
+use omni_protocol::machines::session::machine::{
     Session, SessionEffect, SessionError, SessionEvent, SessionInput, StoreOp, WriteId,
 };
-use omni_core::machines::session::store::{Claim, SessionId, SessionState, StoreError, StoreErrorKind, StoreWarning};
-use omni_core::machines::session::tree::{NodeId, Tree};
-use omni_core::{Dialect, Message, Model, Provider};
+use omni_protocol::machines::session::store::{
+    Claim, SessionId, SessionState, StoreError, StoreErrorKind, StoreWarning,
+};
+use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::{Dialect, Message, Model, Provider};
 use serde_json::json;
 
 fn sse(event: &str, data: serde_json::Value) -> String {
@@ -470,14 +472,14 @@ fn a_path_saved_inside_a_turn_is_repaired_on_resume_and_said() {
 fn a_turn_ended_on_open_tool_calls_resumes_and_the_next_request_answers_them() {
     let now = Instant::now();
     let mut tree = Tree::new();
-    let call = omni_core::ToolUse {
+    let call = omni_protocol::ToolUse {
         invalid: None,
         id: "toolu_1".into(),
         name: "lookup".into(),
         input: json!({"q": "x"}),
         signature: None,
     };
-    let calling = Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)]);
+    let calling = Message::new(omni_protocol::Role::Assistant, vec![omni_protocol::Block::ToolUse(call)]);
     tree.append(vec![Message::user("look it up"), calling], None);
     let state = SessionState { position: tree.position(), nodes: 2, ..SessionState::default() };
     let session = Session::resume(SessionId::new("test").unwrap(), Some(claim()), agent(now), tree, state, now)
@@ -575,7 +577,7 @@ fn a_lease_is_renewed_at_a_third_of_its_length_and_sooner_after_a_failure() {
         Session::resume(SessionId::new("test").unwrap(), Some(claim), agent(now), Tree::new(), state, now).unwrap();
     let mut h = Harness::with(session, now);
     let (at, timer) = h.session.poll_timeout().expect("a renewal deadline");
-    assert_eq!((at, timer), (now + Duration::from_secs(10), omni_core::machines::timer::Timer::LeaseRenewal));
+    assert_eq!((at, timer), (now + Duration::from_secs(10), omni_protocol::machines::timer::Timer::LeaseRenewal));
     h.now = at;
     h.session.handle_timeout(at);
     h.drain();
@@ -621,12 +623,12 @@ proptest::proptest! {
                 0 => Message::user(format!("u{i}")),
                 1 => Message::assistant(format!("a{i}")),
                 2 => {
-                    let call = omni_core::ToolUse { invalid: None, id: format!("c{i}"), name: "t".into(), input: json!({}), signature: None };
-                    Message::new(omni_core::Role::Assistant, vec![omni_core::Block::ToolUse(call)])
+                    let call = omni_protocol::ToolUse { invalid: None, id: format!("c{i}"), name: "t".into(), input: json!({}), signature: None };
+                    Message::new(omni_protocol::Role::Assistant, vec![omni_protocol::Block::ToolUse(call)])
                 }
                 _ => Message::new(
-                    omni_core::Role::User,
-                    vec![omni_core::Block::ToolResult(omni_core::ToolResult::error(format!("c{i}"), "t", "no"))],
+                    omni_protocol::Role::User,
+                    vec![omni_protocol::Block::ToolResult(omni_protocol::ToolResult::error(format!("c{i}"), "t", "no"))],
                 ),
             };
             tree.add(parent, message, None).unwrap();
@@ -642,7 +644,7 @@ proptest::proptest! {
         let session = session.expect("never refused");
         let tree = session.tree();
         let head = tree.head().and_then(|head| tree.message(head));
-        proptest::prop_assert!(head.is_none_or(|m| m.role == omni_core::Role::Assistant), "a path a turn starts from");
+        proptest::prop_assert!(head.is_none_or(|m| m.role == omni_protocol::Role::Assistant), "a path a turn starts from");
         proptest::prop_assert_eq!(session.agent().messages(), tree.messages());
         let behind = tree.len() as u64 > counted as u64;
         if !behind && tree.path() != path.as_slice() {

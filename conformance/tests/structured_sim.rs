@@ -4,8 +4,8 @@
 
 use omni_conformance::scenarios::{self, paced, text_events};
 use omni_conformance::sim::{simulate, Scenario, SimResult};
-use omni_core::machines::generate::GenerateConfig;
-use omni_core::{Context, OutputSchema, StopReason};
+use omni_protocol::machines::generate::GenerateConfig;
+use omni_protocol::{Context, OutputSchema, StopReason};
 use serde_json::json;
 
 fn schema() -> OutputSchema {
@@ -22,7 +22,7 @@ fn schema() -> OutputSchema {
 
 fn run(replies: Vec<omni_conformance::sim::Reply>) -> SimResult {
     let model = scenarios::model();
-    let options = omni_core::Options { output: Some(schema()), ..omni_core::Options::default() };
+    let options = omni_protocol::Options { output: Some(schema()), ..omni_protocol::Options::default() };
     let mut config = GenerateConfig::new(
         model,
         scenarios::provider("http://replay.invalid/v1"),
@@ -87,12 +87,12 @@ fn a_reply_cut_by_the_token_limit_is_not_retried() {
 
 #[test]
 fn a_validator_alone_asks_for_json_with_its_schema() {
-    let validator = omni_core::data::schema::JsonSchemaValidator::new(schema().schema).unwrap();
+    let validator = omni_protocol::data::schema::JsonSchemaValidator::new(schema().schema).unwrap();
     let mut config = GenerateConfig::new(
         scenarios::model(),
         scenarios::provider("http://replay.invalid/v1"),
         Context::from_prompt("The largest city of France, as JSON."),
-        omni_core::Options::default(),
+        omni_protocol::Options::default(),
     );
     config.api_key = Some("k".into());
     config.output_validator = Some(std::sync::Arc::new(validator));
@@ -101,7 +101,7 @@ fn a_validator_alone_asks_for_json_with_its_schema() {
         &Scenario { replies: vec![answer(r#"{"name": "Paris", "population": 1}"#)], ..Scenario::default() },
     );
     let body: serde_json::Value = serde_json::from_slice(&r.requests[0].body).unwrap();
-    let sent = omni_core::data::schema::adapt::anthropic_output(&schema().schema).0;
+    let sent = omni_protocol::data::schema::adapt::anthropic_output(&schema().schema).0;
     assert_eq!(body["output_config"]["format"]["schema"], sent);
     assert_eq!(r.response.unwrap().output, Some(json!({"name": "Paris", "population": 1})));
 }
@@ -112,7 +112,8 @@ fn a_validator_alone_asks_for_json_with_its_schema() {
 /// caller's: the call finishes with them and says why the output is missing.
 #[test]
 fn a_reply_with_tool_calls_left_to_the_caller_is_not_corrected() {
-    let options = omni_core::Options { output: Some(schema()), max_steps: Some(1), ..omni_core::Options::default() };
+    let options =
+        omni_protocol::Options { output: Some(schema()), max_steps: Some(1), ..omni_protocol::Options::default() };
     let mut config = GenerateConfig::new(
         scenarios::model(),
         scenarios::provider("http://replay.invalid/v1"),

@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 use omni_conformance::fixtures::fixtures_root;
-use omni_core::wire::decoder::{decode_body, StreamDecoder};
-use omni_core::{Dialect, StreamError, StreamEvent};
+use omni_protocol::wire::decoder::{decode_body, StreamDecoder};
+use omni_protocol::{Dialect, StreamError, StreamEvent};
 
 const DIALECTS: [Dialect; 5] = [
     Dialect::AnthropicMessages,

@@ -1,4 +1,4 @@
-//! # omni-core
+//! # omni-protocol
 //!
 //! The pure, sans-IO core of omni: the data model, five provider dialects, stream
 //! framing and accumulation. No I/O, no clock, no async runtime: drivers

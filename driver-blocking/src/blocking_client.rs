@@ -2,11 +2,11 @@
 //! ureq as the transport), with methods that wait for the answer on the caller's thread.
 
 use futures_lite::future::block_on;
-use omni_core::machines::agent::AgentCallbacks;
-use omni_core::machines::client::{ClientConfig, ModelRef};
-use omni_core::machines::generate::ToolDecl;
-use omni_core::wire::proxy::ProxyRules;
-use omni_core::{Context, Options, Response};
+use omni_protocol::machines::agent::AgentCallbacks;
+use omni_protocol::machines::client::{ClientConfig, ModelRef};
+use omni_protocol::machines::generate::ToolDecl;
+use omni_protocol::wire::proxy::ProxyRules;
+use omni_protocol::{Context, Options, Response};
 use omni_shell::{Built, Connect, Driver, Host, Launch, Open};
 
 use crate::agent_handle::{Agent, AgentBuilder};
@@ -86,7 +86,7 @@ impl Client {
         options: Options,
     ) -> Result<T, Error>
     where
-        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+        T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
         self.call(model, context).options(options).generate_object()
     }

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use futures_lite::future::block_on;
-use omni_core::data::schema::Validator;
-use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
-use omni_core::{ApiKey, Options, Response};
+use omni_protocol::data::schema::Validator;
+use omni_protocol::machines::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::{ApiKey, Options, Response};
 pub use omni_shell::CancelHandle;
 
 use crate::blocking_client::Blocking;
@@ -80,7 +80,7 @@ impl Call {
     #[cfg(feature = "schemars")]
     pub fn generate_object<T>(self) -> Result<T, Error>
     where
-        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+        T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
         block_on(self.0.generate_object())
     }

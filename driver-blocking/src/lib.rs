@@ -3,7 +3,7 @@
 //! The omni driver for plain threads: a blocking HTTP client ([ureq] with rustls),
 //! std threads, and an [`Iterator`] of events. No async runtime.
 //!
-//! The core ([`omni_core`], re-exported here) decides everything, and omni-shell's one
+//! The core ([`omni_protocol`], re-exported here) decides everything, and omni-shell's one
 //! call loop and agent loop drive it; this crate gives that loop a runtime of threads
 //! (`runtime.rs`: every task a thread running its future, async-io's timer for
 //! deadlines) and a transport over ureq (`transport/`: the body streamed as it arrives,
@@ -91,8 +91,8 @@ mod tool_pool;
 mod tools;
 mod transport;
 
-pub use omni_core as core;
-pub use omni_core::*;
+pub use omni_protocol as core;
+pub use omni_protocol::*;
 // The names every driver re-exports; this crate's own handles below take precedence.
 pub use omni_shell::exports::*;
 
@@ -100,7 +100,7 @@ pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
 pub use manager_handle::{ManagerBuilder, Opened, SessionManager, SessionOptions, Whereabouts};
-pub use omni_core::machines::client::ClientConfig;
+pub use omni_protocol::machines::client::ClientConfig;
 pub use session_handle::{Session, SessionBuilder};
 pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_lite::future::block_on;
-use omni_core::machines::agent::{AgentCallbacks, NoCallbacks};
-use omni_core::machines::client::ModelRef;
-use omni_core::machines::manager::{FeedEvent, IdleShutdown, OpenSession, Opening, TitleMode};
-use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_core::machines::session::presence::Presence;
-use omni_core::machines::session::store::{SessionId, SessionList, Store};
+use omni_protocol::machines::agent::{AgentCallbacks, NoCallbacks};
+use omni_protocol::machines::client::ModelRef;
+use omni_protocol::machines::manager::{FeedEvent, IdleShutdown, OpenSession, Opening, TitleMode};
+use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
+use omni_protocol::machines::session::presence::Presence;
+use omni_protocol::machines::session::store::{SessionId, SessionList, Store};
 
 use crate::blocking_client::Blocking;
 use crate::{AgentBuilder, Client, Error, Session, Subscription};

@@ -20,7 +20,7 @@ use omni_conformance::replay::{RecordedRequest, ReplayServer};
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, transcript_line, ToolScript};
 use omni_conformance::wires::Wire;
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 const ANTHROPIC: Wire = Wire(Dialect::AnthropicMessages);
 
@@ -91,7 +91,7 @@ fn run(wire: Wire, named: &NamedScenario) -> Run {
     let config = call.config().expect("the call resolves");
     assert_eq!(config.retry, expected.retry);
     assert_eq!(config.stall_timeout, expected.stall_timeout);
-    let tool_view = |tools: &[omni_core::machines::generate::ToolDecl]| -> Vec<_> {
+    let tool_view = |tools: &[omni_protocol::machines::generate::ToolDecl]| -> Vec<_> {
         tools.iter().map(|t| (t.spec.clone(), t.executable, t.timeout)).collect()
     };
     assert_eq!(tool_view(&config.tools), tool_view(&expected.tools));

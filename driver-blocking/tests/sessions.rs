@@ -10,7 +10,7 @@ use omni_blocking::{Client, Open, Session, SessionEvent, SessionSnapshot, Sessio
 use omni_conformance::session_drive::{replay_client, run_every_session_scenario, scenario_session};
 use omni_conformance::session_scenarios::{Action, SessionDriver};
 use omni_conformance::session_sim::session_config;
-use omni_core::machines::session::store::SessionId;
+use omni_protocol::machines::session::store::SessionId;
 
 /// The blocking session handle as a scenario drives it.
 struct BlockingSession {
@@ -103,7 +103,7 @@ mod handle {
     use omni_conformance::async_session::{handle_replies, image_prompt, tear_last_record, writes_done, MODEL};
     use omni_conformance::replay::ReplayServer;
     use omni_conformance::session_drive::{replay_client, TempDir};
-    use omni_core::machines::session::store::SessionId;
+    use omni_protocol::machines::session::store::SessionId;
     use omni_store::{FileStore, MemoryStore};
 
     fn until_saved(events: &Subscription<SessionEvent>) {
@@ -244,7 +244,8 @@ mod handle {
                 Ok("sunny")
             });
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let options = omni_core::Options { tool_protocol: Some(omni_core::ToolProtocol::Xml), ..Default::default() };
+        let options =
+            omni_protocol::Options { tool_protocol: Some(omni_protocol::ToolProtocol::Xml), ..Default::default() };
         let session = client.agent(MODEL).tool(tool).options(options).session(store).create().expect("created");
         let (_, events) = session.subscribe().expect("subscribe");
         turn(&session, &events, "What is the weather in Paris?");

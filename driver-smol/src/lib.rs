@@ -27,7 +27,7 @@
 mod runtime;
 mod transport;
 
-pub use omni_core as core;
+pub use omni_protocol as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Smol, SmolTask};
 pub use transport::Http1;

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::wire::proxy::ProxyRules;
+use omni_protocol::wire::proxy::ProxyRules;
 use omni_shell::{Driver, Error, Runtime, Task};
 use smol::{Executor, Timer};
 

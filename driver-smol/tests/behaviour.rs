@@ -9,7 +9,7 @@ use std::time::Duration;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{transcript_line, BodyStep, Reply};
-use omni_core::machines::generate::GenerateEvent;
+use omni_protocol::machines::generate::GenerateEvent;
 use omni_smol::{Client, Error, Options, StopReason, Tool, ToolError, ToolOutput};
 use smol::{Executor, Timer};
 
@@ -217,7 +217,7 @@ fn nothing_listening_is_a_connect_failure() {
     let err = smol::block_on(client.generate_text(scenarios::model(), "hi", Options::default())).unwrap_err();
     match err {
         Error::Generate { error: omni_smol::GenerateError::Transport(t), .. } => {
-            assert_eq!(t.kind, omni_core::machines::generate::TransportErrorKind::Connect, "{t}")
+            assert_eq!(t.kind, omni_protocol::machines::generate::TransportErrorKind::Connect, "{t}")
         }
         other => panic!("{other}"),
     }

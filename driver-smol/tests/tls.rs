@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use omni_conformance::scenarios::{self, text_events};
 use omni_conformance::sim::transcript_line;
-use omni_core::machines::generate::TransportErrorKind;
+use omni_protocol::machines::generate::TransportErrorKind;
 use omni_smol::{Client, Error, GenerateError, Options};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -112,7 +112,7 @@ fn https_with_an_extra_root_certificate_streams_the_reply() {
     assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
 }
 
-fn transport_error(client: &Client) -> omni_core::machines::generate::TransportError {
+fn transport_error(client: &Client) -> omni_protocol::machines::generate::TransportError {
     let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("the call starts");
     // A TLS failure is not retried: the first event is the failure.
     let first = smol::block_on(stream.next()).expect("an event");

@@ -24,7 +24,7 @@
 mod runtime;
 mod transport;
 
-pub use omni_core as core;
+pub use omni_protocol as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Tokio, TokioTask};
 pub use transport::Reqwest;

@@ -10,7 +10,7 @@ use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{BodyStep, Reply};
-use omni_core::machines::generate::GenerateEvent;
+use omni_protocol::machines::generate::GenerateEvent;
 use omni_tokio::{Client, Error, Options, StopReason, Tool, ToolError, ToolOutput};
 
 fn client(server: &ReplayServer) -> Client {

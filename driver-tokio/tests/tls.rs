@@ -3,7 +3,7 @@
 
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};
-use omni_core::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
+use omni_protocol::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
 use omni_tokio::{Client, Error, Options};
 
 fn replies() -> Vec<omni_conformance::sim::Reply> {

@@ -1,4 +1,4 @@
 //! The `anthropic_messages` stream decoder on arbitrary bytes, whole and in chunks.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| omni_fuzz::decode(omni_core::Dialect::AnthropicMessages, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| omni_fuzz::decode(omni_protocol::Dialect::AnthropicMessages, data));

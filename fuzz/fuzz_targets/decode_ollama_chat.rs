@@ -1,4 +1,4 @@
 //! The `ollama_chat` stream decoder on arbitrary bytes, whole and in chunks.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| omni_fuzz::decode(omni_core::Dialect::OllamaChat, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| omni_fuzz::decode(omni_protocol::Dialect::OllamaChat, data));

@@ -6,9 +6,9 @@
 
 use std::sync::OnceLock;
 
-use omni_core::data::catalogue::Catalogue;
-use omni_core::wire::framing::{Frame, FrameDecoder, Framing};
-use omni_core::{ApiKey, Context, Dialect, Model, Options, Provider, RequestSpec, StreamDecoder, StreamEvent};
+use omni_protocol::data::catalogue::Catalogue;
+use omni_protocol::wire::framing::{Frame, FrameDecoder, Framing};
+use omni_protocol::{ApiKey, Context, Dialect, Model, Options, Provider, RequestSpec, StreamDecoder, StreamEvent};
 use serde_json::Value;
 
 /// The stack each input is handled on. Small, so that a recursion without a bound crashes
@@ -52,7 +52,7 @@ fn check_decode(dialect: Dialect, data: &[u8]) {
     serde_json::to_string(&response).expect("a response serialises");
 }
 
-fn run_decoder(dialect: Dialect, data: &[u8], chunk: usize) -> (Vec<StreamEvent>, omni_core::Response) {
+fn run_decoder(dialect: Dialect, data: &[u8], chunk: usize) -> (Vec<StreamEvent>, omni_protocol::Response) {
     let mut decoder = StreamDecoder::new(dialect, "fuzz");
     let mut events = Vec::new();
     for piece in data.chunks(chunk) {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use async_channel::Sender;
-use omni_core::data::schema::Validator;
-use omni_core::machines::client::{CallSpec, ModelRef};
-use omni_core::machines::generate::{GenerateConfig, GenerateEvent};
-use omni_core::{ApiKey, Context, Options, Response};
+use omni_protocol::data::schema::Validator;
+use omni_protocol::machines::client::{CallSpec, ModelRef};
+use omni_protocol::machines::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::{ApiKey, Context, Options, Response};
 
 use crate::client::{Client, Driver};
 use crate::drive_call::{lock, spawn_call, SharedCall};
@@ -67,9 +67,9 @@ impl<D: Driver> Call<D> {
 
     /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
     /// with two tools of one name is refused when it starts, with
-    /// [`ClientError::DuplicateTool`](omni_core::machines::client::ClientError::DuplicateTool),
+    /// [`ClientError::DuplicateTool`](omni_protocol::machines::client::ClientError::DuplicateTool),
     /// before anything is sent. (Every driver decides so, in
-    /// [`ClientConfig::prepare`](omni_core::machines::client::ClientConfig::prepare).)
+    /// [`ClientConfig::prepare`](omni_protocol::machines::client::ClientConfig::prepare).)
     pub fn tool(mut self, tool: AsyncTool) -> Self {
         self.tools.push(tool);
         self
@@ -149,11 +149,11 @@ impl<D: Driver> Call<D> {
     #[cfg(feature = "schemars")]
     pub async fn generate_object<T>(mut self) -> Result<T, Error>
     where
-        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+        T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
-        self.options.output = Some(omni_core::data::schema::output_for::<T>());
+        self.options.output = Some(omni_protocol::data::schema::output_for::<T>());
         let response = self.generate().await?;
-        omni_core::data::schema::decode_output(&response)
+        omni_protocol::data::schema::decode_output(&response)
             .map_err(|error| Error::Output { error, response: Box::new(response) })
     }
 }

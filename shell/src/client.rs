@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::machines::agent::AgentCallbacks;
-use omni_core::machines::client::{ClientConfig, ClientError, ModelRef};
-use omni_core::machines::generate::ToolDecl;
-use omni_core::wire::proxy::ProxyRules;
-use omni_core::{Context, Options, Response};
+use omni_protocol::machines::agent::AgentCallbacks;
+use omni_protocol::machines::client::{ClientConfig, ClientError, ModelRef};
+use omni_protocol::machines::generate::ToolDecl;
+use omni_protocol::wire::proxy::ProxyRules;
+use omni_protocol::{Context, Options, Response};
 
 use crate::drive_agent::spawn_agent;
 use crate::runtime::{Runtime, Transport};
@@ -100,17 +100,17 @@ impl<D: Driver> Client<D> {
         options: Options,
     ) -> Result<T, Error>
     where
-        T: serde::de::DeserializeOwned + omni_core::schemars::JsonSchema,
+        T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
         self.call(model, context).options(options).generate_object().await
     }
 
     /// Starts setting up a session manager over `store`: `agent` builds each session's
     /// agent (it is given this client and the session's id); `start()` runs the manager.
-    pub fn session_manager<C: omni_core::machines::agent::AgentCallbacks + Send + 'static>(
+    pub fn session_manager<C: omni_protocol::machines::agent::AgentCallbacks + Send + 'static>(
         &self,
-        store: std::sync::Arc<dyn omni_core::machines::session::store::Store>,
-        agent: impl Fn(&Self, &omni_core::machines::session::store::SessionId) -> AgentBuilder<Self, AsyncTool, C>
+        store: std::sync::Arc<dyn omni_protocol::machines::session::store::Store>,
+        agent: impl Fn(&Self, &omni_protocol::machines::session::store::SessionId) -> AgentBuilder<Self, AsyncTool, C>
             + Send
             + Sync
             + 'static,

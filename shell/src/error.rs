@@ -3,12 +3,12 @@
 
 use std::fmt;
 
-use omni_core::machines::agent::AgentError;
-use omni_core::machines::client::{ClientError, StartError};
-use omni_core::machines::generate::GenerateError;
-use omni_core::machines::session::machine::SessionError;
-use omni_core::machines::session::store::StoreError;
-use omni_core::Response;
+use omni_protocol::machines::agent::AgentError;
+use omni_protocol::machines::client::{ClientError, StartError};
+use omni_protocol::machines::generate::GenerateError;
+use omni_protocol::machines::session::machine::SessionError;
+use omni_protocol::machines::session::store::StoreError;
+use omni_protocol::Response;
 
 /// Why a call failed. No variant ever carries an API key.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ pub enum Error {
     Store(StoreError),
     /// A session manager refused a request (a session that exists already, the most
     /// sessions running, shutting down) or could not start a session.
-    Manager(omni_core::machines::manager::ManagerError),
+    Manager(omni_protocol::machines::manager::ManagerError),
     /// The call ended without the structured output asked for: every correction failed,
     /// the reply was cut by the token limit, or the value does not decode as the type.
     Output {
@@ -119,8 +119,8 @@ impl From<StoreError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use omni_core::machines::manager::ManagerError;
-    use omni_core::machines::session::store::StoreErrorKind;
+    use omni_protocol::machines::manager::ManagerError;
+    use omni_protocol::machines::session::store::StoreErrorKind;
 
     /// Every message of an error's chain, outermost first.
     fn chain(error: &dyn std::error::Error) -> Vec<String> {

@@ -2,27 +2,27 @@
 //! omni_shell::exports::*`): the data, errors, events and callbacks of the core, and the
 //! shell's handles, so that code written against one driver moves to another unchanged.
 
-pub use omni_core::data::tool::{ToolError, ToolOutput};
-pub use omni_core::machines::agent::{
+pub use omni_protocol::data::tool::{ToolError, ToolOutput};
+pub use omni_protocol::machines::agent::{
     AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, Prompt, RetryKind, Snapshot,
     Status, ToolDecision, TurnDecision, TurnEnd,
 };
-pub use omni_core::machines::client::{ClientError, ModelRef};
-pub use omni_core::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
-pub use omni_core::{
+pub use omni_protocol::machines::client::{ClientError, ModelRef};
+pub use omni_protocol::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_protocol::{
     ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
     Provider, Reasoning, Response, Role, StopReason, StreamEvent, TextProtocol, ToolChoice, ToolProtocol, ToolResult,
     ToolResultContent, ToolUse, Usage,
 };
 
-pub use omni_core::machines::manager::{
+pub use omni_protocol::machines::manager::{
     CloseReason, FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening, TitleMode,
 };
-pub use omni_core::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
-pub use omni_core::machines::session::store::{
+pub use omni_protocol::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
+pub use omni_protocol::machines::session::store::{
     Claim, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
-pub use omni_core::machines::session::tree::{Node, NodeId, Tree};
+pub use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
 
 pub use crate::{
     Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, StateChange, Subscriber, SubscriberCount,

@@ -1,6 +1,6 @@
 //! The session manager's handle: many sessions of one store, each running on its own
 //! loop, opened, closed, renamed and deleted by id, closed when unused, titled, and told
-//! about on a live feed. Its bookkeeping is omni-core's manager machine, run by the
+//! about on a live feed. Its bookkeeping is omni-protocol's manager machine, run by the
 //! manager's loop (`drive_manager`); this handle sends that loop messages.
 
 use std::fmt;
@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::Sender;
-use omni_core::machines::agent::{AgentCallbacks, NoCallbacks};
-use omni_core::machines::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening};
-use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_core::machines::session::store::{SessionId, SessionList, Store};
+use omni_protocol::machines::agent::{AgentCallbacks, NoCallbacks};
+use omni_protocol::machines::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening};
+use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
+use omni_protocol::machines::session::store::{SessionId, SessionList, Store};
 
 use crate::drive_manager::{ManagerMessage, OpenAnswer, StartedSession, Whereabouts};
 use crate::host::ask_loop;
@@ -240,7 +240,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> SessionManager<D, C> {
     pub async fn shutdown(&self) -> Result<(), Error> {
         match self.ask(|reply| ManagerMessage::Shutdown(reply)).await {
             // Over already.
-            Err(Error::Agent(omni_core::machines::agent::AgentError::Terminated)) => Ok(()),
+            Err(Error::Agent(omni_protocol::machines::agent::AgentError::Terminated)) => Ok(()),
             done => done,
         }
     }

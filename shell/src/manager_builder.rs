@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::machines::agent::AgentCallbacks;
-use omni_core::machines::client::ModelRef;
-use omni_core::machines::manager::{ManagerConfig, TitleMode};
-use omni_core::machines::session::presence::Presence;
-use omni_core::machines::session::store::Store;
+use omni_protocol::machines::agent::AgentCallbacks;
+use omni_protocol::machines::client::ModelRef;
+use omni_protocol::machines::manager::{ManagerConfig, TitleMode};
+use omni_protocol::machines::session::presence::Presence;
+use omni_protocol::machines::session::store::Store;
 
 use crate::drive_manager::{spawn_manager, AgentFactory};
 use crate::manager::{SessionManager, Shared};

@@ -8,14 +8,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use omni_core::machines::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
-use omni_core::machines::client::ModelRef;
-use omni_core::machines::session::machine::{Session as SessionMachine, SessionEvent};
+use omni_protocol::machines::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
+use omni_protocol::machines::client::ModelRef;
+use omni_protocol::machines::session::machine::{Session as SessionMachine, SessionEvent};
 #[cfg(doc)]
-use omni_core::machines::session::store::StoreErrorKind;
-use omni_core::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError};
-use omni_core::machines::session::tree::Tree;
-use omni_core::Options;
+use omni_protocol::machines::session::store::StoreErrorKind;
+use omni_protocol::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError};
+use omni_protocol::machines::session::tree::Tree;
+use omni_protocol::Options;
 
 use crate::drive_session::{spawn_session, SubscriberRole};
 use crate::host::EventSink;

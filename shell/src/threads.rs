@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_core::data::tool::ToolError;
-use omni_core::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
-use omni_core::wire::proxy::ProxyRules;
-use omni_core::{HttpRequest, Method, Options, ToolUse};
+use omni_protocol::data::tool::ToolError;
+use omni_protocol::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
+use omni_protocol::wire::proxy::ProxyRules;
+use omni_protocol::{HttpRequest, Method, Options, ToolUse};
 use serde_json::json;
 
 use crate::executor::{Executor, Report};
@@ -175,7 +175,7 @@ fn a_cancel_handle_from_another_thread_cancels_the_call_and_its_stream_says_so()
     let handle = stream.cancel_handle();
     let canceller = std::thread::spawn(move || handle.cancel());
     let response = within(stream.response()).expect("a cancelled call still finishes");
-    assert_eq!(response.stop_reason, Some(omni_core::StopReason::Cancelled));
+    assert_eq!(response.stop_reason, Some(omni_protocol::StopReason::Cancelled));
     canceller.join().expect("the canceller ran");
 }
 

@@ -15,10 +15,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_core::data::message::ToolSpec;
-use omni_core::data::schema::Validator;
-use omni_core::data::tool::{typed_input, ToolError, ToolOutput};
-use omni_core::machines::generate::ToolDecl;
+use omni_protocol::data::message::ToolSpec;
+use omni_protocol::data::schema::Validator;
+use omni_protocol::data::tool::{typed_input, ToolError, ToolOutput};
+use omni_protocol::machines::generate::ToolDecl;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -91,13 +91,13 @@ impl AsyncTool {
         }
     }
 
-    /// A tool whose input schema is `T`'s ([`omni_core::data::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_protocol::data::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     ///
     /// ```
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_core::data::tool::ToolError;
+    /// use omni_protocol::data::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Weather {
@@ -113,12 +113,12 @@ impl AsyncTool {
     #[cfg(feature = "schemars")]
     pub fn from_type<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
     where
-        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
+        T: DeserializeOwned + omni_protocol::schemars::JsonSchema + Send + 'static,
         F: Fn(T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        Self::typed(name, description, omni_core::data::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_protocol::data::schema::for_type::<T>(), handler)
     }
 
     /// [`AsyncTool::from_type`] for a handler that needs state (a store, a client): each call
@@ -130,7 +130,7 @@ impl AsyncTool {
     /// use std::collections::BTreeMap;
     /// use std::sync::Arc;
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_core::data::tool::ToolError;
+    /// use omni_protocol::data::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Lookup {
@@ -159,7 +159,7 @@ impl AsyncTool {
     ) -> Self
     where
         S: Clone + Send + Sync + 'static,
-        T: DeserializeOwned + omni_core::schemars::JsonSchema + Send + 'static,
+        T: DeserializeOwned + omni_protocol::schemars::JsonSchema + Send + 'static,
         F: Fn(S, T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,

@@ -60,8 +60,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use divan::Bencher;
-use omni_core::machines::session::tree::{Node, Tree};
-use omni_core::{Message, Usage};
+use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::{Message, Usage};
 use omni_store::{Claim, FileStore, Loaded, MemoryStore, SessionId, SessionState, SqliteStore, Store};
 use serde::Serialize;
 

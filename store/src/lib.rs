@@ -1,6 +1,6 @@
 //! # omni-store
 //!
-//! Where sessions are kept, behind omni-core's [`Store`] trait (data in, data out): the
+//! Where sessions are kept, behind omni-protocol's [`Store`] trait (data in, data out): the
 //! file store (a folder per session: `nodes.jsonl`, one node per line, appended and
 //! synced; `session.json`, written to a temporary file, synced and renamed) and the
 //! SQLite store (one database file for many sessions, WAL mode, a transaction per write),
@@ -25,7 +25,7 @@ pub mod suite;
 
 pub use file::FileStore;
 pub use memory::MemoryStore;
-pub use omni_core::machines::session::store::{
+pub use omni_protocol::machines::session::store::{
     Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
 #[cfg(feature = "postgres")]

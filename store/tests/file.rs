@@ -11,8 +11,8 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use omni_core::machines::session::tree::{NodeId, Tree};
-use omni_core::Message;
+use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::Message;
 use omni_store::{Claim, FileStore, SessionId, SessionState, Store, StoreErrorKind, StoreWarning};
 
 /// A directory under the system's temporary one, removed when dropped.

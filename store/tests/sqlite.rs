@@ -9,8 +9,8 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use omni_core::machines::session::tree::{NodeId, Tree};
-use omni_core::{Message, Usage};
+use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::{Message, Usage};
 use omni_store::{Claim, SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
 
 /// A fresh folder under the system's temporary one, removed when dropped (even when the

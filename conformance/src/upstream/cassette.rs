@@ -184,7 +184,7 @@ fn to_json(node: &Yaml<'_>) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use omni_core::Dialect;
+    use omni_protocol::Dialect;
 
     use super::*;
 

@@ -19,7 +19,7 @@
 
 use std::path::Path;
 
-use omni_core::{decode_body, Block, ProviderErrorKind, StopReason, StreamError};
+use omni_protocol::{decode_body, Block, ProviderErrorKind, StopReason, StreamError};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Recording;
@@ -43,7 +43,7 @@ pub enum Outcome {
     Done,
     /// The stream ends with an `error` event (in-stream error, cut stream, malformed data).
     Error,
-    /// A non-2xx response, parsed with [`omni_core::Dialect::parse_error`].
+    /// A non-2xx response, parsed with [`omni_protocol::Dialect::parse_error`].
     HttpError,
 }
 
@@ -150,10 +150,10 @@ pub fn replay(recording: &Recording) -> Observed {
     }
     let (events, response) = decode_body(recording.dialect, "model", &recording.body);
     let stream_error = events.iter().rev().find_map(|e| match e {
-        omni_core::StreamEvent::Error { error } => Some(&**error),
+        omni_protocol::StreamEvent::Error { error } => Some(&**error),
         _ => None,
     });
-    let done = events.iter().any(|e| matches!(e, omni_core::StreamEvent::Done { .. }));
+    let done = events.iter().any(|e| matches!(e, omni_protocol::StreamEvent::Done { .. }));
     let tools = response
         .message
         .content

@@ -24,7 +24,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use omni_core::Dialect;
+use omni_protocol::Dialect;
 
 /// The shared fixtures folder (holding `upstream/` and `local-peers/`): the one named by
 /// `OMNI_SHARED_FIXTURES`, else the `shared/fixtures` found walking up from this crate

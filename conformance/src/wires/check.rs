@@ -23,7 +23,7 @@ pub fn check_every_scenario<F>(run: F)
 where
     F: Fn(Wire, &NamedScenario) -> RunResult,
 {
-    let wire = Wire(omni_core::Dialect::AnthropicMessages);
+    let wire = Wire(omni_protocol::Dialect::AnthropicMessages);
     let transcripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("transcripts");
     let mut failures = Vec::new();
     for scenario in scenarios::all() {

@@ -2,8 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use omni_core::machines::generate::{Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
-use omni_core::ToolResultContent;
+use omni_protocol::machines::generate::{
+    Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+};
+use omni_protocol::ToolResultContent;
 
 use crate::reference::{Ledger, Request};
 use crate::subjects::Subject;

@@ -41,9 +41,9 @@ mod transition;
 use std::time::{Duration, Instant};
 
 use omni_conformance::{agent_sim, scenarios};
-use omni_core::machines::agent::{Agent, Status};
-use omni_core::machines::generate::{Generate, RetryPolicy};
-use omni_core::{Context, Options, OutputSchema};
+use omni_protocol::machines::agent::{Agent, Status};
+use omni_protocol::machines::generate::{Generate, RetryPolicy};
+use omni_protocol::{Context, Options, OutputSchema};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;

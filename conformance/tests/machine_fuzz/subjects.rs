@@ -4,13 +4,13 @@
 use std::time::Instant;
 
 use omni_conformance::agent_sim;
-use omni_core::data::tool::ToolOutput;
-use omni_core::machines::agent::{
+use omni_protocol::data::tool::ToolOutput;
+use omni_protocol::machines::agent::{
     Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, ErrorDecision, StatePatch, Status, ToolDecision,
     TurnDecision, TurnEnd,
 };
-use omni_core::machines::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
-use omni_core::{Message, Response, ToolResult, ToolResultContent, ToolUse};
+use omni_protocol::machines::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
+use omni_protocol::{Message, Response, ToolResult, ToolResultContent, ToolUse};
 
 use crate::transition::Step;
 

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omni_core::data::error::ProviderErrorKind;
-use omni_core::data::tool::ToolError;
-use omni_core::machines::agent::AgentEvent;
-use omni_core::machines::generate::{GenerateError, GenerateEvent};
-use omni_core::machines::session::tree::NodeId;
-use omni_core::{
+use omni_protocol::data::error::ProviderErrorKind;
+use omni_protocol::data::tool::ToolError;
+use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
+use omni_protocol::machines::session::tree::NodeId;
+use omni_protocol::{
     Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent,
     ToolChoice,
 };
@@ -323,8 +323,8 @@ pub(crate) fn agent_structured_output(clients: &Clients, driver: Driver) {
     assert_eq!(committed, 2, "no correction was needed: the server's grammar constrains the reply");
 }
 
-fn color_schema() -> omni_core::OutputSchema {
-    omni_core::OutputSchema {
+fn color_schema() -> omni_protocol::OutputSchema {
+    omni_protocol::OutputSchema {
         name: "color".into(),
         schema: json!({
             "type": "object",
@@ -365,15 +365,15 @@ pub(crate) fn session_turn_in_sqlite(clients: &Clients, driver: Driver) {
 pub(crate) fn text_protocol_tool_call(
     clients: &Clients,
     driver: Driver,
-    protocol: omni_core::text_tools::ToolProtocol,
+    protocol: omni_protocol::text_tools::ToolProtocol,
 ) {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut req = request(LLAMA_SERVER, Dialect::OpenaiCompletions, "What is the weather in Paris? Use the tool.", 80);
     req.tool = Some(weather_tool(calls.clone()));
     let name = match &protocol {
-        omni_core::text_tools::ToolProtocol::Xml => "xml",
-        omni_core::text_tools::ToolProtocol::Json => "json",
-        omni_core::text_tools::ToolProtocol::Hermes => "hermes",
+        omni_protocol::text_tools::ToolProtocol::Xml => "xml",
+        omni_protocol::text_tools::ToolProtocol::Json => "json",
+        omni_protocol::text_tools::ToolProtocol::Hermes => "hermes",
         _ => "other",
     };
     req.options.tool_protocol = Some(protocol);

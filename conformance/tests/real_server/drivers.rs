@@ -6,12 +6,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use omni_core::data::tool::ToolError;
-use omni_core::machines::agent::{AgentEvent, NoCallbacks};
-use omni_core::machines::generate::{GenerateError, GenerateEvent};
-use omni_core::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_core::machines::session::store::{SessionState, Store};
-use omni_core::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
+use omni_protocol::data::tool::ToolError;
+use omni_protocol::machines::agent::{AgentEvent, NoCallbacks};
+use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
+use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
+use omni_protocol::machines::session::store::{SessionState, Store};
+use omni_protocol::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use omni_shell::AsyncTool;
 use omni_shell::{AgentBuilder, Launch};
 use serde_json::Value;

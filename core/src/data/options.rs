@@ -343,7 +343,7 @@ impl Options {
     /// printed, never logged, cut out of errors, and never sent to another origin.
     ///
     /// ```
-    /// use omni_core::Options;
+    /// use omni_protocol::Options;
     /// let options = Options::default().secret_header("x-tenant-token", "t-0123456789");
     /// assert!(!format!("{options:?}").contains("0123456789"));
     /// ```
@@ -382,7 +382,7 @@ impl Options {
     /// earlier value for the same key.
     ///
     /// ```
-    /// use omni_core::Options;
+    /// use omni_protocol::Options;
     /// use serde_json::json;
     /// let options = Options::default().extra("top_k", json!(40)).extra("service_tier", json!("auto"));
     /// assert_eq!(options.extra["top_k"], 40);

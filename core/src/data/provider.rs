@@ -157,7 +157,7 @@ impl Provider {
     /// names a key variable, no auth otherwise. A trailing `/` on `base_url` is dropped.
     ///
     /// ```
-    /// use omni_core::{Auth, Provider};
+    /// use omni_protocol::{Auth, Provider};
     /// let local = Provider::openai_compatible("llamacpp", "http://localhost:8080/v1/", None);
     /// assert_eq!(local.base_url, "http://localhost:8080/v1");
     /// assert_eq!(local.auth, Auth::None);
@@ -191,7 +191,7 @@ impl Provider {
     /// already set ([`crate::data::hooks`]).
     ///
     /// ```
-    /// use omni_core::Provider;
+    /// use omni_protocol::Provider;
     /// let p = Provider::openai_compatible("router", "https://router.example/v1", Some("ROUTER_KEY"))
     ///     .body_hook(|body, _| {
     ///         body.insert("provider".into(), serde_json::json!({"order": ["a", "b"]}));
@@ -234,7 +234,7 @@ impl Provider {
     /// sent by HTTP) is dropped.
     ///
     /// ```
-    /// use omni_core::Provider;
+    /// use omni_protocol::Provider;
     /// let p = Provider::openai_compatible("azure", "https://r.example/openai/deployments/d?api-version=1", None);
     /// assert_eq!(p.url("/chat/completions"), "https://r.example/openai/deployments/d/chat/completions?api-version=1");
     /// assert_eq!(p.url("/m:stream?alt=sse"), "https://r.example/openai/deployments/d/m:stream?alt=sse&api-version=1");

@@ -37,9 +37,9 @@ use std::time::Duration;
 use futures_lite::future::block_on;
 use omni_shell::{BodyBuffers, ResponseSink, Transport};
 
-use omni_core::machines::generate::{TransportError, TransportErrorKind};
-use omni_core::wire::proxy::{Proxy, ProxyRules};
-use omni_core::{HttpRequest, Method};
+use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
+use omni_protocol::wire::proxy::{Proxy, ProxyRules};
+use omni_protocol::{HttpRequest, Method};
 
 mod classify;
 mod keep_alive;

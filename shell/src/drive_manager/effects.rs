@@ -6,12 +6,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_core::machines::agent::AgentCallbacks;
-use omni_core::machines::manager::{
+use omni_protocol::machines::agent::AgentCallbacks;
+use omni_protocol::machines::manager::{
     Answer, CloseReason, ManagerEffect, ManagerError, ManagerInput, Opening, RequestId, TitleId,
 };
-use omni_core::machines::session::store::{SessionId, Store, StoreError, StoreErrorKind};
-use omni_core::{Context, Options};
+use omni_protocol::machines::session::store::{SessionId, Store, StoreError, StoreErrorKind};
+use omni_protocol::{Context, Options};
 
 use super::{BoxedWork, Done, ManagerSide, OpenAnswer, PendingReply, StartedSession};
 use crate::manager_link::Inbox;

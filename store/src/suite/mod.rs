@@ -29,8 +29,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use omni_core::machines::session::tree::{Node, NodeId, Tree};
-use omni_core::{Message, Usage};
+use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::{Message, Usage};
 
 use crate::{Claim, SessionId, SessionState, Store, StoreErrorKind};
 

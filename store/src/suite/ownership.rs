@@ -6,8 +6,8 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
-use omni_core::machines::session::tree::{Node, NodeId, Tree};
-use omni_core::Message;
+use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::Message;
 
 use super::{id, new_nodes, state};
 use crate::{Claim, Store, StoreErrorKind};

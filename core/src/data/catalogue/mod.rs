@@ -14,7 +14,7 @@
 //! documents the format and where each figure came from.
 //!
 //! ```
-//! use omni_core::{Catalogue, Provider};
+//! use omni_protocol::{Catalogue, Provider};
 //!
 //! let mut catalogue = Catalogue::builtin()?;
 //! let sonnet = catalogue.model("anthropic:claude-sonnet-4-5")?;
