@@ -5,7 +5,7 @@
 //! starting a second step (no tool is registered).
 
 use omni_conformance::wires::Wire;
-use omni_protocol::machines::generate::GenerateEvent;
+use omni_protocol::generate::GenerateEvent;
 use omni_protocol::{Model, Options, StreamEvent};
 
 use crate::case::{Case, Tally};
@@ -61,7 +61,7 @@ async fn read_async<E: std::fmt::Display>(
 
 async fn tokio_call(case: Case, base_url: &str) -> Result<Tally, String> {
     let client = Wire(case.dialect()).apply(omni_tokio::Client::builder(), base_url).build().map_err(err)?;
-    read_async(case, || client.stream_text(model(case), PROMPT, options())).await
+    read_async(case, || client.call(model(case), PROMPT).options(options()).stream()).await
 }
 
 /// omni-tokio on a multi-thread runtime built as `#[tokio::main]` builds it.
@@ -80,7 +80,7 @@ pub fn tokio_current_thread(case: Case, base_url: &str) -> Result<Tally, String>
 pub fn smol(case: Case, base_url: &str) -> Result<Tally, String> {
     smol::block_on(async {
         let client = Wire(case.dialect()).apply(omni_smol::Client::builder(), base_url).build().map_err(err)?;
-        read_async(case, || client.stream_text(model(case), PROMPT, options())).await
+        read_async(case, || client.call(model(case), PROMPT).options(options()).stream()).await
     })
 }
 
@@ -88,7 +88,7 @@ pub fn smol(case: Case, base_url: &str) -> Result<Tally, String> {
 pub fn blocking(case: Case, base_url: &str) -> Result<Tally, String> {
     let client = Wire(case.dialect()).apply(omni_blocking::Client::builder(), base_url).build().map_err(err)?;
     let before = allocations();
-    let stream = client.stream_text(model(case), PROMPT, options()).map_err(err)?;
+    let stream = client.call(model(case), PROMPT).options(options()).stream().map_err(err)?;
     let mut tally = Tally::default();
     let mut finished = false;
     for event in stream {

@@ -11,8 +11,8 @@ use divan::{black_box, AllocProfiler, Bencher};
 use omni_conformance::agent_sim;
 use omni_conformance::scenarios;
 use omni_conformance::synth::text_stream;
-use omni_protocol::machines::agent::{Agent, AgentEvent, NoCallbacks};
-use omni_protocol::machines::generate::{Effect, Generate, GenerateEvent, Input, Report};
+use omni_protocol::agent::{Agent, AgentEvent, NoCallbacks};
+use omni_protocol::generate::{Effect, Generate, GenerateEvent, Input, Report};
 use omni_protocol::Dialect;
 use omni_shell::{Command, EventSink, Host};
 
@@ -75,14 +75,14 @@ fn agent(bencher: Bencher) {
         host.apply(Command::Prompt("Hi".into(), Box::new(|r| r.expect("accepted"))), now);
         let Some(Effect::SendRequest { id, .. }) = host.poll_effect() else { panic!("a request") };
         host.agent()
-            .handle_input(omni_protocol::machines::agent::AgentInput::Report(scenarios::stream_head(id)), now)
+            .handle_input(omni_protocol::agent::AgentInput::Report(scenarios::stream_head(id)), now)
             .expect("report");
         for chunk in body.chunks(CHUNK) {
-            let input = omni_protocol::machines::agent::AgentInput::Report(Report::Body { id, bytes: chunk });
+            let input = omni_protocol::agent::AgentInput::Report(Report::Body { id, bytes: chunk });
             host.agent().handle_input(input, now).expect("report");
             host.publish();
         }
-        let end = omni_protocol::machines::agent::AgentInput::Report(Report::BodyEnd { id });
+        let end = omni_protocol::agent::AgentInput::Report(Report::BodyEnd { id });
         host.agent().handle_input(end, now).expect("report");
         host.publish();
         black_box(host)

@@ -18,8 +18,7 @@ use futures_lite::StreamExt;
 use omni_conformance::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};
 use omni_conformance::scenarios;
 use omni_conformance::ttfe::{compare, under_cargo_bench};
-use omni_protocol::machines::generate::GenerateEvent;
-use omni_protocol::Options;
+use omni_protocol::generate::GenerateEvent;
 
 /// What each run prints the medians and ratio of.
 const SIDES: [&str; 2] = ["kept", "fresh"];
@@ -39,7 +38,7 @@ fn main() {
             .root_certificate(ca.as_bytes())
             .build()
             .expect("client");
-        move || finished(client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream"))
+        move || finished(client.stream_text(scenarios::model(), "hi").expect("stream"))
     };
     let (on_kept, on_fresh) = (blocking(&kept, &kept_ca), blocking(&fresh, &fresh_ca));
     on_kept();
@@ -56,7 +55,7 @@ fn main() {
     let (on_kept, on_fresh) = (smol_client(&kept, &kept_ca), smol_client(&fresh, &fresh_ca));
     let smol_call = |client: &omni_smol::Client| {
         smol::block_on(async {
-            let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+            let stream = client.stream_text(scenarios::model(), "hi").expect("stream");
             finished(stream.collect::<Vec<_>>().await)
         })
     };
@@ -76,7 +75,7 @@ fn main() {
     let (on_kept, on_fresh) = (tokio_client(&kept, &kept_ca), tokio_client(&fresh, &fresh_ca));
     let tokio_call = |client: &omni_tokio::Client| {
         runtime.block_on(async {
-            let stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+            let stream = client.stream_text(scenarios::model(), "hi").expect("stream");
             finished(stream.collect::<Vec<_>>().await)
         })
     };

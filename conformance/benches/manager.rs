@@ -25,11 +25,11 @@ use divan::Bencher;
 use omni_conformance::async_manager::{quick, MODEL};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::{replay_client, TempDir};
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::manager::IdleShutdown;
-use omni_protocol::machines::session::machine::SessionEvent;
-use omni_protocol::machines::session::store::{SessionId, SessionState, Store};
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::manager::IdleShutdown;
+use omni_protocol::session::SessionEvent;
+use omni_protocol::session::{Node, Tree};
+use omni_protocol::session::{SessionId, SessionState, Store};
 use omni_protocol::Message;
 use omni_store::{MemoryStore, SqliteStore};
 use omni_tokio::{Client, SessionManager, SessionOptions, Subscription};
@@ -172,10 +172,7 @@ fn first_event<const IDLE: usize>(bencher: Bencher) {
         divan::black_box(());
         runtime().block_on(async {
             while let Some(event) = busy.events.next_event().await {
-                if matches!(
-                    event,
-                    SessionEvent::Agent(AgentEvent::Status(omni_protocol::machines::agent::Status::Idle))
-                ) {
+                if matches!(event, SessionEvent::Agent(AgentEvent::Status(omni_protocol::agent::Status::Idle))) {
                     break;
                 }
             }
@@ -192,8 +189,8 @@ mod postgres {
     use std::time::Duration;
 
     use divan::Bencher;
-    use omni_protocol::machines::session::store::{SessionState, Store};
-    use omni_protocol::machines::session::tree::Tree;
+    use omni_protocol::session::Tree;
+    use omni_protocol::session::{SessionState, Store};
     use omni_protocol::Message;
     use omni_store::postgres_testing::TestDatabase;
 

@@ -48,7 +48,7 @@ fn one_event<const N: usize>(bencher: Bencher, dialect: Dialect) {
 /// it. Its time is how long a cancel or a deadline may wait for one event.
 #[divan::bench(args = [Dialect::OpenaiCompletions, Dialect::GoogleGemini, Dialect::OllamaChat], sample_count = 3, sample_size = 1)]
 fn one_event_of_16_mib(bencher: Bencher, dialect: Dialect) {
-    let limit = omni_protocol::wire::framing::DEFAULT_MAX_EVENT_BYTES;
+    let limit = omni_protocol::dialect::DEFAULT_MAX_EVENT_BYTES;
     let per_call = calls_in_one_event(dialect, 1_000).map_or(1, |b| b.len() / 1_000);
     let mut n = limit / per_call;
     let body = loop {

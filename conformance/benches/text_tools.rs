@@ -15,9 +15,9 @@
 use std::time::Instant;
 
 use divan::{black_box, Bencher};
-use omni_protocol::text_tools::hermes::Hermes;
-use omni_protocol::text_tools::json::Json;
-use omni_protocol::text_tools::xml::Xml;
+use omni_protocol::text_tools::Hermes;
+use omni_protocol::text_tools::Json;
+use omni_protocol::text_tools::Xml;
 use omni_protocol::text_tools::{Parsed, TextProtocol};
 use omni_protocol::ToolSpec;
 use serde_json::{json, Map, Value};

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
+use omni_protocol::agent::{AgentError, AgentEvent, Snapshot, StateChange, StatePatch};
 use omni_shell::Error;
 use omni_shell::{AgentBuilder, Launch};
 

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::{AgentConfig, Prompt, StatePatch, ToolDecision};
-use omni_protocol::machines::generate::{RetryPolicy, ToolOutcome};
+use omni_protocol::agent::{AgentConfig, Prompt, StatePatch, ToolDecision};
+use omni_protocol::generate::{RetryPolicy, ToolOutcome};
 use omni_protocol::text_tools::ToolProtocol;
 use omni_protocol::{Attachment, Block, Message, Source, ToolResult, ToolResultContent};
 

@@ -38,7 +38,7 @@
 //! next input the action must precede (the next streamed chunk, the slow tool's result,
 //! the end of the reply). Earlier inputs merged into the trigger's batch change nothing.
 
-use omni_protocol::machines::agent::{AgentError, AgentEvent, PartialMessage, Snapshot, Status};
+use omni_protocol::agent::{AgentError, AgentEvent, PartialMessage, Snapshot, Status};
 use omni_protocol::{Message, Role};
 
 use crate::agent_sim::Action;

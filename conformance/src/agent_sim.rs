@@ -11,15 +11,15 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::agent::{
+use omni_protocol::agent::{
     Agent, AgentCallbacks, AgentConfig, AgentEvent, AgentInput, AgentState, ErrorDecision, Prompt, RetryKind, Snapshot,
     StatePatch, Status, ToolDecision, TurnDecision, TurnEnd,
 };
-use omni_protocol::machines::generate::{
+use omni_protocol::generate::{
     Effect, GenerateError, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,
 };
-use omni_protocol::{Block, HttpRequest, Message, Response, ToolResult, ToolSpec, ToolUse};
+use omni_protocol::{dialect::HttpRequest, Block, Message, Response, ToolResult, ToolSpec, ToolUse};
 use serde_json::json;
 
 use crate::agent_script::{action_line, ActionScript, When};

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use omni_protocol::data::tool::ToolError;
-use omni_protocol::machines::agent::{AgentError, AgentEvent, NoCallbacks, Status, TurnEnd};
+use omni_protocol::agent::{AgentError, AgentEvent, NoCallbacks, Status, TurnEnd};
+use omni_protocol::tool::ToolError;
 use omni_protocol::Message;
 use omni_shell::AsyncTool;
 use omni_shell::Error;
@@ -283,8 +283,8 @@ pub fn init_tool_replies() -> Vec<Reply> {
 #[derive(Debug, Default)]
 pub struct OffersSecret;
 
-impl omni_protocol::machines::agent::AgentCallbacks for OffersSecret {
-    fn init(&mut self, config: &mut omni_protocol::machines::agent::AgentConfig) -> Result<(), String> {
+impl omni_protocol::agent::AgentCallbacks for OffersSecret {
+    fn init(&mut self, config: &mut omni_protocol::agent::AgentConfig) -> Result<(), String> {
         let secret = config.available_tools.iter().find(|t| t.spec.name == "secret").cloned();
         config.tools.push(secret.ok_or("no secret tool registered")?);
         Ok(())

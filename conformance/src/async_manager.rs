@@ -11,10 +11,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::Status;
-use omni_protocol::machines::manager::{CloseReason, FeedEvent, IdleShutdown, ManagerError, Opening};
-use omni_protocol::machines::session::machine::SessionEvent;
-use omni_protocol::machines::session::store::{SessionId, Store, StoreErrorKind};
+use omni_protocol::agent::Status;
+use omni_protocol::manager::{CloseReason, FeedEvent, IdleShutdown, ManagerError, Opening};
+use omni_protocol::session::SessionEvent;
+use omni_protocol::session::{SessionId, Store, StoreErrorKind};
 use omni_shell::{Client, Driver, Error, SessionManager, SessionOptions, Subscription};
 use omni_store::{FileStore, MemoryStore, SqliteStore};
 
@@ -300,10 +300,7 @@ pub async fn a_prompt_never_waits_for_another_session<D: Driver>(store: Arc<dyn 
     let quick_one = manager.create().await.expect("created");
     let (mut busy_events, mut quick_events) = (busy.events.expect("events"), quick_one.events.expect("events"));
     busy.session.prompt("Slow, please").await.expect("prompt");
-    wait_for(&mut busy_events, |e| {
-        matches!(e, SessionEvent::Agent(omni_protocol::machines::agent::AgentEvent::Stream(_)))
-    })
-    .await;
+    wait_for(&mut busy_events, |e| matches!(e, SessionEvent::Agent(omni_protocol::agent::AgentEvent::Stream(_)))).await;
     quick_one.session.prompt("Quick, please").await.expect("prompt");
     until_saved(&mut quick_events).await;
     let first = busy.session.snapshot().await.expect("snapshot");

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::{AgentEvent, NoCallbacks};
-use omni_protocol::machines::session::machine::{SessionError, SessionEvent, Written};
-use omni_protocol::machines::session::store::{SessionId, Store, StoreErrorKind, StoreWarning};
-use omni_protocol::machines::session::tree::NodeId;
+use omni_protocol::agent::{AgentEvent, NoCallbacks};
+use omni_protocol::session::NodeId;
+use omni_protocol::session::{SessionError, SessionEvent, Written};
+use omni_protocol::session::{SessionId, Store, StoreErrorKind, StoreWarning};
 use omni_shell::{AgentBuilder, AsyncTool, Error, Launch, Session, SubscriberCount, Subscription};
 use omni_store::FileStore;
 
@@ -98,7 +98,7 @@ pub async fn a_rejected_call_never_runs_in_a_session<L: AsyncSessionLaunch>(clie
     let counted = runs.clone();
     let tool = AsyncTool::new("get_weather", "The weather in a city.", rejected_call_schema(), move |_input| {
         counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        async { Ok::<_, omni_protocol::data::tool::ToolError>("sunny") }
+        async { Ok::<_, omni_protocol::tool::ToolError>("sunny") }
     });
     let store: Arc<dyn Store> = Arc::new(omni_store::MemoryStore::new());
     let options =
@@ -223,13 +223,13 @@ pub async fn blocks_join_the_tree_and_a_regenerate_sends_them_again<L: AsyncSess
 }
 
 /// A prompt of text and a small PNG.
-pub fn image_prompt() -> omni_protocol::machines::agent::Prompt {
+pub fn image_prompt() -> omni_protocol::agent::Prompt {
     let png = omni_protocol::Attachment {
         source: omni_protocol::Source::Base64 { data: "iVBORw0KGgo=".into() },
         media_type: "image/png".into(),
         name: None,
     };
-    omni_protocol::machines::agent::Prompt::new(vec![
+    omni_protocol::agent::Prompt::new(vec![
         omni_protocol::Block::text("What is this?"),
         omni_protocol::Block::Attachment(png),
     ])

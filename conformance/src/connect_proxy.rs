@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent, TransportErrorKind};
+use omni_protocol::generate::{GenerateError, GenerateEvent, TransportErrorKind};
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver};
 use crate::keepalive::{reuse_body, KeepAliveServer, Plan, KEY};

@@ -1,5 +1,5 @@
 //! A made-up wire format, `ticker`, written against omni-protocol's open dialect layer
-//! (`omni_protocol::wire::dialect::custom`) as an application would write its own: the proof
+//! (`omni_protocol::dialect`) as an application would write its own: the proof
 //! that a user dialect works wherever a built-in one does (the simulation, the generate
 //! loop with tools, every driver).
 //!
@@ -15,12 +15,12 @@
 
 use std::path::{Path, PathBuf};
 
-use omni_protocol::data::error::{ProviderError, RequestError, StreamError};
-use omni_protocol::wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
-use omni_protocol::wire::dialect::custom::{register, WireFormat, WireStream};
-use omni_protocol::wire::dialect::{DialectRequest, RequestSpec};
-use omni_protocol::wire::framing::{Frame, Framing};
+use omni_protocol::dialect::{register, WireFormat, WireStream};
+use omni_protocol::dialect::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
+use omni_protocol::dialect::{DialectRequest, RequestSpec};
+use omni_protocol::dialect::{Frame, Framing};
 use omni_protocol::{Block, Dialect, Model, Provider, Role, StopReason, ToolResultContent, Warning};
+use omni_protocol::{ProviderError, RequestError, StreamError};
 use serde_json::{json, Value};
 
 /// The format (a `static`: formats are registered for the process).
@@ -279,7 +279,7 @@ pub fn through_a_driver(driver: &impl crate::http_suite::StreamingDriver) {
     let client = driver.client(&setup);
     let events = driver.stream_model(&client, model().into());
     assert_eq!(finished_text(&events).as_deref(), Some("It is sunny and noon."), "{events:?}");
-    let Some(omni_protocol::machines::generate::GenerateEvent::Finished(response)) = events.last() else {
+    let Some(omni_protocol::generate::GenerateEvent::Finished(response)) = events.last() else {
         panic!("finished: {events:?}")
     };
     assert_eq!((response.usage.input_tokens, response.usage.output_tokens), (12, 5));

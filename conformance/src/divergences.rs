@@ -3,22 +3,22 @@
 //!
 //! - two tools of one name: the call is refused when it starts, with
 //!   [`ClientError::DuplicateTool`], before anything is sent
-//!   ([`ClientConfig::prepare`](omni_protocol::machines::client::ClientConfig::prepare));
+//!   ([`ClientConfig::prepare`](omni_protocol::client::ClientConfig::prepare));
 //! - retry jitter: each call and each agent draws its own seed, unless the client's
 //!   policy was set with one (same place);
 //! - a call whose machine refuses its configuration fails naming the model
-//!   ([`ClientConfig::start`](omni_protocol::machines::client::ClientConfig::start));
+//!   ([`ClientConfig::start`](omni_protocol::client::ClientConfig::start));
 //! - a key given for a provider that takes none is sent as a bearer token, never dropped
 //!   (`Dialect::build_request`).
 
 use std::time::Duration;
 
-use omni_protocol::data::message::ToolResultContent;
-use omni_protocol::data::options::OutputSchema;
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::client::ClientError;
-use omni_protocol::machines::generate::{GenerateEvent, RetryPolicy};
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::client::ClientError;
+use omni_protocol::generate::{GenerateEvent, RetryPolicy};
 use omni_protocol::Options;
+use omni_protocol::OutputSchema;
+use omni_protocol::ToolResultContent;
 use omni_shell::Error;
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver, TestTool};
@@ -189,7 +189,7 @@ pub fn a_stream_of_another_format_fails_at_once(driver: &impl StreamingDriver) {
     let client = driver.client(&Setup::new(server.base_url(), "k"));
     let events = driver.stream(&client);
     let Some(GenerateEvent::Failed { error, .. }) = events.last() else { panic!("failed: {events:?}") };
-    let omni_protocol::machines::generate::GenerateError::Stream(omni_protocol::StreamError::WrongFormat {
+    let omni_protocol::generate::GenerateError::Stream(omni_protocol::StreamError::WrongFormat {
         dialect,
         content_type,
         first_event,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
+use omni_protocol::generate::{GenerateError, GenerateEvent};
 
 use crate::http_suite::{Setup, StreamingDriver};
 use crate::keepalive::read_request;

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use omni_protocol::{Context, Dialect, Model, Options, Provider, Response, StreamDecoder, StreamEvent};
+use omni_protocol::{dialect::StreamDecoder, Context, Dialect, Model, Options, Provider, Response, StreamEvent};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -200,7 +200,7 @@ pub fn response_to_json(response: &Response) -> String {
 }
 
 /// A request as JSON, the `request.json` format: secrets redacted, body parsed.
-pub fn request_to_json(request: &omni_protocol::HttpRequest) -> String {
+pub fn request_to_json(request: &omni_protocol::dialect::HttpRequest) -> String {
     let headers: Vec<Value> = request.headers.iter().map(|h| json!([h.name, h.display_value()])).collect();
     let body: Value =
         serde_json::from_slice(&request.body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&request.body)));

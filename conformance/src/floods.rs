@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use omni_protocol::data::event::StreamEvent;
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::generate::{GenerateError, GenerateEvent};
+use omni_protocol::StreamEvent;
 
 use crate::heap::CountingAllocator;
 use crate::http_suite::{Setup, StreamingDriver};

@@ -15,8 +15,8 @@ use std::marker::PhantomData;
 
 use std::time::Instant;
 
-use omni_protocol::machines::generate::{Effect, Generate, Input, Report};
-use omni_protocol::{Dialect, Model, Provider, StreamDecoder};
+use omni_protocol::generate::{Effect, Generate, Input, Report};
+use omni_protocol::{dialect::StreamDecoder, Dialect, Model, Provider};
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-//! The provider-hooks suite every driver runs ([`omni_protocol::data::hooks`]): an Azure-style
+//! The provider-hooks suite every driver runs ([`omni_protocol::hooks`]): an Azure-style
 //! provider (the deployment in the path, `api-version` in the query, the key in `api-key`,
 //! no `model` in the body) and an OpenRouter-style one (routing preferences in the body,
 //! `HTTP-Referer` and `X-Title` headers) each stream a short reply from the replay server,
@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::data::hooks::add_query;
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
-use omni_protocol::wire::redirect::RedirectError;
+use omni_protocol::generate::{GenerateError, GenerateEvent};
+use omni_protocol::hooks::add_query;
+use omni_protocol::transport::RedirectError;
 use omni_protocol::{Auth, Dialect, Model, Provider};
 use serde_json::{json, Value};
 

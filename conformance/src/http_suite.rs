@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::client::ModelRef;
-use omni_protocol::machines::generate::{GenerateEvent, RetryPolicy};
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::client::ModelRef;
+use omni_protocol::generate::{GenerateEvent, RetryPolicy};
 use omni_protocol::{Options, Provider};
 use omni_shell::Error;
 use omni_shell::{ClientBuilder, Connect};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use omni_protocol::machines::generate::GenerateEvent;
+use omni_protocol::generate::GenerateEvent;
 
 use crate::http_suite::{Setup, StreamingDriver};
 

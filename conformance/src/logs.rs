@@ -136,12 +136,10 @@ where
     let server = ReplayServer::start(vec![crate::sim::Reply::error(401, &[], &body.to_string())]).expect("server");
     let client = driver.client(&secret_setup(format!("{}/v1", server.base_url())));
     let events = driver.stream(&client);
-    let Some(omni_protocol::machines::generate::GenerateEvent::Failed { error, partial }) = events.last() else {
+    let Some(omni_protocol::generate::GenerateEvent::Failed { error, partial }) = events.last() else {
         panic!("expected a failure: {events:?}")
     };
-    let omni_protocol::machines::generate::GenerateError::Provider(provider_error) = &**error else {
-        panic!("{error:?}")
-    };
+    let omni_protocol::generate::GenerateError::Provider(provider_error) = &**error else { panic!("{error:?}") };
     assert_eq!(provider_error.status, Some(401));
     assert!(provider_error.message.starts_with("bad: <redacted>"), "{}", provider_error.message);
     let shown = format!("{error} {error:?} {partial:?} {:?}", provider_error.body);

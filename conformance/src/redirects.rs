@@ -1,11 +1,11 @@
 //! The redirect suite every driver runs: the core decides redirects once
-//! (`omni_protocol::wire::redirect`), the drivers' HTTP clients follow none themselves. A redirect
+//! (`omni_protocol::transport`), the drivers' HTTP clients follow none themselves. A redirect
 //! to another origin fails typed and no request at all (so no credential) reaches that
 //! origin; a same-origin 307/308 is followed with its method, body and credentials; a
 //! 301/302/303 to the POST is refused; a loop fails after the bound.
 
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
-use omni_protocol::wire::redirect::{RedirectError, MAX_REDIRECTS};
+use omni_protocol::generate::{GenerateError, GenerateEvent};
+use omni_protocol::transport::{RedirectError, MAX_REDIRECTS};
 
 use crate::http_suite::{finished_text, Setup, StreamingDriver};
 use crate::replay::{RecordedRequest, ReplayServer};

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use omni_protocol::machines::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
+use omni_protocol::generate::{GenerateConfig, Report, RequestId, RetryPolicy, ToolDecl, ToolOutcome};
 use omni_protocol::text_tools::ToolProtocol;
 use omni_protocol::{Auth, Context, Dialect, Model, Options, Provider, Quirks, ToolResultContent, ToolSpec};
 use serde_json::json;

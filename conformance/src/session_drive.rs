@@ -11,9 +11,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::agent::NoCallbacks;
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionId, SessionState, Store};
+use omni_protocol::agent::NoCallbacks;
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionId, SessionState, Store};
 use omni_shell::{AgentBuilder, Error, Launch, Open, SessionBuilder, Subscription};
 use omni_store::{FileStore, SqliteStore};
 

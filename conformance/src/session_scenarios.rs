@@ -13,12 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot, Written};
-use omni_protocol::machines::session::store::{
-    Claim, Loaded, SessionId, SessionList, SessionState, Store, StoreError, StoreErrorKind,
-};
-use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::session::{Claim, Loaded, SessionId, SessionList, SessionState, Store, StoreError, StoreErrorKind};
+use omni_protocol::session::{Node, NodeId, Tree};
+use omni_protocol::session::{SessionEvent, SessionSnapshot, Written};
 use omni_protocol::StreamEvent;
 
 use crate::agent_sim::{message_line, transcript_line};

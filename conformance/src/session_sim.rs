@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::agent::{Agent, AgentConfig, NoCallbacks};
-use omni_protocol::machines::generate::Effect;
-use omni_protocol::machines::session::machine::{Session, SessionEffect, SessionEvent, SessionInput, SessionSnapshot};
-use omni_protocol::machines::session::store::{Claim, SessionId, SessionState, Store};
-use omni_protocol::machines::session::tree::Tree;
+use omni_protocol::agent::{Agent, AgentConfig, NoCallbacks};
+use omni_protocol::generate::Effect;
+use omni_protocol::session::Tree;
+use omni_protocol::session::{Claim, SessionId, SessionState, Store};
+use omni_protocol::session::{Session, SessionEffect, SessionEvent, SessionInput, SessionSnapshot};
 
 use crate::agent_sim::{config, schedule_reply, Queue};
 use crate::session_scenarios::{Action, SessionDriver, SessionScenario, TITLE};

@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::generate::{
+use omni_protocol::generate::{
     Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId, ToolDecl, ToolOutcome,
     ToolRunId, TransportError, TransportErrorKind,
 };
-use omni_protocol::{HttpRequest, Response, StreamEvent};
+use omni_protocol::{dialect::HttpRequest, Response, StreamEvent};
 use omni_shell::AsyncTool;
 
 /// One scripted piece of a response body.
@@ -90,8 +90,8 @@ pub async fn play_tool<F: std::future::Future<Output = ()>>(
     name: &str,
     script: Option<ToolScript>,
     sleep: impl FnOnce(Duration) -> F,
-) -> Result<omni_protocol::data::tool::ToolOutput, omni_protocol::data::tool::ToolError> {
-    use omni_protocol::data::tool::{ToolError, ToolOutput};
+) -> Result<omni_protocol::tool::ToolOutput, omni_protocol::tool::ToolError> {
+    use omni_protocol::tool::{ToolError, ToolOutput};
     match script {
         Some(ToolScript::Answer { delay, outcome }) => {
             sleep(delay).await;

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::data::schema::{self, JsonSchemaValidator, SchemaError, ValidationError, Validator};
-use omni_protocol::data::tool::ToolError;
+use omni_protocol::schema::{self, JsonSchemaValidator, SchemaError, ValidationError, Validator};
+use omni_protocol::tool::ToolError;
 use omni_protocol::{Response, StopReason};
 use serde::Deserialize;
 use serde_json::{json, Value};

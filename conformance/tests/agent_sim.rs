@@ -11,8 +11,8 @@ use omni_conformance::agent_scenarios::{self, by_name};
 use omni_conformance::agent_script::{check_late_subscriber, rebuild};
 use omni_conformance::agent_sim::{self, simulate_agent, AgentSimResult, ScriptedCallbacks};
 use omni_conformance::fixtures::check_or_bless;
-use omni_protocol::machines::agent::{Agent, AgentError, AgentEvent, NoCallbacks, Status, ToolDecision};
-use omni_protocol::machines::generate::ToolOutcome;
+use omni_protocol::agent::{Agent, AgentError, AgentEvent, NoCallbacks, Status, ToolDecision};
+use omni_protocol::generate::ToolOutcome;
 use omni_protocol::{Message, Role};
 
 /// Runs the named scenario and checks its transcript file.
@@ -564,12 +564,12 @@ fn request_retries_of_the_inner_machine_are_forwarded() {
 
 #[test]
 fn stale_ids_are_ignored_and_terminate_cancels_work() {
-    use omni_protocol::machines::agent::AgentInput;
-    use omni_protocol::machines::generate::{Effect, Report, RequestId, ToolRunId};
+    use omni_protocol::agent::AgentInput;
+    use omni_protocol::generate::{Effect, Report, RequestId, ToolRunId};
     let now = std::time::Instant::now();
     let mut agent =
         Agent::new(agent_sim::config(), ScriptedCallbacks::default(), std::time::Instant::now()).expect("agent");
-    agent.handle_input(omni_protocol::machines::agent::AgentInput::Prompt("Hi".into()), now).expect("prompt");
+    agent.handle_input(omni_protocol::agent::AgentInput::Prompt("Hi".into()), now).expect("prompt");
     assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { id: RequestId(0), .. })));
     while agent.poll_event().is_some() {}
     agent.handle_input(AgentInput::Report(Report::BodyEnd { id: RequestId(7) }), now).expect("ignored");
@@ -581,7 +581,7 @@ fn stale_ids_are_ignored_and_terminate_cancels_work() {
     assert_eq!(agent.poll_effect(), Some(Effect::CancelRequest { id: RequestId(0) }));
     assert_eq!(agent.callbacks().log.lines(), ["init tools=4 messages=0", "handle_step 1 messages=0", "terminate"]);
     assert_eq!(
-        agent.handle_input(omni_protocol::machines::agent::AgentInput::Prompt("again".into()), now),
+        agent.handle_input(omni_protocol::agent::AgentInput::Prompt("again".into()), now),
         Err(AgentError::Terminated)
     );
     assert_eq!(agent.poll_timeout(), None);
@@ -763,20 +763,19 @@ fn a_tool_result_for_no_open_call_or_while_busy_is_refused() {
     let named = by_name("chat_turn");
     let now = std::time::Instant::now();
     let mut agent = Agent::new(named.config, named.callbacks, now).expect("a valid configuration");
-    let stray = omni_protocol::machines::agent::Prompt::new(vec![omni_protocol::Block::ToolResult(
+    let stray = omni_protocol::agent::Prompt::new(vec![omni_protocol::Block::ToolResult(
         omni_protocol::ToolResult::text("toolu_9", "ask_user", "blue"),
     )]);
-    let refused =
-        agent.handle_input(omni_protocol::machines::agent::AgentInput::PromptWith(Box::new(stray.clone())), now);
+    let refused = agent.handle_input(omni_protocol::agent::AgentInput::PromptWith(Box::new(stray.clone())), now);
     assert!(matches!(refused, Err(AgentError::InvalidMessages(_))), "{refused:?}");
-    agent.handle_input(omni_protocol::machines::agent::AgentInput::Prompt("Hi".into()), now).expect("a turn starts");
+    agent.handle_input(omni_protocol::agent::AgentInput::Prompt("Hi".into()), now).expect("a turn starts");
     while agent.poll_effect().is_some() {}
-    let busy = agent.handle_input(omni_protocol::machines::agent::AgentInput::PromptWith(Box::new(stray)), now);
+    let busy = agent.handle_input(omni_protocol::agent::AgentInput::PromptWith(Box::new(stray)), now);
     assert_eq!(busy, Err(AgentError::Busy));
-    let bad = omni_protocol::machines::agent::Prompt::text("x")
+    let bad = omni_protocol::agent::Prompt::text("x")
         .options(omni_protocol::Options { temperature: Some(9.0), ..omni_protocol::Options::default() });
     assert!(matches!(
-        agent.handle_input(omni_protocol::machines::agent::AgentInput::PromptWith(Box::new(bad)), now),
+        agent.handle_input(omni_protocol::agent::AgentInput::PromptWith(Box::new(bad)), now),
         Err(AgentError::InvalidOptions(_))
     ));
 }
@@ -810,7 +809,7 @@ fn the_cancelled_event_carries_what_the_turn_had_produced() {
 #[test]
 fn the_state_event_carries_the_new_state() {
     let (r, _) = run("set_state");
-    let states: Vec<&omni_protocol::machines::agent::AgentState> = r
+    let states: Vec<&omni_protocol::agent::AgentState> = r
         .events
         .iter()
         .filter_map(|e| match e {
@@ -827,7 +826,7 @@ fn the_state_event_carries_the_new_state() {
 fn an_agent_takes_its_own_output_validator_as_a_call_does() {
     let mut named = by_name("structured_output");
     let schema = named.config.options.output.take().expect("the scenario's schema").schema;
-    let validator = omni_protocol::data::schema::JsonSchemaValidator::new(schema.clone()).expect("compiles");
+    let validator = omni_protocol::schema::JsonSchemaValidator::new(schema.clone()).expect("compiles");
     named.config.output_validator = Some(std::sync::Arc::new(validator));
     let agent = Agent::new(named.config, named.callbacks, std::time::Instant::now()).expect("a valid configuration");
     let (r, _) = simulate_agent(agent, &named.scenario);

@@ -11,9 +11,9 @@ use std::time::Instant;
 use omni_conformance::heap::{allocations, AllocationCounter};
 use omni_conformance::synth::{long_string_args, text_stream, tool_call_stream};
 use omni_conformance::{agent_sim, scenarios};
-use omni_protocol::machines::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
-use omni_protocol::machines::generate::{Effect, Generate, Input, Report};
-use omni_protocol::{Dialect, Response, StreamDecoder};
+use omni_protocol::agent::{Agent, AgentEvent, AgentInput, NoCallbacks};
+use omni_protocol::generate::{Effect, Generate, Input, Report};
+use omni_protocol::{dialect::StreamDecoder, Dialect, Response};
 use omni_shell::{Command, EventSink, Host};
 
 #[global_allocator]

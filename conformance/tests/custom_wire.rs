@@ -11,10 +11,10 @@ use omni_conformance::custom_wire::{self, dialect, fixture, model, provider, rep
 use omni_conformance::fixtures::check_or_bless;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, Scenario};
-use omni_protocol::machines::agent::{Agent, AgentConfig, AgentEvent, AgentInput, NoCallbacks};
-use omni_protocol::machines::generate::GenerateError;
-use omni_protocol::wire::dialect::custom::{register, RegisterError, WireFormat};
-use omni_protocol::{decode_body, Catalogue, Dialect, Model, Options, StopReason, StreamError};
+use omni_protocol::agent::{Agent, AgentConfig, AgentEvent, AgentInput, NoCallbacks};
+use omni_protocol::dialect::{register, RegisterError, WireFormat};
+use omni_protocol::generate::GenerateError;
+use omni_protocol::{dialect::decode_body, Catalogue, Dialect, Model, Options, StopReason, StreamError};
 use serde_json::json;
 
 fn named(name: &'static str, replies: Vec<omni_conformance::sim::Reply>) -> NamedScenario {
@@ -116,17 +116,17 @@ fn it_is_named_in_catalogues_and_models_and_read_back() {
         fn name(&self) -> &'static str {
             self.0
         }
-        fn framing(&self) -> omni_protocol::wire::framing::Framing {
-            omni_protocol::wire::framing::Framing::Sse
+        fn framing(&self) -> omni_protocol::dialect::Framing {
+            omni_protocol::dialect::Framing::Sse
         }
         fn build_request(
             &self,
-            _: &omni_protocol::wire::dialect::RequestSpec<'_>,
+            _: &omni_protocol::dialect::RequestSpec<'_>,
             _: &mut Vec<omni_protocol::Warning>,
-        ) -> Result<omni_protocol::wire::dialect::DialectRequest, omni_protocol::RequestError> {
+        ) -> Result<omni_protocol::dialect::DialectRequest, omni_protocol::RequestError> {
             Err(omni_protocol::RequestError::Unsupported { message: "impostor".into() })
         }
-        fn new_stream(&self) -> Box<dyn omni_protocol::wire::dialect::custom::WireStream> {
+        fn new_stream(&self) -> Box<dyn omni_protocol::dialect::WireStream> {
             custom_wire::TICKER.new_stream()
         }
     }
@@ -151,10 +151,10 @@ fn extra_options_go_top_level_with_a_warning_as_it_declares_none() {
 #[test]
 fn a_format_that_answers_in_one_json_document() {
     let whole = register(&custom_wire::TICKER_WHOLE).expect("registered");
-    assert_eq!(whole.framing(), omni_protocol::wire::framing::Framing::Json);
+    assert_eq!(whole.framing(), omni_protocol::dialect::Framing::Json);
     let body = custom_wire::whole_fixture("text");
     for piece in [1, 7, body.len()] {
-        let mut decoder = omni_protocol::StreamDecoder::new(whole, "tick-1");
+        let mut decoder = omni_protocol::dialect::StreamDecoder::new(whole, "tick-1");
         let mut events = Vec::new();
         for chunk in body.chunks(piece) {
             decoder.feed(chunk, &mut events);

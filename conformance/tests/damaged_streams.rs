@@ -21,8 +21,8 @@ use std::collections::BTreeSet;
 
 use omni_conformance::fixtures::{fixtures_root, stream_cases};
 use omni_conformance::upstream;
-use omni_protocol::data::depth::MAX_DEPTH;
-use omni_protocol::{decode_body, Dialect, Response, StreamEvent};
+use omni_protocol::transport::MAX_DEPTH;
+use omni_protocol::{dialect::decode_body, Dialect, Response, StreamEvent};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
@@ -355,7 +355,7 @@ fn decode_deep(dialect: Dialect, body: Vec<u8>) -> Result<Vec<String>, String> {
     check_well_formed(&body, &events, &response)?;
     serde_json::to_string(&response).map_err(|e| e.to_string())?;
     for call in response.message.tool_uses() {
-        if omni_protocol::data::depth::exceeds(&call.input, MAX_DEPTH) {
+        if omni_protocol::transport::too_deep(&call.input, MAX_DEPTH) {
             return Err(format!("tool call {} has an input nested deeper than {MAX_DEPTH}", call.id));
         }
     }
@@ -457,8 +457,8 @@ fn a_deep_partial_args_path_is_a_typed_error_on_a_small_stack() {
             Some(StreamEvent::Done { .. }) if !fails => {
                 let input = input.expect("the call");
                 assert!(
-                    !omni_protocol::data::depth::exceeds(&input, MAX_DEPTH)
-                        && omni_protocol::data::depth::exceeds(&input, MAX_DEPTH - 1)
+                    !omni_protocol::transport::too_deep(&input, MAX_DEPTH)
+                        && omni_protocol::transport::too_deep(&input, MAX_DEPTH - 1)
                 );
             }
             other => panic!("{segments} segments: {other:?}"),
@@ -517,12 +517,12 @@ fn chained_definitions(links: usize, all_of: bool) -> Value {
         "required": ["root"], "$defs": defs})
 }
 
-/// A schema adapter of `omni_protocol::data::schema::adapt`.
+/// A schema adapter of `omni_protocol::schema::adapt`.
 type Adapter = fn(&Value) -> (Value, Vec<omni_protocol::Warning>);
 
 #[test]
 fn deep_schemas_are_refused_or_adapted_within_the_bound_on_a_small_stack() {
-    use omni_protocol::data::schema::{adapt, JsonSchemaValidator};
+    use omni_protocol::schema::{adapt, JsonSchemaValidator};
     on_small_stack("deep schemas".into(), || {
         // Compiling: at the bound it works, past it a typed refusal.
         assert!(JsonSchemaValidator::new(deep_schema(MAX_DEPTH / 2 - 1)).is_ok());
@@ -537,7 +537,7 @@ fn deep_schemas_are_refused_or_adapted_within_the_bound_on_a_small_stack() {
         for schema in [chained_definitions(200, false), chained_definitions(200, true), deep_schema(PARSER_DEPTH / 2)] {
             for (name, adapter) in adapters {
                 let (adapted, warnings) = adapter(&schema);
-                assert!(!omni_protocol::data::depth::exceeds(&adapted, 2 * MAX_DEPTH), "{name}: adapted too deep");
+                assert!(!omni_protocol::transport::too_deep(&adapted, 2 * MAX_DEPTH), "{name}: adapted too deep");
                 assert!(!warnings.is_empty(), "{name}: the change is reported");
                 serde_json::to_string(&adapted).expect("serialises");
             }
@@ -547,9 +547,11 @@ fn deep_schemas_are_refused_or_adapted_within_the_bound_on_a_small_stack() {
 
 #[test]
 fn deep_tool_inputs_are_refused_by_validation_and_request_building_on_a_small_stack() {
-    use omni_protocol::data::catalogue::Catalogue;
-    use omni_protocol::data::schema::{adapt, JsonSchemaValidator, Validator};
-    use omni_protocol::{ApiKey, Block, Context, Message, Model, Options, RequestError, RequestSpec, Role, ToolUse};
+    use omni_protocol::schema::{adapt, JsonSchemaValidator, Validator};
+    use omni_protocol::Catalogue;
+    use omni_protocol::{
+        dialect::RequestSpec, ApiKey, Block, Context, Message, Model, Options, RequestError, Role, ToolUse,
+    };
     on_small_stack("deep tool inputs".into(), || {
         // A recursive schema, so the validator would follow the value all the way down.
         let schema = serde_json::json!({"$defs": {"n": {"type": ["object", "integer"],

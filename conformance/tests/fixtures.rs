@@ -3,7 +3,7 @@
 //! expected request.
 
 use omni_conformance::fixtures::*;
-use omni_protocol::{ApiKey, Dialect, RequestSpec};
+use omni_protocol::{dialect::RequestSpec, ApiKey, Dialect};
 use proptest::prelude::*;
 
 /// Cases every dialect must have (the list); `redacted_thinking` is Anthropic's.

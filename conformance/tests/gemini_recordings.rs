@@ -2,7 +2,7 @@
 //! JSON-lines chunks (read in place, skipped when absent), with checks beyond the
 //! shared expectations: every tool input is an object and output usage is reported.
 
-use omni_protocol::{decode_body, Dialect, Response, StopReason, StreamError, StreamEvent};
+use omni_protocol::{dialect::decode_body, Dialect, Response, StopReason, StreamError, StreamEvent};
 
 fn decode(body: &str) -> (Vec<StreamEvent>, Response) {
     decode_body(Dialect::GoogleGemini, "gemini-2.5-flash", body.as_bytes())

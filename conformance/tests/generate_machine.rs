@@ -10,7 +10,7 @@
 mod size_limit {
     use std::time::Instant;
 
-    use omni_protocol::machines::generate::{
+    use omni_protocol::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RetryPolicy,
         DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT,
     };
@@ -148,10 +148,10 @@ mod size_limit {
 mod redirects {
     use std::time::Instant;
 
-    use omni_protocol::machines::generate::{
+    use omni_protocol::generate::{
         Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, Report, RequestId,
     };
-    use omni_protocol::wire::redirect::RedirectError;
+    use omni_protocol::transport::RedirectError;
     use omni_protocol::{Auth, Provider};
     use omni_protocol::{Context, Dialect, Model, Options};
 

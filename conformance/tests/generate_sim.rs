@@ -8,7 +8,7 @@ use std::time::Duration;
 use omni_conformance::fixtures::check_or_bless;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, BodyStep, Reply, SimResult};
-use omni_protocol::machines::generate::GenerateError;
+use omni_protocol::generate::GenerateError;
 use omni_protocol::{Block, ProviderErrorKind, Role, StopReason};
 
 fn run(name: &str) -> (NamedScenario, SimResult) {
@@ -225,7 +225,7 @@ fn a_forced_tool_choice_is_released_once_a_tool_was_called() {
 }
 
 /// `rate_limited_then_ok` with the 429's `retry-after` set to `wait`, and `policy`.
-fn rate_limited_for(wait: &str, policy: omni_protocol::machines::generate::RetryPolicy) -> SimResult {
+fn rate_limited_for(wait: &str, policy: omni_protocol::generate::RetryPolicy) -> SimResult {
     let mut scenario = scenarios::all().into_iter().find(|s| s.name == "rate_limited_then_ok").expect("the scenario");
     let Reply::Http { headers, .. } = &mut scenario.scenario.replies[0] else { panic!("an HTTP reply") };
     *headers = vec![("retry-after".into(), wait.into())];
@@ -236,7 +236,7 @@ fn rate_limited_for(wait: &str, policy: omni_protocol::machines::generate::Retry
 
 #[test]
 fn a_retry_after_past_the_policy_fails_at_once_with_the_wait_it_asked_for() {
-    let policy = omni_protocol::machines::generate::RetryPolicy { seed: 7, ..Default::default() };
+    let policy = omni_protocol::generate::RetryPolicy { seed: 7, ..Default::default() };
     for wait in ["86400", "172800", "61"] {
         let r = rate_limited_for(wait, policy);
         assert_eq!(r.requests.len(), 1, "retry-after {wait}: not retried after a short backoff");
@@ -254,42 +254,40 @@ fn a_retry_after_past_the_policy_fails_at_once_with_the_wait_it_asked_for() {
 #[test]
 fn a_retry_after_within_the_policy_is_waited_for() {
     let day = Duration::from_secs(86_400);
-    let policy =
-        omni_protocol::machines::generate::RetryPolicy { seed: 7, max_retry_after: 2 * day, ..Default::default() };
+    let policy = omni_protocol::generate::RetryPolicy { seed: 7, max_retry_after: 2 * day, ..Default::default() };
     let r = rate_limited_for("86400", policy);
     assert_eq!(r.requests.len(), 2);
     assert!(r.elapsed >= day && r.elapsed < day + Duration::from_secs(5), "waited the day: {:?}", r.elapsed);
     assert!(r.transcript.iter().any(|l| l.contains("retry 1 after")), "{:?}", r.transcript);
     assert_eq!(r.response.expect("a response").stop_reason, Some(StopReason::Stop));
     // The default maximum is the official SDKs' 60 s: waited for, to the second.
-    let r = rate_limited_for("60", omni_protocol::machines::generate::RetryPolicy { seed: 7, ..Default::default() });
+    let r = rate_limited_for("60", omni_protocol::generate::RetryPolicy { seed: 7, ..Default::default() });
     assert_eq!(r.requests.len(), 2);
     assert!(r.elapsed >= Duration::from_secs(60), "{:?}", r.elapsed);
 }
 
 /// A server that accepts every request and never sends a byte.
-fn silent_server(policy: omni_protocol::machines::generate::RetryPolicy) -> SimResult {
+fn silent_server(policy: omni_protocol::generate::RetryPolicy) -> SimResult {
     let mut scenario = scenarios::all().into_iter().find(|s| s.name == "text_stream").expect("the scenario");
     let silent = Reply::Http { status: 200, headers: Vec::new(), body: vec![BodyStep::Hang] };
     scenario.scenario.replies = vec![silent; 4];
     let mut config = scenarios::config(&scenario, "http://replay.invalid/v1");
-    config.stall_timeout = omni_protocol::machines::generate::DEFAULT_STALL_TIMEOUT;
+    config.stall_timeout = omni_protocol::generate::DEFAULT_STALL_TIMEOUT;
     config.retry = policy;
     simulate(config, &scenario.scenario)
 }
 
 #[test]
 fn by_default_a_silent_server_holds_a_call_two_stalls_not_three() {
-    let stall = omni_protocol::machines::generate::DEFAULT_STALL_TIMEOUT;
+    let stall = omni_protocol::generate::DEFAULT_STALL_TIMEOUT;
     assert_eq!(stall, Duration::from_secs(120));
-    let r = silent_server(omni_protocol::machines::generate::RetryPolicy { seed: 7, ..Default::default() });
+    let r = silent_server(omni_protocol::generate::RetryPolicy { seed: 7, ..Default::default() });
     assert_eq!(r.requests.len(), 2, "one retry after a stall: {:?}", r.transcript);
     assert!(matches!(r.error, Some(GenerateError::Stalled(_))), "{:?}", r.error);
     // Two stalls and one backoff (at most 0.5 s before jitter).
     assert!(r.elapsed >= 2 * stall && r.elapsed < 2 * stall + Duration::from_secs(1), "{:?}", r.elapsed);
     // The knob gives the old behaviour back: three stalls, six minutes.
-    let patient =
-        omni_protocol::machines::generate::RetryPolicy { seed: 7, max_stall_retries: 2, ..Default::default() };
+    let patient = omni_protocol::generate::RetryPolicy { seed: 7, max_stall_retries: 2, ..Default::default() };
     let r = silent_server(patient);
     assert_eq!(r.requests.len(), 3);
     assert!(r.elapsed >= 3 * stall, "{:?}", r.elapsed);
@@ -309,7 +307,7 @@ mod wires {
     use omni_conformance::scenarios::NamedScenario;
     use omni_conformance::sim::{simulate, BodyStep, Reply, SimResult};
     use omni_conformance::wires::{Wire, KEY};
-    use omni_protocol::machines::generate::GenerateError;
+    use omni_protocol::generate::GenerateError;
     use omni_protocol::{StopReason, StreamError};
 
     const BASE: &str = "http://replay.invalid";

@@ -8,11 +8,11 @@
 use std::time::{Duration, Instant};
 
 use omni_conformance::agent_sim;
-use omni_protocol::machines::agent::{Agent, AgentError, AgentInput, NoCallbacks};
-use omni_protocol::machines::generate::{
+use omni_protocol::agent::{Agent, AgentError, AgentInput, NoCallbacks};
+use omni_protocol::generate::{
     Effect, Generate, GenerateConfig, GenerateEvent, Input, InputError, Report, RequestId, DEFAULT_STALL_TIMEOUT,
 };
-use omni_protocol::machines::timer::Timer;
+use omni_protocol::machine::Timer;
 use omni_protocol::{Context, Dialect, Model, Options, Provider};
 use omni_shell::machine::Machine;
 

@@ -6,9 +6,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::agent::Status;
-use omni_protocol::machines::manager::*;
-use omni_protocol::machines::session::store::{Claim, SessionId, StoreError, StoreErrorKind};
+use omni_protocol::agent::Status;
+use omni_protocol::manager::*;
+use omni_protocol::session::{Claim, SessionId, StoreError, StoreErrorKind};
 use omni_protocol::Message;
 
 struct Sim {

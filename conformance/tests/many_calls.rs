@@ -4,7 +4,7 @@
 //! minutes per dialect; the `many_calls` benchmark measures that the cost is linear.
 
 use omni_conformance::many_calls::{calls_in_one_event, check_calls, sequential_calls};
-use omni_protocol::{decode_body, Dialect, StopReason, StreamEvent};
+use omni_protocol::{dialect::decode_body, Dialect, StopReason, StreamEvent};
 
 const CALLS: usize = 100_000;
 

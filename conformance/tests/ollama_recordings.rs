@@ -1,7 +1,7 @@
 //! Replays the real Ollama recordings of the shared upstream corpus through this
 //! dialect (`../shared/fixtures/upstream/ollama/`, read in place, skipped when absent).
 //!
-//! Bodies go through the whole pipeline (`omni_protocol::decode_body`); the
+//! Bodies go through the whole pipeline (`omni_protocol::dialect::decode_body`); the
 //! containers (httpmock YAML cassettes, httprr transcripts with chunked transfer
 //! encoding) are unwrapped by hand.
 
@@ -14,7 +14,7 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn replay(body: &str) -> (Vec<StreamEvent>, Response) {
-    omni_protocol::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
+    omni_protocol::dialect::decode_body(Dialect::OllamaChat, "requested", body.as_bytes())
 }
 
 /// The response bodies of an httpmock cassette: each `then:` block's `body: |` scalar.

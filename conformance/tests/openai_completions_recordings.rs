@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use omni_protocol::{decode_body, Dialect, Response, StopReason, StreamError, StreamEvent};
+use omni_protocol::{dialect::decode_body, Dialect, Response, StopReason, StreamError, StreamEvent};
 
 /// `shared/fixtures` (see [`omni_conformance::upstream::shared_fixtures_dir`]).
 fn shared_fixtures() -> Option<PathBuf> {

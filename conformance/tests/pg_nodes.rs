@@ -16,7 +16,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::session::store::{SessionId, Store};
+use omni_protocol::session::{SessionId, Store};
 use omni_store::postgres_testing::TestDatabase;
 
 /// The nodes' lease.

@@ -5,12 +5,12 @@
 //! JSON, whose URL has no space or control character, and whose headers cannot inject a
 //! line (no CR or LF in any name or value).
 
-use omni_protocol::data::catalogue::Catalogue;
-use omni_protocol::data::message::{Attachment, Source, Text, Thinking, ToolResult, ToolResultContent};
+use omni_protocol::Catalogue;
 use omni_protocol::{
-    ApiKey, Block, CacheRetention, Context, Dialect, Effort, Message, Model, Options, OutputSchema, Reasoning,
-    RequestSpec, Role, ToolChoice, ToolSpec, ToolUse,
+    dialect::RequestSpec, ApiKey, Block, CacheRetention, Context, Dialect, Effort, Message, Model, Options,
+    OutputSchema, Reasoning, Role, ToolChoice, ToolSpec, ToolUse,
 };
+use omni_protocol::{Attachment, Source, Text, Thinking, ToolResult, ToolResultContent};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -137,7 +137,7 @@ fn options() -> impl Strategy<Value = Options> {
 }
 
 /// The checks every built request passes.
-fn check(request: &omni_protocol::HttpRequest) -> Result<(), String> {
+fn check(request: &omni_protocol::dialect::HttpRequest) -> Result<(), String> {
     serde_json::from_slice::<Value>(&request.body).map_err(|e| format!("the body is not JSON: {e}"))?;
     if let Some(c) = request.url.chars().find(|c| c.is_control() || c.is_whitespace()) {
         return Err(format!("the URL holds {c:?}: {:?}", request.url));

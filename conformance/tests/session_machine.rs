@@ -6,15 +6,11 @@
 
 use std::time::Instant;
 
-use omni_protocol::machines::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Status};
-use omni_protocol::machines::generate::{Effect, Report, RequestId};
-use omni_protocol::machines::session::machine::{
-    Session, SessionEffect, SessionError, SessionEvent, SessionInput, StoreOp, WriteId,
-};
-use omni_protocol::machines::session::store::{
-    Claim, SessionId, SessionState, StoreError, StoreErrorKind, StoreWarning,
-};
-use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::agent::{Agent, AgentConfig, AgentEvent, NoCallbacks, Status};
+use omni_protocol::generate::{Effect, Report, RequestId};
+use omni_protocol::session::{Claim, SessionId, SessionState, StoreError, StoreErrorKind, StoreWarning};
+use omni_protocol::session::{NodeId, Tree};
+use omni_protocol::session::{Session, SessionEffect, SessionError, SessionEvent, SessionInput, StoreOp, WriteId};
 use omni_protocol::{Dialect, Message, Model, Provider};
 use serde_json::json;
 
@@ -577,7 +573,7 @@ fn a_lease_is_renewed_at_a_third_of_its_length_and_sooner_after_a_failure() {
         Session::resume(SessionId::new("test").unwrap(), Some(claim), agent(now), Tree::new(), state, now).unwrap();
     let mut h = Harness::with(session, now);
     let (at, timer) = h.session.poll_timeout().expect("a renewal deadline");
-    assert_eq!((at, timer), (now + Duration::from_secs(10), omni_protocol::machines::timer::Timer::LeaseRenewal));
+    assert_eq!((at, timer), (now + Duration::from_secs(10), omni_protocol::machine::Timer::LeaseRenewal));
     h.now = at;
     h.session.handle_timeout(at);
     h.drain();

@@ -4,7 +4,7 @@
 
 use omni_conformance::scenarios::{self, paced, text_events};
 use omni_conformance::sim::{simulate, Scenario, SimResult};
-use omni_protocol::machines::generate::GenerateConfig;
+use omni_protocol::generate::GenerateConfig;
 use omni_protocol::{Context, OutputSchema, StopReason};
 use serde_json::json;
 
@@ -87,7 +87,7 @@ fn a_reply_cut_by_the_token_limit_is_not_retried() {
 
 #[test]
 fn a_validator_alone_asks_for_json_with_its_schema() {
-    let validator = omni_protocol::data::schema::JsonSchemaValidator::new(schema().schema).unwrap();
+    let validator = omni_protocol::schema::JsonSchemaValidator::new(schema().schema).unwrap();
     let mut config = GenerateConfig::new(
         scenarios::model(),
         scenarios::provider("http://replay.invalid/v1"),
@@ -101,7 +101,7 @@ fn a_validator_alone_asks_for_json_with_its_schema() {
         &Scenario { replies: vec![answer(r#"{"name": "Paris", "population": 1}"#)], ..Scenario::default() },
     );
     let body: serde_json::Value = serde_json::from_slice(&r.requests[0].body).unwrap();
-    let sent = omni_protocol::data::schema::adapt::anthropic_output(&schema().schema).0;
+    let sent = omni_protocol::schema::adapt::anthropic_output(&schema().schema).0;
     assert_eq!(body["output_config"]["format"]["schema"], sent);
     assert_eq!(r.response.unwrap().output, Some(json!({"name": "Paris", "population": 1})));
 }

@@ -24,7 +24,7 @@ use omni_conformance::async_session::{writes_done, MODEL};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{paced, text_events};
 use omni_conformance::session_drive::{replay_client, TempDir};
-use omni_protocol::machines::session::store::{SessionId, SessionState};
+use omni_protocol::session::{SessionId, SessionState};
 use omni_protocol::Role;
 use omni_store::{FileStore, SqliteStore};
 

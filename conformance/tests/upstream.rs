@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use omni_conformance::upstream::expect::{self, Expectation, Outcome};
 use omni_conformance::upstream::{self, Recording};
-use omni_protocol::{Response, StreamDecoder, StreamEvent};
+use omni_protocol::{dialect::StreamDecoder, Response, StreamEvent};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -252,7 +252,7 @@ fn responses_final_text_completes_what_the_deltas_left_out() {
         }
     }
     assert!(sdk_text.len() > 1500, "{}", sdk_text.len());
-    let (events, response) = omni_protocol::decode_body(r.dialect, "model", &r.body);
+    let (events, response) = omni_protocol::dialect::decode_body(r.dialect, "model", &r.body);
     assert!(matches!(events.last(), Some(StreamEvent::Done { .. })), "{:?}", events.last());
     assert_eq!(response.text(), sdk_text);
     let signatures: Vec<String> = response
@@ -274,7 +274,7 @@ fn responses_final_text_completes_what_the_deltas_left_out() {
 fn sse_stream_finished_only_by_an_undispatched_event_is_incomplete() {
     let Some(r) = recording("gemini/omni__google_thinking.sse") else { return };
     assert!(!r.body.ends_with(b"\n\n") && !r.body.ends_with(b"\r\n\r\n"), "the recording ends inside an event");
-    let (events, response) = omni_protocol::decode_body(r.dialect, "model", &r.body);
+    let (events, response) = omni_protocol::dialect::decode_body(r.dialect, "model", &r.body);
     assert!(
         matches!(events.last(), Some(StreamEvent::Error { error}) if matches!(**error, omni_protocol::StreamError::Incomplete)),
         "{:?}",
@@ -285,7 +285,7 @@ fn sse_stream_finished_only_by_an_undispatched_event_is_incomplete() {
 
     let mut whole = r.body.clone();
     whole.extend_from_slice(b"\r\n");
-    let (events, response) = omni_protocol::decode_body(r.dialect, "model", &whole);
+    let (events, response) = omni_protocol::dialect::decode_body(r.dialect, "model", &whole);
     assert!(
         matches!(events.last(), Some(StreamEvent::Done { stop_reason: omni_protocol::StopReason::Stop, .. })),
         "{:?}",
@@ -305,7 +305,7 @@ fn gemini_input_tokens_include_the_tool_use_prompt() {
     let last = data_lines(&r.body).into_iter().rev().find_map(|e| e.get("usageMetadata").cloned()).expect("usage");
     let count = |k: &str| last[k].as_u64().unwrap_or(0);
     assert_eq!((count("promptTokenCount"), count("toolUsePromptTokenCount")), (91, 574));
-    let (_, response) = omni_protocol::decode_body(r.dialect, "model", &r.body);
+    let (_, response) = omni_protocol::dialect::decode_body(r.dialect, "model", &r.body);
     let usage = response.usage;
     assert_eq!(usage.input_tokens, 91 + 574);
     assert_eq!(usage.input_tokens + usage.output_tokens + usage.cache_read_tokens, count("totalTokenCount"));

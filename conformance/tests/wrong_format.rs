@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use omni_conformance::fixtures::fixtures_root;
-use omni_protocol::wire::decoder::{decode_body, StreamDecoder};
+use omni_protocol::dialect::{decode_body, StreamDecoder};
 use omni_protocol::{Dialect, StreamError, StreamEvent};
 
 const DIALECTS: [Dialect; 5] = [

@@ -4,15 +4,24 @@
 //! framing and accumulation. No I/O, no clock, no async runtime: drivers
 //! (`omni-tokio`, `omni-smol`, `omni-blocking`) execute what the core decides.
 //!
-//! Three groups of modules:
-//! - [`data`]: what the application holds and sees (messages, models, options,
-//!   responses, events, errors, tool outputs, schemas);
-//! - [`wire`]: the five wire formats (requests out; framing, dialects, decoding and
-//!   accumulation of the bodies back to data);
-//! - [`machines`]: the generate and agent state machines a driver runs, on one contract;
-//! - [`text_tools`]: tools for models without native tool calling (text protocols).
+//! What is public is chosen here, and nothing else is: the crate's own module groups
+//! (data, wire formats, text tools, machines) are private, so that their layout can change
+//! without breaking anyone.
 //!
-//! The types an application names are re-exported here.
+//! - At the root: the data an application holds and sees (messages, models, options,
+//!   responses, events, errors, usage, providers, the catalogue, tool outputs).
+//! - [`dialect`]: the five wire formats and user ones, the stream decoder and its deltas,
+//!   for whoever writes a dialect or decodes bodies by hand; [`hooks`]: provider hooks;
+//!   [`schema`]: JSON Schemas, their validation and typed schemas; [`text_tools`]: tool
+//!   calls as text, for models without native tool calling; [`tool`]: what a tool
+//!   returns, for drivers running tools.
+//! - The machines a driver runs, one module each: [`generate`], [`agent`], [`session`],
+//!   [`manager`], with [`client`] (configuration and model references) and [`machine`]
+//!   (the timer vocabulary they share); [`transport`]: the rules a driver's HTTP client
+//!   follows (redirects, proxies, secret names, limits).
+//!
+//! Applications use a driver (`omni-tokio`, `omni-smol`, `omni-blocking`), which
+//! re-exports what they need under the same names.
 //!
 //! The pipeline for one streamed response:
 //!
@@ -23,10 +32,10 @@
 
 #![forbid(unsafe_code)]
 
-pub mod data;
-pub mod machines;
+mod data;
+mod machines;
 pub mod text_tools;
-pub mod wire;
+mod wire;
 
 /// The schemars crate, for `JsonSchema` bounds and derives (feature `schemars`).
 #[cfg(feature = "schemars")]
@@ -35,7 +44,6 @@ pub use schemars;
 pub use data::catalogue::{Catalogue, CatalogueError, LookupError};
 pub use data::error::{ProviderError, ProviderErrorKind, RequestError, StreamError};
 pub use data::event::{Fragment, StreamEvent};
-pub use data::hooks::{HookContext, ProviderHooks};
 pub use data::message::{
     Attachment, Block, Context, InvalidCallInput, Message, Origin, Role, Source, Text, Thinking, ToolResult,
     ToolResultContent, ToolSpec, ToolUse,
@@ -44,10 +52,117 @@ pub use data::model::{Modality, Model, Prices};
 pub use data::options::{CacheRetention, Effort, Options, OptionsError, OutputSchema, Reasoning, ToolChoice};
 pub use data::provider::{ApiKey, Auth, Provider, Quirks};
 pub use data::response::{Response, StopReason, Warning};
+pub use data::tool::{ToolError, ToolOutput};
 pub use data::usage::{Cost, Usage};
 pub use text_tools::{TextProtocol, ToolProtocol};
-pub use wire::accumulator::Accumulator;
-pub use wire::decoder::{decode_body, Progress, StreamDecoder};
-pub use wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
-pub use wire::dialect::{BuiltRequest, Dialect, RequestSpec};
-pub use wire::http::{Header, HttpRequest, Method};
+pub use wire::dialect::Dialect;
+
+pub mod dialect {
+    //! Wire formats: the five built-in dialects and the application's own
+    //! ([`WireFormat`], [`register`]), requests as they are sent, and the decoding of a
+    //! response body (framing, deltas, accumulation) into events and a response.
+    pub use crate::wire::accumulator::Accumulator;
+    pub use crate::wire::decoder::{decode_body, Progress, StreamDecoder};
+    pub use crate::wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
+    pub use crate::wire::dialect::custom::{RegisterError, WireFormat, WireStream};
+    pub use crate::wire::dialect::{custom::register, BuiltRequest, Dialect, DialectRequest, RequestSpec};
+    pub use crate::wire::framing::{
+        Frame, FrameDecoder, Framing, FramingError, NdjsonDecoder, SseDecoder, StreamEnd, WholeDecoder,
+        DEFAULT_MAX_EVENT_BYTES,
+    };
+    pub use crate::wire::http::{Header, HttpRequest, Method};
+}
+
+pub mod hooks {
+    //! Provider hooks: a provider's own changes to the URL, the body and each streamed
+    //! event (an Azure-style deployment, a gateway's query key).
+    pub use crate::data::hooks::{add_query, BodyFn, EventFn, HookContext, ProviderHooks, UrlFn};
+}
+
+pub mod schema {
+    //! JSON Schemas: built by hand ([`object`], [`string`], …) or from a type
+    //! (`for_type`, feature `schemars`), validated ([`Validator`]), and adapted to what
+    //! each provider accepts ([`adapt`]).
+    pub use crate::data::schema::adapt;
+    pub use crate::data::schema::{
+        any_of, array, boolean, decode_output, enumeration, integer, number, object, string, JsonSchemaValidator,
+        Schema, SchemaError, ValidationError, Validator,
+    };
+    #[cfg(feature = "schemars")]
+    pub use crate::data::schema::{for_type, name_for, output_for};
+}
+
+pub mod tool {
+    //! What a tool run gives back, and the helpers drivers use to run one.
+    pub use crate::data::tool::{no_handler, outcome, panic_message, typed_input, ToolError, ToolOutput};
+    pub use crate::machines::generate::ToolOutcome;
+}
+
+pub mod generate {
+    //! The generate machine: one call with its tool rounds, retries, deadlines and
+    //! structured output, and the vocabulary every machine shares (effects, reports, ids,
+    //! transport errors).
+    pub use crate::machines::generate::{
+        Effect, Generate, GenerateConfig, GenerateError, GenerateEvent, Input, InputError, Report, RequestId,
+        RetryPolicy, ToolDecl, ToolOutcome, ToolRunId, TransportError, TransportErrorKind, DEFAULT_MAX_RESPONSE_BYTES,
+        DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, DEFAULT_STALL_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+    };
+}
+
+pub mod agent {
+    //! The agent machine: a conversation of turns, tools gated by the application's
+    //! callbacks, pause, resume and retry.
+    pub use crate::machines::agent::{
+        Agent, AgentCallbacks, AgentConfig, AgentError, AgentEvent, AgentInput, AgentState, ErrorDecision, NoCallbacks,
+        PartialMessage, Prompt, RetryKind, Snapshot, StateChange, StatePatch, Status, ToolDecision, TurnDecision,
+        TurnEnd, Update,
+    };
+}
+
+pub mod client {
+    //! A client's configuration, and how a call names its model.
+    pub use crate::machines::client::{CallSpec, ClientConfig, ClientError, ModelRef, StartError};
+}
+
+pub mod session {
+    //! Sessions: the session machine (an agent whose conversation tree is kept in a
+    //! [`Store`]), the tree, the store contract and presence (which node runs which
+    //! session).
+    pub use crate::machines::session::machine::{
+        Session, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp, WriteId, Written,
+    };
+    pub use crate::machines::session::presence::{Change, Entry, Listener, Notice, Presence, Run};
+    pub use crate::machines::session::store::{
+        assemble, check_append, Claim, InvalidId, Loaded, Pager, SessionId, SessionInfo, SessionList, SessionState,
+        Store, StoreError, StoreErrorKind, StoreWarning, MAX_ID_LEN,
+    };
+    pub use crate::machines::session::tree::{Node, NodeId, Position, Tree, TreeError};
+}
+
+pub mod manager {
+    //! The session manager: many sessions of one store, opened, closed, renamed and
+    //! titled on request, idle ones shut down, their leases renewed together.
+    pub use crate::machines::manager::title::TITLE_MESSAGES;
+    pub use crate::machines::manager::{
+        Answer, CloseReason, FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerEffect, ManagerError,
+        ManagerInput, OpenSession, Opening, RenewalId, RequestId, Started, TitleId, TitleMode, DEFAULT_IDLE_AFTER,
+        DEFAULT_MAX_SESSIONS,
+    };
+}
+
+pub mod machine {
+    //! What every machine shares: the reasons of its deadlines.
+    pub use crate::machines::timer::Timer;
+}
+
+pub mod transport {
+    //! The rules a driver's HTTP client follows: redirects (never a secret to another
+    //! origin), proxies from the environment, which header and query names are secret,
+    //! how deep a JSON document may nest.
+    pub use crate::data::depth::{exceeds as too_deep, MAX_DEPTH};
+    pub use crate::wire::http::is_secret_name;
+    pub use crate::wire::proxy::{NoProxy, Proxy, ProxyError, ProxyRules, ProxySetting};
+    pub use crate::wire::query::{is_secret_query_name, redacted_url, QuerySecrets};
+    pub use crate::wire::redirect::{is_redirect, RedirectError, Redirects, MAX_REDIRECTS};
+    pub use crate::wire::secret::{Secrets, REDACTED};
+}

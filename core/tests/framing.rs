@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use omni_protocol::wire::framing::*;
+use omni_protocol::dialect::*;
 use proptest::prelude::*;
 
 const MAX: usize = DEFAULT_MAX_EVENT_BYTES;

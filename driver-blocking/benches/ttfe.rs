@@ -43,7 +43,7 @@ use std::sync::{mpsc, OnceLock};
 use std::thread;
 
 use divan::Bencher;
-use omni_blocking::{Client, GenerateEvent, Options, StreamEvent, TextStream};
+use omni_blocking::{Client, GenerateEvent, StreamEvent, TextStream};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::sim::Reply;
 use omni_conformance::ttfe::{
@@ -117,7 +117,7 @@ fn build_fixture(tls: bool) -> Fixture {
     }
     let client = builder.build().expect("omni client");
     // Warm-up call: checks the setup and captures the request omni sends.
-    let response = client.generate_text(MODEL, PROMPT, Options::default()).expect("warm-up call");
+    let response = client.generate_text(MODEL, PROMPT).expect("warm-up call");
     assert_eq!(response.text(), REPLY_TEXT);
     let request = Captured::last_request(&server);
     Fixture { server, reply, client, agent: bare_agent(ca.as_deref()), request }
@@ -153,7 +153,7 @@ fn bare_agent(ca: Option<&str>) -> ureq::Agent {
 /// omni: `stream_text` to the first text delta. Returns the stream so that dropping
 /// it (cancelling the call) happens after the sample is timed.
 fn omni_first_delta(client: &Client) -> TextStream {
-    let mut stream = client.stream_text(MODEL, PROMPT, Options::default()).expect("stream_text");
+    let mut stream = client.stream_text(MODEL, PROMPT).expect("stream_text");
     for event in stream.by_ref() {
         match event {
             GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. } => return stream,

@@ -2,7 +2,7 @@
 //! agent's answer on the caller's thread, with events to any number of subscribers as
 //! blocking [`Iterator`]s ([`Subscription`]).
 //!
-//! The core machine ([`omni_protocol::machines::agent`]) takes every decision; omni-shell's agent loop
+//! The core machine ([`omni_protocol::agent`]) takes every decision; omni-shell's agent loop
 //! runs it on a thread of its own and executes its effects (as for a call). Dropping the
 //! last handle stops the agent: the request in flight is closed, running tools see their
 //! [`CancelToken`](crate::CancelToken) tripped, `terminate` is called and every
@@ -16,13 +16,13 @@ use std::fmt;
 use std::future::Future;
 use std::thread::ThreadId;
 
-use omni_protocol::machines::agent::{AgentCallbacks, AgentState, NoCallbacks, Prompt, Snapshot, Status, ToolDecision};
+use omni_protocol::agent::{AgentCallbacks, AgentState, NoCallbacks, Prompt, Snapshot, Status, ToolDecision};
 use omni_protocol::Message;
 
 use crate::{Client, Error, Subscription, Tool};
 
-/// What [`Agent::set_state`] changes; see [`omni_protocol::machines::agent::StateChange`].
-pub type StateChange = omni_protocol::machines::agent::StateChange<Tool>;
+/// What [`Agent::set_state`] changes; see [`omni_protocol::agent::StateChange`].
+pub type StateChange = omni_protocol::agent::StateChange<Tool>;
 
 /// Sets up an agent; see [`Client::agent`] and [`omni_shell::AgentBuilder`] (its
 /// setters: `system`, `messages`, `tool`, `tools`, `options`, `tool_timeout`,

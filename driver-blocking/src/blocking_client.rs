@@ -2,18 +2,18 @@
 //! ureq as the transport), with methods that wait for the answer on the caller's thread.
 
 use futures_lite::future::block_on;
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::client::{ClientConfig, ModelRef};
-use omni_protocol::machines::generate::ToolDecl;
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_protocol::{Context, Options, Response};
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::client::{ClientConfig, ModelRef};
+use omni_protocol::generate::ToolDecl;
+use omni_protocol::transport::ProxyRules;
+use omni_protocol::{Context, Response};
 use omni_shell::{Built, Connect, Driver, Host, Launch, Open};
 
 use crate::agent_handle::{Agent, AgentBuilder};
 use crate::runtime::Threads;
 use crate::session_handle::{Session, SessionBuilder};
 use crate::transport::Http;
-use crate::{Call, Error, TextStream, Tool};
+use crate::{Call, Error, SetupError, TextStream, Tool};
 
 /// This driver, as the shell sees it: tasks on threads, requests over ureq.
 #[derive(Debug)]
@@ -24,7 +24,7 @@ impl Driver for Blocking {
     type Transport = Http;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http, Error> {
-        Http::new(root_certificates, proxies).map_err(Error::Setup)
+        Http::new(root_certificates, proxies).map_err(SetupError::http_client)
     }
 }
 
@@ -57,38 +57,25 @@ impl Client {
         Call(self.0.call(model, context))
     }
 
-    /// Starts a call and returns its events.
-    pub fn stream_text(
-        &self,
-        model: impl Into<ModelRef>,
-        context: impl Into<Context>,
-        options: Options,
-    ) -> Result<TextStream, Error> {
-        self.call(model, context).options(options).stream()
+    /// Starts a call with the client's default options and returns its events (others:
+    /// `client.call(model, context).options(..).stream()`).
+    pub fn stream_text(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Result<TextStream, Error> {
+        self.call(model, context).stream()
     }
 
-    /// Runs a call to the end.
-    pub fn generate_text(
-        &self,
-        model: impl Into<ModelRef>,
-        context: impl Into<Context>,
-        options: Options,
-    ) -> Result<Response, Error> {
-        self.call(model, context).options(options).generate()
+    /// Runs a call with the client's default options to the end (options, tools and a
+    /// per-call key go through [`Client::call`]).
+    pub fn generate_text(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Result<Response, Error> {
+        self.call(model, context).generate()
     }
 
     /// Generates a `T` as structured output; see [`Call::generate_object`].
     #[cfg(feature = "schemars")]
-    pub fn generate_object<T>(
-        &self,
-        model: impl Into<ModelRef>,
-        context: impl Into<Context>,
-        options: Options,
-    ) -> Result<T, Error>
+    pub fn generate_object<T>(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Result<T, Error>
     where
         T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
-        self.call(model, context).options(options).generate_object()
+        self.call(model, context).generate_object()
     }
 
     /// Starts setting up an agent on this client's configuration (catalogue, keys,

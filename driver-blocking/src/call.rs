@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use futures_lite::future::block_on;
-use omni_protocol::data::schema::Validator;
-use omni_protocol::machines::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::schema::Validator;
 use omni_protocol::{ApiKey, Options, Response};
 pub use omni_shell::CancelHandle;
 

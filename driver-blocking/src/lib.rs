@@ -40,7 +40,7 @@
 //!         print!("{delta}");
 //!     }
 //! }
-//! let answer = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default())?;
+//! let answer = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi")?;
 //! println!("{}", answer.text());
 //! # Ok::<(), omni_blocking::Error>(())
 //! ```
@@ -91,16 +91,14 @@ mod tool_pool;
 mod tools;
 mod transport;
 
-pub use omni_protocol as core;
-pub use omni_protocol::*;
-// The names every driver re-exports; this crate's own handles below take precedence.
+// The names every driver re-exports (omni-shell's one list); this crate's own waiting
+// handles below take the place of the async ones under the same names.
 pub use omni_shell::exports::*;
 
 pub use agent_handle::{Agent, AgentBuilder, StateChange, WeakAgent};
 pub use blocking_client::{Client, ClientBuilder};
 pub use call::{Call, CancelHandle, TextStream};
 pub use manager_handle::{ManagerBuilder, Opened, SessionManager, SessionOptions, Whereabouts};
-pub use omni_protocol::machines::client::ClientConfig;
 pub use session_handle::{Session, SessionBuilder};
 pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};

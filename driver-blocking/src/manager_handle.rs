@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_lite::future::block_on;
-use omni_protocol::machines::agent::{AgentCallbacks, NoCallbacks};
-use omni_protocol::machines::client::ModelRef;
-use omni_protocol::machines::manager::{FeedEvent, IdleShutdown, OpenSession, Opening, TitleMode};
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::presence::Presence;
-use omni_protocol::machines::session::store::{SessionId, SessionList, Store};
+use omni_protocol::agent::{AgentCallbacks, NoCallbacks};
+use omni_protocol::client::ModelRef;
+use omni_protocol::manager::{FeedEvent, IdleShutdown, OpenSession, Opening, TitleMode};
+use omni_protocol::session::Presence;
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionId, SessionList, Store};
 
 use crate::blocking_client::Blocking;
 use crate::{AgentBuilder, Client, Error, Session, Subscription};

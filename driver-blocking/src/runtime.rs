@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_shell::{Error, Runtime, Task};
+use omni_shell::{Error, Runtime, SetupError, Task};
 
 /// Runs the shell's tasks on threads of their own.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,7 +110,7 @@ impl Runtime for Threads {
         thread::Builder::new()
             .name("omni-task".into())
             .spawn(move || run(future, stopped, task_stop, keep_open))
-            .map_err(|e| Error::Setup(format!("could not start a thread: {e}")))?;
+            .map_err(|e| Error::Setup(SetupError::Thread(e)))?;
         Ok(ThreadTask { stop: Some((sender, stop)) })
     }
 

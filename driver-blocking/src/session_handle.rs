@@ -9,10 +9,10 @@ use std::future::Future;
 use std::thread::{self, ThreadId};
 
 use futures_lite::future::block_on;
-use omni_protocol::machines::agent::{AgentCallbacks, NoCallbacks, Prompt, ToolDecision};
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionId, SessionState, StoreWarning};
-use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::agent::{AgentCallbacks, NoCallbacks, Prompt, ToolDecision};
+use omni_protocol::session::{NodeId, Tree};
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionId, SessionState, StoreWarning};
 use omni_shell::SubscriberCount;
 
 use crate::{Client, Error, Subscription, Tool};

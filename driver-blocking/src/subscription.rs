@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_lite::future::{self, block_on};
-use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::agent::AgentEvent;
 pub use omni_shell::Subscriber;
 
 /// The agent's (or a session's) events after a subscription, as a blocking [`Iterator`]: `next` waits for

@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use omni_protocol::data::tool::{panic_message, ToolError, ToolOutput};
+use omni_protocol::tool::{panic_message, ToolError, ToolOutput};
 use omni_shell::{RunSync, SyncHandler, SyncTool, ToolFuture};
 use serde_json::Value;
 

@@ -14,8 +14,8 @@ use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::sim::ToolScript;
-use omni_protocol::machines::agent::{AgentError, AgentEvent, Snapshot};
-use omni_protocol::machines::generate::{ToolDecl, ToolOutcome};
+use omni_protocol::agent::{AgentError, AgentEvent, Snapshot};
+use omni_protocol::generate::{ToolDecl, ToolOutcome};
 
 /// A tool that does what the scenario scripts, as a blocking handler: it sleeps on its
 /// run's cancel token, so a cancelled run's thread ends at once.

@@ -5,8 +5,8 @@
 
 use std::net::TcpListener;
 
-use omni_blocking::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
 use omni_blocking::{Client, ClientError, Error, Options, Provider};
+use omni_blocking::{GenerateError, RetryPolicy, SetupError, TransportErrorKind};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios;
 use omni_conformance::sim::Reply;
@@ -38,10 +38,10 @@ fn keys_never_show_in_debug_or_errors() {
 fn setup_problems_are_client_errors_before_anything_is_sent() {
     let provider = Provider::openai_compatible("acme", "http://127.0.0.1:9/v1", Some("OMNI_BLOCKING_TEST_UNSET_KEY"));
     let client = Client::builder().provider(provider).build().expect("client");
-    let missing = client.generate_text("acme:any-model", "hi", Options::default()).expect_err("no key");
+    let missing = client.generate_text("acme:any-model", "hi").expect_err("no key");
     assert!(matches!(missing, Error::Client(ClientError::MissingApiKey { .. })), "{missing:?}");
     assert!(missing.to_string().contains("OMNI_BLOCKING_TEST_UNSET_KEY"));
-    let unknown = client.stream_text("nosuch:model", "hi", Options::default()).expect_err("unknown provider");
+    let unknown = client.stream_text("nosuch:model", "hi").expect_err("unknown provider");
     assert!(matches!(unknown, Error::Client(_)), "{unknown:?}");
     let invalid = client
         .call("acme:any-model", "hi")
@@ -55,7 +55,7 @@ fn setup_problems_are_client_errors_before_anything_is_sent() {
 #[test]
 fn a_bad_root_certificate_fails_the_build() {
     let error = Client::builder().root_certificate("not a certificate").build().expect_err("bad PEM");
-    assert!(matches!(error, Error::Setup(_)), "{error:?}");
+    assert!(matches!(error, Error::Setup(SetupError::HttpClient { .. })), "{error:?}");
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn a_refused_connection_is_a_connect_failure() {
         .retry(RetryPolicy::none())
         .build()
         .expect("client");
-    let error = client.generate_text(scenarios::model(), "hi", Options::default()).expect_err("refused");
+    let error = client.generate_text(scenarios::model(), "hi").expect_err("refused");
     let Error::Generate { error: GenerateError::Transport(t), .. } = &error else { panic!("{error:?}") };
     assert_eq!(t.kind, TransportErrorKind::Connect, "{t}");
 }

@@ -81,7 +81,7 @@ fn silent_server() -> (SocketAddr, mpsc::Receiver<Instant>) {
 fn dropping_a_stream_closes_a_connection_blocked_on_a_silent_server() {
     let (addr, closed) = silent_server();
     let client = client(&format!("http://{addr}"));
-    let mut stream = client.stream_text(scenarios::model(), "hi", Default::default()).expect("stream");
+    let mut stream = client.stream_text(scenarios::model(), "hi").expect("stream");
     // Wait until text arrives: the request thread is now blocked reading a silent socket.
     let first_text =
         stream.by_ref().find(|e| matches!(e, GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. }));
@@ -97,7 +97,7 @@ fn dropping_a_stream_closes_a_connection_blocked_on_a_silent_server() {
 fn cancel_keeps_the_stream_and_ends_it_cancelled() {
     let (addr, closed) = silent_server();
     let client = client(&format!("http://{addr}"));
-    let mut stream = client.stream_text(scenarios::model(), "hi", Default::default()).expect("stream");
+    let mut stream = client.stream_text(scenarios::model(), "hi").expect("stream");
     assert!(stream.by_ref().any(|e| matches!(e, GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. })));
     stream.cancel();
     let response = stream.response().expect("a cancelled call is not an error");
@@ -165,7 +165,7 @@ fn cancel_gets_through_full_channels() {
         .stall_timeout(Duration::from_secs(60))
         .build()
         .expect("client");
-    let stream = client.stream_text(scenarios::model(), "hi", Default::default()).expect("stream");
+    let stream = client.stream_text(scenarios::model(), "hi").expect("stream");
     thread::sleep(Duration::from_secs(1));
     assert!(server.blocked(), "the server's writes block: nobody reads");
     let cancelled = Instant::now();

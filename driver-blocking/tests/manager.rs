@@ -14,7 +14,7 @@ use omni_conformance::async_manager::{quick, slow, stores, IDLE, MODEL};
 use omni_conformance::async_session::writes_done;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::{replay_client, TempDir};
-use omni_protocol::machines::session::store::SessionId;
+use omni_protocol::session::SessionId;
 
 const WAIT: Duration = Duration::from_secs(5);
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use omni_blocking::machines::generate::{
+use omni_blocking::protocol::generate::{
     Effect, Generate, GenerateConfig, GenerateEvent, RetryPolicy, ToolDecl, ToolOutcome,
 };
 use omni_blocking::{CancelToken, Client, Tool, ToolError, ToolOutput};
@@ -52,7 +52,7 @@ fn scripted_tool(decl: &ToolDecl, script: Option<ToolScript>, live: Arc<AtomicUs
 }
 
 /// The first request a configuration sends.
-fn first_request(config: GenerateConfig) -> omni_blocking::HttpRequest {
+fn first_request(config: GenerateConfig) -> omni_blocking::dialect::HttpRequest {
     let mut machine = Generate::new(config, Instant::now()).expect("a valid configuration");
     match machine.poll_effect() {
         Some(Effect::SendRequest { request, .. }) => request,
@@ -91,7 +91,7 @@ fn run(wire: Wire, named: &NamedScenario) -> Run {
     let config = call.config().expect("the call resolves");
     assert_eq!(config.retry, expected.retry);
     assert_eq!(config.stall_timeout, expected.stall_timeout);
-    let tool_view = |tools: &[omni_protocol::machines::generate::ToolDecl]| -> Vec<_> {
+    let tool_view = |tools: &[omni_protocol::generate::ToolDecl]| -> Vec<_> {
         tools.iter().map(|t| (t.spec.clone(), t.executable, t.timeout)).collect()
     };
     assert_eq!(tool_view(&config.tools), tool_view(&expected.tools));
@@ -209,12 +209,11 @@ fn generate_returns_the_final_response_and_the_events_agree() {
         .api_key("anthropic", "sk-replay")
         .build()
         .expect("a client");
-    let response =
-        client.generate_text(scenarios::model(), "What is the weather?", Default::default()).expect("a response");
+    let response = client.generate_text(scenarios::model(), "What is the weather?").expect("a response");
     assert_eq!(response.text(), "It is sunny and noon.");
     // A stream read to the end still gives its response.
     server.push_replies(named.scenario.replies.clone());
-    let mut stream = client.stream_text(scenarios::model(), "again", Default::default()).expect("a stream");
+    let mut stream = client.stream_text(scenarios::model(), "again").expect("a stream");
     assert!(stream.by_ref().any(|e| matches!(e, GenerateEvent::Finished(_))));
     assert_eq!(stream.response().expect("a response").text(), "It is sunny and noon.");
 }

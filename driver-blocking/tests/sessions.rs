@@ -10,7 +10,7 @@ use omni_blocking::{Client, Open, Session, SessionEvent, SessionSnapshot, Sessio
 use omni_conformance::session_drive::{replay_client, run_every_session_scenario, scenario_session};
 use omni_conformance::session_scenarios::{Action, SessionDriver};
 use omni_conformance::session_sim::session_config;
-use omni_protocol::machines::session::store::SessionId;
+use omni_protocol::session::SessionId;
 
 /// The blocking session handle as a scenario drives it.
 struct BlockingSession {
@@ -103,7 +103,7 @@ mod handle {
     use omni_conformance::async_session::{handle_replies, image_prompt, tear_last_record, writes_done, MODEL};
     use omni_conformance::replay::ReplayServer;
     use omni_conformance::session_drive::{replay_client, TempDir};
-    use omni_protocol::machines::session::store::SessionId;
+    use omni_protocol::session::SessionId;
     use omni_store::{FileStore, MemoryStore};
 
     fn until_saved(events: &Subscription<SessionEvent>) {

@@ -62,8 +62,6 @@ fn output_cases() {
 fn generate_object_on_the_client() {
     let case = &omni_conformance::structured::output_cases()[0];
     let server = ReplayServer::start(case.replies.clone()).expect("replay server");
-    let city: City = client(&server)
-        .generate_object(scenarios::model(), OUTPUT_PROMPT, omni_blocking::Options::default())
-        .expect("a city");
+    let city: City = client(&server).generate_object(scenarios::model(), OUTPUT_PROMPT).expect("a city");
     check_output_case(case, Ok(city), &server.requests());
 }

@@ -8,8 +8,8 @@ mod proc;
 
 use std::time::{Duration, Instant};
 
+use omni_blocking::Client;
 use omni_blocking::GenerateEvent;
-use omni_blocking::{Client, Options};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};
 
@@ -29,7 +29,7 @@ fn a_call_costs_a_loop_thread_and_a_request_thread_however_many_events() {
         .build()
         .expect("client");
     assert_eq!(task_threads(), 0);
-    let mut stream = client.stream_text(scenarios::model(), "count", Options::default()).expect("stream");
+    let mut stream = client.stream_text(scenarios::model(), "count").expect("stream");
     let (mut events, mut most) = (0, 0);
     for event in stream.by_ref() {
         events += 1;

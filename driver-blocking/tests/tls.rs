@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use omni_blocking::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
-use omni_blocking::{Client, Error, Options};
+use omni_blocking::{Client, Error};
+use omni_blocking::{GenerateError, RetryPolicy, TransportErrorKind};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};
 use omni_conformance::sim::Reply;
@@ -22,7 +22,7 @@ fn connects_when_given_the_ca() {
         .root_certificate(ca)
         .build()
         .expect("client");
-    let response = client.generate_text(scenarios::model(), "hi", Options::default()).expect("a response");
+    let response = client.generate_text(scenarios::model(), "hi").expect("a response");
     assert_eq!(response.text(), "secure hello");
     assert_eq!(server.requests().len(), 1);
 }
@@ -36,7 +36,7 @@ fn refuses_an_unknown_ca_without_retrying() {
         .retry(RetryPolicy::default())
         .build()
         .expect("client");
-    let error = client.generate_text(scenarios::model(), "hi", Options::default()).expect_err("untrusted");
+    let error = client.generate_text(scenarios::model(), "hi").expect_err("untrusted");
     match error {
         Error::Generate { error: GenerateError::Transport(t), .. } => {
             assert_eq!(t.kind, TransportErrorKind::Tls, "{t}")

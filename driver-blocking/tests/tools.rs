@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_lite::future::block_on;
-use omni_blocking::data::tool::{outcome, panic_message};
-use omni_blocking::machines::generate::ToolOutcome;
+use omni_blocking::protocol::generate::ToolOutcome;
+use omni_blocking::protocol::tool::{outcome, panic_message};
 use omni_blocking::{CancelToken, Tool, ToolError, ToolOutput};
 use omni_shell::AsyncTool;
 use serde_json::{json, Value};

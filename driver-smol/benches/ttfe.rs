@@ -44,7 +44,7 @@ use omni_conformance::sim::Reply;
 use omni_conformance::ttfe::{
     contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
 };
-use omni_smol::{Client, GenerateEvent, Options, StreamEvent, TextStream};
+use omni_smol::{Client, GenerateEvent, StreamEvent, TextStream};
 use smol::net::TcpStream;
 use smol::{Executor, Timer};
 use ureq_proto::client::{Call, RecvResponseResult, SendRequestResult};
@@ -103,7 +103,7 @@ fn fixture() -> &'static Fixture {
             .build()
             .expect("omni client");
         // Warm-up call: checks the setup and captures the request omni sends.
-        let response = smol::block_on(client.generate_text(MODEL, PROMPT, Options::default())).expect("warm-up call");
+        let response = smol::block_on(client.generate_text(MODEL, PROMPT)).expect("warm-up call");
         assert_eq!(response.text(), REPLY_TEXT);
         let request = Captured::last_request(&server);
         let executor = Arc::new(Executor::new());
@@ -120,7 +120,7 @@ fn fixture() -> &'static Fixture {
 /// omni: `stream_text` to the first text delta. Returns the stream so that dropping
 /// it (cancelling the call) happens after the sample is timed.
 async fn omni_first_delta(client: &Client) -> TextStream {
-    let mut stream = client.stream_text(MODEL, PROMPT, Options::default()).expect("stream_text");
+    let mut stream = client.stream_text(MODEL, PROMPT).expect("stream_text");
     while let Some(event) = stream.next().await {
         match event {
             GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. } => return stream,

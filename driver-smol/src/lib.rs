@@ -12,7 +12,7 @@
 //! use omni_smol::{Client, Options};
 //!
 //! let client = Client::builder().build()?; // keys from the environment
-//! let response = smol::block_on(client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default()))?;
+//! let response = smol::block_on(client.generate_text("anthropic:claude-sonnet-4-5", "Say hi"))?;
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
@@ -27,7 +27,6 @@
 mod runtime;
 mod transport;
 
-pub use omni_protocol as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Smol, SmolTask};
 pub use transport::Http1;

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_shell::{Driver, Error, Runtime, Task};
+use omni_protocol::transport::ProxyRules;
+use omni_shell::{Driver, Error, Runtime, SetupError, Task};
 use smol::{Executor, Timer};
 
 use crate::transport::{Connections, Http1};
@@ -55,7 +55,7 @@ impl Driver for Smol {
     type Transport = Http1;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http1, Error> {
-        Connections::new(root_certificates, proxies).map(Http1).map_err(Error::Setup)
+        Connections::new(root_certificates, proxies).map(Http1).map_err(SetupError::http_client)
     }
 }
 

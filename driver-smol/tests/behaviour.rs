@@ -9,8 +9,8 @@ use std::time::Duration;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{transcript_line, BodyStep, Reply};
-use omni_protocol::machines::generate::GenerateEvent;
-use omni_smol::{Client, Error, Options, StopReason, Tool, ToolError, ToolOutput};
+use omni_protocol::generate::GenerateEvent;
+use omni_smol::{Client, Error, SetupError, StopReason, Tool, ToolError, ToolOutput};
 use smol::{Executor, Timer};
 
 fn client(server: &ReplayServer) -> Client {
@@ -29,7 +29,7 @@ fn schema() -> serde_json::Value {
 fn dropping_the_stream_closes_the_connection() {
     let body = vec![BodyStep::Bytes(text_events(&["Hel"])[0].clone().into_bytes()), BodyStep::Hang];
     let server = ReplayServer::start(vec![Reply::Http { status: 200, headers: vec![], body }]).unwrap();
-    let stream = client(&server).stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client(&server).stream_text(scenarios::model(), "hi").unwrap();
     smol::block_on(Timer::after(Duration::from_millis(200)));
     assert_eq!(server.requests().len(), 1);
     drop(stream);
@@ -150,22 +150,22 @@ fn typed_tools_get_typed_input_and_bad_input_goes_back_to_the_model() {
 fn setup_errors_are_typed_and_never_show_the_key() {
     let c = Client::builder().api_key("anthropic", "sk-very-secret").build().unwrap();
     assert!(!format!("{c:?}").contains("sk-very-secret"));
-    let err = c.stream_text("nope:model", "hi", Options::default()).unwrap_err();
+    let err = c.stream_text("nope:model", "hi").unwrap_err();
     assert!(matches!(err, Error::Client(_)), "{err}");
     assert!(!format!("{err} {err:?}").contains("sk-very-secret"));
-    let err = Client::builder().build().unwrap().stream_text("venice:some-model", "hi", Options::default());
+    let err = Client::builder().build().unwrap().stream_text("venice:some-model", "hi");
     if std::env::var("VENICE_API_KEY").is_err() {
         assert!(err.unwrap_err().to_string().contains("VENICE_API_KEY"));
     }
     let err = Client::builder().root_certificate(b"not a certificate".to_vec()).build().unwrap_err();
-    assert!(matches!(err, Error::Setup(_)), "{err}");
+    assert!(matches!(err, Error::Setup(SetupError::HttpClient { .. })), "{err}");
 }
 
 #[test]
 fn a_call_started_outside_any_executor_runs_on_the_global_one() {
     let server = ReplayServer::start(vec![paced(&text_events(&["Hi", " there"]), Duration::ZERO)]).unwrap();
     // Started from a plain thread: no executor is running here.
-    let stream = client(&server).stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client(&server).stream_text(scenarios::model(), "hi").unwrap();
     let lines: Vec<String> = futures_lite::stream::block_on(stream).map(|e| transcript_line(&e)).collect();
     assert_eq!(lines.last().map(String::as_str), Some("finished stop messages=1 text=\"Hi there\""), "{lines:#?}");
 }
@@ -180,7 +180,7 @@ fn calls_run_on_the_executor_the_application_gives() {
         .build()
         .unwrap()
         .on_executor(executor.clone());
-    let stream = client.stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client.stream_text(scenarios::model(), "hi").unwrap();
     // Nobody drives the executor yet: nothing may have been sent.
     std::thread::sleep(Duration::from_millis(200));
     assert!(server.requests().is_empty(), "the call ran somewhere else");
@@ -199,7 +199,7 @@ fn a_connection_dropped_before_the_response_is_a_connect_failure_and_retried() {
         .retry(omni_smol::RetryPolicy { seed: 7, ..Default::default() })
         .build()
         .unwrap();
-    let stream = client.stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client.stream_text(scenarios::model(), "hi").unwrap();
     let lines: Vec<String> = futures_lite::stream::block_on(stream).map(|e| transcript_line(&e)).collect();
     assert_eq!(lines.first().map(String::as_str), Some("step 0: retry 1 after transport Connect"), "{lines:#?}");
     assert_eq!(lines.last().map(String::as_str), Some("finished stop messages=1 text=\"Back.\""), "{lines:#?}");
@@ -214,10 +214,10 @@ fn nothing_listening_is_a_connect_failure() {
         .retry(omni_smol::RetryPolicy { max_retries: 0, ..Default::default() })
         .build()
         .unwrap();
-    let err = smol::block_on(client.generate_text(scenarios::model(), "hi", Options::default())).unwrap_err();
+    let err = smol::block_on(client.generate_text(scenarios::model(), "hi")).unwrap_err();
     match err {
         Error::Generate { error: omni_smol::GenerateError::Transport(t), .. } => {
-            assert_eq!(t.kind, omni_protocol::machines::generate::TransportErrorKind::Connect, "{t}")
+            assert_eq!(t.kind, omni_protocol::generate::TransportErrorKind::Connect, "{t}")
         }
         other => panic!("{other}"),
     }

@@ -11,7 +11,7 @@ use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{scripted_async_tool, transcript_line};
 use omni_conformance::wires::Wire;
-use omni_protocol::machines::generate::RetryPolicy;
+use omni_protocol::generate::RetryPolicy;
 use omni_smol::Client;
 use smol::Timer;
 

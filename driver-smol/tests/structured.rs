@@ -66,8 +66,6 @@ fn generate_object_on_the_client() {
     let case = &omni_conformance::structured::output_cases()[0];
     let server = ReplayServer::start(case.replies.clone()).expect("replay server");
     let client = client(&server);
-    let city: City =
-        smol::block_on(client.generate_object(scenarios::model(), OUTPUT_PROMPT, omni_smol::Options::default()))
-            .expect("a city");
+    let city: City = smol::block_on(client.generate_object(scenarios::model(), OUTPUT_PROMPT)).expect("a city");
     check_output_case(case, Ok(city), &server.requests());
 }

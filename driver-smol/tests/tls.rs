@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use omni_conformance::scenarios::{self, text_events};
 use omni_conformance::sim::transcript_line;
-use omni_protocol::machines::generate::TransportErrorKind;
-use omni_smol::{Client, Error, GenerateError, Options};
+use omni_protocol::generate::TransportErrorKind;
+use omni_smol::{Client, Error, GenerateError};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -100,7 +100,7 @@ fn client(port: u16, root: Option<&str>) -> Client {
 fn https_with_an_extra_root_certificate_streams_the_reply() {
     let (ca, cert, key) = certificates();
     let (port, server) = serve_once(cert, key);
-    let stream = client(port, Some(&ca)).stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client(port, Some(&ca)).stream_text(scenarios::model(), "hi").unwrap();
     let lines: Vec<String> = futures_lite::stream::block_on(stream).map(|e| transcript_line(&e)).collect();
     assert_eq!(lines.last().map(String::as_str), Some("finished stop messages=1 text=\"Secure hello.\""), "{lines:#?}");
     let (head, body, alpn) = server.join().unwrap().expect("the server saw a request");
@@ -112,8 +112,8 @@ fn https_with_an_extra_root_certificate_streams_the_reply() {
     assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
 }
 
-fn transport_error(client: &Client) -> omni_protocol::machines::generate::TransportError {
-    let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("the call starts");
+fn transport_error(client: &Client) -> omni_protocol::generate::TransportError {
+    let mut stream = client.stream_text(scenarios::model(), "hi").expect("the call starts");
     // A TLS failure is not retried: the first event is the failure.
     let first = smol::block_on(stream.next()).expect("an event");
     assert!(transcript_line(&first).starts_with("failed transport Tls"), "{}", transcript_line(&first));

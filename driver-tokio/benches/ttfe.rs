@@ -42,8 +42,8 @@ use omni_conformance::sim::Reply;
 use omni_conformance::ttfe::{
     contains_text_delta, paired, reply, under_cargo_bench, Captured, MODEL, PROMPT, REPLY_TEXT, SAMPLES, SETTLE,
 };
-use omni_tokio::core::machines::client::CallSpec;
-use omni_tokio::core::machines::generate::Effect;
+use omni_tokio::protocol::client::CallSpec;
+use omni_tokio::protocol::generate::Effect;
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, TextStream};
 
 const RUNTIMES: [&str; 2] = ["current_thread", "multi_thread"];
@@ -108,8 +108,7 @@ fn fixture() -> &'static Fixture {
         let multi_thread =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
         // Warm-up call: checks the setup and captures the request omni sends.
-        let response =
-            current_thread.block_on(client.generate_text(MODEL, PROMPT, Options::default())).expect("warm-up call");
+        let response = current_thread.block_on(client.generate_text(MODEL, PROMPT)).expect("warm-up call");
         assert_eq!(response.text(), REPLY_TEXT);
         let request = Captured::last_request(&server);
         let body = bytes::Bytes::from(request.body.clone());
@@ -135,7 +134,7 @@ fn next(stream: &mut TextStream) -> impl Future<Output = Option<GenerateEvent>> 
 /// omni: `stream_text` to the first text delta. Returns the stream so that dropping
 /// it (cancelling the call) happens after the sample is timed.
 async fn omni_first_delta(client: &Client) -> TextStream {
-    let mut stream = client.stream_text(MODEL, PROMPT, Options::default()).expect("stream_text");
+    let mut stream = client.stream_text(MODEL, PROMPT).expect("stream_text");
     while let Some(event) = next(&mut stream).await {
         match event {
             GenerateEvent::Stream { event: StreamEvent::TextDelta { .. }, .. } => return stream,

@@ -11,7 +11,7 @@
 //! use omni_tokio::{Client, Options};
 //!
 //! let client = Client::builder().build()?; // keys from the environment
-//! let response = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi", Options::default()).await?;
+//! let response = client.generate_text("anthropic:claude-sonnet-4-5", "Say hi").await?;
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
@@ -24,7 +24,6 @@
 mod runtime;
 mod transport;
 
-pub use omni_protocol as core;
 pub use omni_shell::exports::*;
 pub use runtime::{Tokio, TokioTask};
 pub use transport::Reqwest;

@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::time::Instant;
 
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_shell::{Driver, Error, Runtime, Task};
+use omni_protocol::transport::ProxyRules;
+use omni_shell::{Driver, Error, Runtime, SetupError, Task};
 use tokio::task::JoinHandle;
 
 use crate::transport::{self, Reqwest};
@@ -37,7 +37,7 @@ impl Runtime for Tokio {
         let runtime = tokio::runtime::Handle::try_current()
             .ok()
             .or_else(|| self.built_in.clone())
-            .ok_or_else(|| Error::Setup("omni-tokio needs a running tokio runtime".into()))?;
+            .ok_or(Error::Setup(SetupError::NoRuntime { driver: "omni-tokio", runtime: "tokio" }))?;
         Ok(TokioTask(Some(runtime.spawn(future))))
     }
 
@@ -63,7 +63,7 @@ impl Driver for Tokio {
     type Transport = Reqwest;
 
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Reqwest, Error> {
-        transport::client(root_certificates, proxies).map(Reqwest).map_err(Error::Setup)
+        transport::client(root_certificates, proxies).map(Reqwest).map_err(SetupError::http_client)
     }
 }
 

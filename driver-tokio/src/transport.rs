@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use std::future::Future;
 
-use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_protocol::HttpRequest;
+use omni_protocol::dialect::HttpRequest;
+use omni_protocol::generate::{TransportError, TransportErrorKind};
+use omni_protocol::transport::ProxyRules;
 use omni_shell::{ResponseSink, Transport};
 
 /// The shell's [`Transport`] over reqwest: a client cheap to clone, sharing its
@@ -61,8 +61,8 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
 async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
     let build = |http: &reqwest::Client| {
         let method = match request.method {
-            omni_protocol::Method::Get => reqwest::Method::GET,
-            omni_protocol::Method::Post => reqwest::Method::POST,
+            omni_protocol::dialect::Method::Get => reqwest::Method::GET,
+            omni_protocol::dialect::Method::Post => reqwest::Method::POST,
         };
         let mut builder = http.request(method, &request.url);
         for h in &request.headers {

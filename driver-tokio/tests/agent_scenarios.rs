@@ -12,7 +12,7 @@ use omni_conformance::agent_scenarios::{self, NamedAgentScenario};
 use omni_conformance::agent_sim::{Action, ScriptedCallbacks};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::sim::scripted_async_tool;
-use omni_protocol::machines::agent::{AgentError, AgentEvent, Snapshot};
+use omni_protocol::agent::{AgentError, AgentEvent, Snapshot};
 use omni_tokio::{Agent, Client, Subscription};
 
 struct TokioAgent {

@@ -10,8 +10,8 @@ use futures_core::Stream;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{BodyStep, Reply};
-use omni_protocol::machines::generate::GenerateEvent;
-use omni_tokio::{Client, Error, Options, StopReason, Tool, ToolError, ToolOutput};
+use omni_protocol::generate::GenerateEvent;
+use omni_tokio::{Client, Error, StopReason, Tool, ToolError, ToolOutput};
 
 fn client(server: &ReplayServer) -> Client {
     Client::builder()
@@ -35,7 +35,7 @@ async fn dropping_the_stream_closes_the_connection() {
     let mut body = vec![BodyStep::Bytes(text_events(&["Hel"])[0].clone().into_bytes())];
     body.push(BodyStep::Hang);
     let server = ReplayServer::start(vec![Reply::Http { status: 200, headers: vec![], body }]).unwrap();
-    let stream = client(&server).stream_text(scenarios::model(), "hi", Options::default()).unwrap();
+    let stream = client(&server).stream_text(scenarios::model(), "hi").unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(stream);
     assert!(server.wait_for_disconnects(1, Duration::from_secs(5)), "the server never saw the client leave");
@@ -134,9 +134,9 @@ async fn typed_tools_get_typed_input_and_bad_input_goes_back_to_the_model() {
 async fn setup_errors_are_typed_and_never_show_the_key() {
     let c = Client::builder().api_key("anthropic", "sk-very-secret").build().unwrap();
     assert!(!format!("{c:?}").contains("sk-very-secret"));
-    let err = c.stream_text("nope:model", "hi", Options::default()).unwrap_err();
+    let err = c.stream_text("nope:model", "hi").unwrap_err();
     assert!(matches!(err, Error::Client(_)), "{err}");
-    let err = Client::builder().build().unwrap().stream_text("venice:some-model", "hi", Options::default());
+    let err = Client::builder().build().unwrap().stream_text("venice:some-model", "hi");
     if std::env::var("VENICE_API_KEY").is_err() {
         assert!(err.unwrap_err().to_string().contains("VENICE_API_KEY"));
     }
@@ -145,7 +145,7 @@ async fn setup_errors_are_typed_and_never_show_the_key() {
 #[test]
 fn streaming_outside_a_runtime_is_an_error_not_a_panic() {
     let c = Client::builder().api_key("anthropic", "k").build().unwrap();
-    let err = c.stream_text(scenarios::model(), "hi", Options::default()).unwrap_err();
+    let err = c.stream_text(scenarios::model(), "hi").unwrap_err();
     assert!(err.to_string().contains("tokio runtime"), "{err}");
 }
 
@@ -158,7 +158,7 @@ fn a_stream_polled_outside_the_runtime_starts_its_work_on_the_clients_runtime() 
     let redirect =
         Reply::Http { status: 307, headers: vec![("location".to_string(), "/v1/messages".to_string())], body: vec![] };
     let server = ReplayServer::start(vec![redirect, paced(&text_events(&["Moved", " here"]), Duration::ZERO)]).unwrap();
-    let stream = runtime.block_on(async { client(&server).stream_text(scenarios::model(), "hi", Options::default()) });
+    let stream = runtime.block_on(async { client(&server).stream_text(scenarios::model(), "hi") });
     let stream = stream.unwrap();
     let events = std::thread::spawn(move || {
         let mut stream = stream;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use omni_conformance::heap::CountingAllocator;
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::replay_client;
-use omni_protocol::machines::manager::IdleShutdown;
-use omni_protocol::machines::session::store::{SessionId, SessionState, Store};
+use omni_protocol::manager::IdleShutdown;
+use omni_protocol::session::{SessionId, SessionState, Store};
 use omni_store::MemoryStore;
 use omni_tokio::{Client, SessionOptions};
 

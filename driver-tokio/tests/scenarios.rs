@@ -8,7 +8,7 @@ use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{scripted_async_tool, transcript_line};
 use omni_conformance::wires::Wire;
-use omni_protocol::machines::generate::{GenerateEvent, RetryPolicy};
+use omni_protocol::generate::{GenerateEvent, RetryPolicy};
 use omni_tokio::Client;
 
 async fn next(stream: &mut omni_tokio::TextStream) -> Option<GenerateEvent> {

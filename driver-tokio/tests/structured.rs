@@ -65,9 +65,6 @@ async fn output_cases() {
 async fn generate_object_on_the_client() {
     let case = &omni_conformance::structured::output_cases()[0];
     let server = ReplayServer::start(case.replies.clone()).expect("replay server");
-    let city: City = client(&server)
-        .generate_object(scenarios::model(), OUTPUT_PROMPT, omni_tokio::Options::default())
-        .await
-        .expect("a city");
+    let city: City = client(&server).generate_object(scenarios::model(), OUTPUT_PROMPT).await.expect("a city");
     check_output_case(case, Ok(city), &server.requests());
 }

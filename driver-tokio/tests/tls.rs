@@ -3,8 +3,8 @@
 
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events};
-use omni_protocol::machines::generate::{GenerateError, RetryPolicy, TransportErrorKind};
-use omni_tokio::{Client, Error, Options};
+use omni_protocol::generate::{GenerateError, RetryPolicy, TransportErrorKind};
+use omni_tokio::{Client, Error};
 
 fn replies() -> Vec<omni_conformance::sim::Reply> {
     vec![paced(&text_events(&["secure ", "hello"]), std::time::Duration::ZERO)]
@@ -19,7 +19,7 @@ async fn connects_when_given_the_ca() {
         .root_certificate(ca)
         .build()
         .unwrap();
-    let response = client.generate_text(scenarios::model(), "hi", Options::default()).await.unwrap();
+    let response = client.generate_text(scenarios::model(), "hi").await.unwrap();
     assert_eq!(response.text(), "secure hello");
     assert_eq!(server.requests().len(), 1);
 }
@@ -33,7 +33,7 @@ async fn refuses_an_unknown_ca_without_retrying() {
         .retry(RetryPolicy::default())
         .build()
         .unwrap();
-    let err = client.generate_text(scenarios::model(), "hi", Options::default()).await.unwrap_err();
+    let err = client.generate_text(scenarios::model(), "hi").await.unwrap_err();
     match err {
         Error::Generate { error: GenerateError::Transport(t), .. } => {
             assert_eq!(t.kind, TransportErrorKind::Tls, "{t}")

@@ -6,9 +6,12 @@
 
 use std::sync::OnceLock;
 
-use omni_protocol::data::catalogue::Catalogue;
-use omni_protocol::wire::framing::{Frame, FrameDecoder, Framing};
-use omni_protocol::{ApiKey, Context, Dialect, Model, Options, Provider, RequestSpec, StreamDecoder, StreamEvent};
+use omni_protocol::dialect::{Frame, FrameDecoder, Framing};
+use omni_protocol::Catalogue;
+use omni_protocol::{
+    dialect::{RequestSpec, StreamDecoder},
+    ApiKey, Context, Dialect, Model, Options, Provider, StreamEvent,
+};
 use serde_json::Value;
 
 /// The stack each input is handled on. Small, so that a recursion without a bound crashes

@@ -10,17 +10,17 @@ use crate::host::ask_loop;
 use crate::AsyncTool;
 use crate::{Command, Reply};
 use async_channel::{Receiver, Sender};
-use omni_protocol::machines::agent::{
+use omni_protocol::agent::{
     AgentCallbacks, AgentError, AgentState, NoCallbacks, Prompt, Snapshot, StatePatch, Status, ToolDecision,
 };
-use omni_protocol::machines::client::ClientConfig;
+use omni_protocol::client::ClientConfig;
 use omni_protocol::Message;
 
 use crate::subscription::Subscription;
 use crate::Error;
 
-/// What `set_state` changes; see [`omni_protocol::machines::agent::StateChange`].
-pub type StateChange = omni_protocol::machines::agent::StateChange<AsyncTool>;
+/// What `set_state` changes; see [`omni_protocol::agent::StateChange`].
+pub type StateChange = omni_protocol::agent::StateChange<AsyncTool>;
 
 /// What a handle sends to the agent's task.
 pub(crate) enum LoopMessage<C> {

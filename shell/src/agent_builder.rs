@@ -9,19 +9,19 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::client_builder::Connect;
-use omni_protocol::data::message::Message;
-use omni_protocol::data::options::Options;
-use omni_protocol::data::provider::ApiKey;
-use omni_protocol::machines::client::{ClientConfig, ClientError, ModelRef};
-use omni_protocol::machines::generate::{RetryPolicy, ToolDecl};
+use omni_protocol::client::{ClientConfig, ClientError, ModelRef};
+use omni_protocol::generate::{RetryPolicy, ToolDecl};
+use omni_protocol::ApiKey;
+use omni_protocol::Message;
+use omni_protocol::Options;
 
 use std::sync::Arc;
 
 use crate::host::{EventSink, Host};
 use crate::session_builder::{Open, SessionBuilder};
-use omni_protocol::machines::agent::AgentConfig;
-use omni_protocol::machines::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
-use omni_protocol::machines::session::store::Store;
+use omni_protocol::agent::AgentConfig;
+use omni_protocol::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
+use omni_protocol::session::Store;
 
 /// Events a subscriber may have queued before it is dropped as lagging.
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 10_000;
@@ -74,7 +74,7 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     tool_timeout: Option<Duration>,
     error_backoff: Option<RetryPolicy>,
     output_retries: Option<u32>,
-    output_validator: Option<std::sync::Arc<dyn omni_protocol::data::schema::Validator>>,
+    output_validator: Option<std::sync::Arc<dyn omni_protocol::schema::Validator>>,
     pub(crate) capacity: usize,
     pub(crate) subscribers: Vec<Box<dyn EventSink>>,
     pub(crate) callbacks: C,
@@ -154,7 +154,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
 
     /// Time one tool call may take unless the tool says otherwise: the agent's
     /// `tool_timeout` option, set here over [`options`](Self::options) and the client's
-    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_protocol::machines::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
+    /// defaults (default [`DEFAULT_TOOL_TIMEOUT`](omni_protocol::generate::DEFAULT_TOOL_TIMEOUT), 60 s,
     /// as in a call).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
@@ -177,7 +177,7 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     /// Checks each turn's final structured output with the application's own validator
     /// instead of `options.output`'s schema, as a call's `output_validator` does (its
     /// schema is sent when the options name none).
-    pub fn output_validator(mut self, validator: std::sync::Arc<dyn omni_protocol::data::schema::Validator>) -> Self {
+    pub fn output_validator(mut self, validator: std::sync::Arc<dyn omni_protocol::schema::Validator>) -> Self {
         self.output_validator = Some(validator);
         self
     }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use async_channel::Sender;
-use omni_protocol::data::schema::Validator;
-use omni_protocol::machines::client::{CallSpec, ModelRef};
-use omni_protocol::machines::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::client::{CallSpec, ModelRef};
+use omni_protocol::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::schema::Validator;
 use omni_protocol::{ApiKey, Context, Options, Response};
 
 use crate::client::{Client, Driver};
@@ -67,9 +67,9 @@ impl<D: Driver> Call<D> {
 
     /// Adds a tool. Tool names must differ (the model calls a tool by its name): a call
     /// with two tools of one name is refused when it starts, with
-    /// [`ClientError::DuplicateTool`](omni_protocol::machines::client::ClientError::DuplicateTool),
+    /// [`ClientError::DuplicateTool`](omni_protocol::client::ClientError::DuplicateTool),
     /// before anything is sent. (Every driver decides so, in
-    /// [`ClientConfig::prepare`](omni_protocol::machines::client::ClientConfig::prepare).)
+    /// [`ClientConfig::prepare`](omni_protocol::client::ClientConfig::prepare).)
     pub fn tool(mut self, tool: AsyncTool) -> Self {
         self.tools.push(tool);
         self
@@ -151,9 +151,9 @@ impl<D: Driver> Call<D> {
     where
         T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
-        self.options.output = Some(omni_protocol::data::schema::output_for::<T>());
+        self.options.output = Some(omni_protocol::schema::output_for::<T>());
         let response = self.generate().await?;
-        omni_protocol::data::schema::decode_output(&response)
+        omni_protocol::schema::decode_output(&response)
             .map_err(|error| Error::Output { error, response: Box::new(response) })
     }
 }
@@ -236,7 +236,7 @@ impl TextStream {
         match self.terminal.take() {
             Some(GenerateEvent::Finished(response)) => Ok(*response),
             Some(GenerateEvent::Failed { error, partial }) => Err(Error::Generate { error: *error, partial }),
-            _ => Err(Error::Setup("the call ended without a response".into())),
+            _ => Err(Error::Stopped),
         }
     }
 

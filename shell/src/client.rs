@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::client::{ClientConfig, ClientError, ModelRef};
-use omni_protocol::machines::generate::ToolDecl;
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_protocol::{Context, Options, Response};
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::client::{ClientConfig, ClientError, ModelRef};
+use omni_protocol::generate::ToolDecl;
+use omni_protocol::transport::ProxyRules;
+use omni_protocol::{Context, Response};
 
 use crate::drive_agent::spawn_agent;
 use crate::runtime::{Runtime, Transport};
@@ -64,53 +64,49 @@ impl<D: Driver> Client<D> {
         ClientBuilder::default()
     }
 
+    /// A client with the built-in catalogue and keys from the environment.
+    pub fn new() -> Result<Self, Error> {
+        Self::builder().build()
+    }
+
     /// Starts a call with tools or a per-call key; see [`Call`].
     pub fn call(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Call<D> {
         Call::new(self.clone(), model.into(), context.into())
     }
 
-    /// Streams a reply; dropping the stream cancels the call. The call runs as a task of
+    /// Streams a reply with the client's default options (others:
+    /// `client.call(model, context).options(..).stream()`); dropping the stream cancels the call. The call runs as a task of
     /// the driver's runtime (omni-tokio: call it inside a tokio runtime; omni-smol: inside
     /// or outside an executor).
-    pub fn stream_text(
-        &self,
-        model: impl Into<ModelRef>,
-        context: impl Into<Context>,
-        options: Options,
-    ) -> Result<TextStream, Error> {
-        self.call(model, context).options(options).stream()
+    pub fn stream_text(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Result<TextStream, Error> {
+        self.call(model, context).stream()
     }
 
-    /// Generates a reply (running the tool loop when tools are given through [`Client::call`]).
+    /// Generates a reply with the client's default options; options, tools and a per-call
+    /// key go through [`Client::call`].
     pub async fn generate_text(
         &self,
         model: impl Into<ModelRef>,
         context: impl Into<Context>,
-        options: Options,
     ) -> Result<Response, Error> {
-        self.call(model, context).options(options).generate().await
+        self.call(model, context).generate().await
     }
 
     /// Generates a `T` as structured output; see [`Call::generate_object`].
     #[cfg(feature = "schemars")]
-    pub async fn generate_object<T>(
-        &self,
-        model: impl Into<ModelRef>,
-        context: impl Into<Context>,
-        options: Options,
-    ) -> Result<T, Error>
+    pub async fn generate_object<T>(&self, model: impl Into<ModelRef>, context: impl Into<Context>) -> Result<T, Error>
     where
         T: serde::de::DeserializeOwned + omni_protocol::schemars::JsonSchema,
     {
-        self.call(model, context).options(options).generate_object().await
+        self.call(model, context).generate_object().await
     }
 
     /// Starts setting up a session manager over `store`: `agent` builds each session's
     /// agent (it is given this client and the session's id); `start()` runs the manager.
-    pub fn session_manager<C: omni_protocol::machines::agent::AgentCallbacks + Send + 'static>(
+    pub fn session_manager<C: omni_protocol::agent::AgentCallbacks + Send + 'static>(
         &self,
-        store: std::sync::Arc<dyn omni_protocol::machines::session::store::Store>,
-        agent: impl Fn(&Self, &omni_protocol::machines::session::store::SessionId) -> AgentBuilder<Self, AsyncTool, C>
+        store: std::sync::Arc<dyn omni_protocol::session::Store>,
+        agent: impl Fn(&Self, &omni_protocol::session::SessionId) -> AgentBuilder<Self, AsyncTool, C>
             + Send
             + Sync
             + 'static,

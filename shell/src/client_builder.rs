@@ -8,13 +8,13 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::Error;
-use omni_protocol::data::catalogue::Catalogue;
-use omni_protocol::data::model::Model;
-use omni_protocol::data::options::Options;
-use omni_protocol::data::provider::{ApiKey, Provider};
-use omni_protocol::machines::client::{ClientConfig, ClientError};
-use omni_protocol::machines::generate::RetryPolicy;
-use omni_protocol::wire::proxy::{Proxy, ProxySetting};
+use omni_protocol::client::{ClientConfig, ClientError};
+use omni_protocol::generate::RetryPolicy;
+use omni_protocol::transport::{Proxy, ProxySetting};
+use omni_protocol::Catalogue;
+use omni_protocol::Model;
+use omni_protocol::Options;
+use omni_protocol::{ApiKey, Provider};
 
 /// What [`ClientBuilder::build`] hands the driver.
 #[derive(Debug)]
@@ -24,7 +24,7 @@ pub struct Built {
     /// PEM data of extra trusted roots, for the driver's TLS setup.
     pub root_certificates: Vec<Vec<u8>>,
     /// How requests reach servers; resolve it with
-    /// [`ProxyRules::resolve`](omni_protocol::wire::proxy::ProxyRules::resolve).
+    /// [`ProxyRules::resolve`](omni_protocol::transport::ProxyRules::resolve).
     pub proxy: ProxySetting,
 }
 
@@ -53,7 +53,7 @@ pub struct ClientBuilder<D> {
     max_response_bytes: Option<u64>,
     root_certificates: Vec<Vec<u8>>,
     /// `Err` holds a URL that did not parse, reported by `build`.
-    proxy: Result<ProxySetting, omni_protocol::wire::proxy::ProxyError>,
+    proxy: Result<ProxySetting, omni_protocol::transport::ProxyError>,
     driver: std::marker::PhantomData<fn() -> D>,
 }
 
@@ -123,9 +123,9 @@ impl<D: Connect> ClientBuilder<D> {
     }
 
     /// The largest response body a call accepts, in bytes (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`](omni_protocol::machines::generate::DEFAULT_MAX_RESPONSE_BYTES), 256 MiB);
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](omni_protocol::generate::DEFAULT_MAX_RESPONSE_BYTES), 256 MiB);
     /// past it the call fails with
-    /// [`GenerateError::ResponseTooLarge`](omni_protocol::machines::generate::GenerateError::ResponseTooLarge),
+    /// [`GenerateError::ResponseTooLarge`](omni_protocol::generate::GenerateError::ResponseTooLarge),
     /// keeping what arrived.
     pub fn max_response_size(mut self, bytes: u64) -> Self {
         self.max_response_bytes = Some(bytes);
@@ -166,7 +166,7 @@ impl<D: Connect> ClientBuilder<D> {
     }
 
     /// Connects straight to every server, ignoring `HTTPS_PROXY` and the like. By
-    /// default a client follows them (see [`omni_protocol::wire::proxy`]).
+    /// default a client follows them (see [`omni_protocol::transport`]).
     pub fn no_proxy(mut self) -> Self {
         self.proxy = Ok(ProxySetting::Direct);
         self

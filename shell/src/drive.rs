@@ -183,8 +183,8 @@ mod tests {
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use omni_protocol::machines::agent::{Agent, AgentConfig, AgentError, NoCallbacks};
-    use omni_protocol::{Dialect, HttpRequest, Model, Provider};
+    use omni_protocol::agent::{Agent, AgentConfig, AgentError, NoCallbacks};
+    use omni_protocol::{dialect::HttpRequest, Dialect, Model, Provider};
 
     use crate::agent::LoopMessage;
     use crate::drive_agent::spawn_agent_loop;

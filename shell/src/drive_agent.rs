@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use omni_protocol::machines::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
+use omni_protocol::agent::{Agent as AgentMachine, AgentCallbacks, AgentInput};
 
 use crate::agent::LoopMessage;
 use crate::drive::{drive, Notice, Side};
@@ -23,7 +23,7 @@ pub(crate) fn spawn_agent<C, R, T>(
     transport: T,
     host: Host<C>,
     tools: &[AsyncTool],
-    config: omni_protocol::machines::client::ClientConfig,
+    config: omni_protocol::client::ClientConfig,
     capacity: usize,
 ) -> Result<Agent<C>, Error>
 where

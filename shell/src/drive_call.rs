@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use async_channel::Receiver;
 use futures_lite::{future, Stream as _};
-use omni_protocol::machines::generate::{Generate, GenerateEvent, Input};
+use omni_protocol::generate::{Generate, GenerateEvent, Input};
 
 use crate::drive::{execute_effects, sleep_until, Next, Pacing};
 use crate::executor::{Executor, Handlers};

@@ -15,18 +15,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_channel::Receiver;
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::generate::{Effect, Report};
-use omni_protocol::machines::manager::title::TITLE_MESSAGES;
-use omni_protocol::machines::manager::{CloseReason, Started};
-use omni_protocol::machines::session::machine::{
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::generate::{Effect, Report};
+use omni_protocol::machine::Timer;
+use omni_protocol::manager::TITLE_MESSAGES;
+use omni_protocol::manager::{CloseReason, Started};
+use omni_protocol::session::Tree;
+use omni_protocol::session::{Claim, SessionState, Store, StoreError};
+use omni_protocol::session::{
     Session as SessionMachine, SessionEffect, SessionError, SessionEvent, SessionInput, SessionSnapshot, StoreOp,
     WriteId,
 };
-use omni_protocol::machines::session::store::{Claim, SessionState, Store, StoreError};
-use omni_protocol::machines::session::tree::Tree;
-use omni_protocol::machines::timer::Timer;
 use omni_protocol::Message;
 
 use crate::drive::{drive, Notice, Side};
@@ -242,7 +242,7 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
 
     /// Stops the session asked to close after its turn, once no turn is in flight.
     fn close_when_the_turn_is_over(&mut self, now: Instant) {
-        let busy = self.hosted.session.agent().status() == omni_protocol::machines::agent::Status::Busy;
+        let busy = self.hosted.session.agent().status() == omni_protocol::agent::Status::Busy;
         if self.close_after_turn && !busy && !self.orphaned {
             self.close_after_turn = false;
             self.stop(now);

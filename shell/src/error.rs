@@ -3,11 +3,11 @@
 
 use std::fmt;
 
-use omni_protocol::machines::agent::AgentError;
-use omni_protocol::machines::client::{ClientError, StartError};
-use omni_protocol::machines::generate::GenerateError;
-use omni_protocol::machines::session::machine::SessionError;
-use omni_protocol::machines::session::store::StoreError;
+use omni_protocol::agent::AgentError;
+use omni_protocol::client::{ClientError, StartError};
+use omni_protocol::generate::GenerateError;
+use omni_protocol::session::SessionError;
+use omni_protocol::session::StoreError;
 use omni_protocol::Response;
 
 /// Why a call failed. No variant ever carries an API key.
@@ -25,7 +25,7 @@ pub enum Error {
     },
     /// The driver could not start: no runtime, the HTTP client or TLS could not be
     /// set up, a bad certificate, a thread that could not be spawned.
-    Setup(String),
+    Setup(SetupError),
     /// An agent refused a command or a configuration (busy, idle, not paused, invalid
     /// history or tools, `init` refused, stopped).
     Agent(AgentError),
@@ -37,7 +37,10 @@ pub enum Error {
     Store(StoreError),
     /// A session manager refused a request (a session that exists already, the most
     /// sessions running, shutting down) or could not start a session.
-    Manager(omni_protocol::machines::manager::ManagerError),
+    Manager(omni_protocol::manager::ManagerError),
+    /// The call's task stopped before it gave its result: its runtime shut down, or the
+    /// task was dropped.
+    Stopped,
     /// The call ended without the structured output asked for: every correction failed,
     /// the reply was cut by the token limit, or the value does not decode as the type.
     Output {
@@ -53,7 +56,8 @@ impl fmt::Display for Error {
         match self {
             Self::Client(e) => write!(f, "{e}"),
             Self::Generate { error, .. } => write!(f, "{error}"),
-            Self::Setup(m) => write!(f, "{m}"),
+            Self::Setup(e) => write!(f, "{e}"),
+            Self::Stopped => f.write_str("the call stopped before it gave a response (its runtime shut down?)"),
             Self::Agent(e) => write!(f, "{e}"),
             Self::Session(e) => write!(f, "{e}"),
             Self::Store(e) => write!(f, "{e}"),
@@ -75,8 +79,59 @@ impl std::error::Error for Error {
             Self::Session(e) => e.source(),
             Self::Store(e) => e.source(),
             Self::Manager(e) => e.source(),
-            Self::Setup(_) | Self::Output { .. } => None,
+            Self::Setup(e) => e.source(),
+            Self::Stopped | Self::Output { .. } => None,
         }
+    }
+}
+
+/// Why a driver could not start (see [`Error::Setup`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// The driver's runtime is not running where it was called (omni-tokio outside a
+    /// tokio runtime).
+    NoRuntime {
+        /// The driver, e.g. `omni-tokio`.
+        driver: &'static str,
+        /// The runtime it needs, e.g. `tokio`.
+        runtime: &'static str,
+    },
+    /// A thread could not be started (the process is out of threads or memory).
+    Thread(std::io::Error),
+    /// The HTTP client could not be built: a root certificate that is not valid PEM or
+    /// not usable, a TLS or proxy setting its HTTP stack refused.
+    HttpClient {
+        /// What the HTTP stack said.
+        message: String,
+    },
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoRuntime { driver, runtime } => {
+                write!(f, "{driver} needs a running {runtime} runtime where it is called")
+            }
+            Self::Thread(_) => f.write_str("could not start a thread"),
+            Self::HttpClient { message } => write!(f, "the HTTP client could not be set up: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Thread(e) => Some(e),
+            Self::NoRuntime { .. } | Self::HttpClient { .. } => None,
+        }
+    }
+}
+
+impl SetupError {
+    /// An HTTP stack's refusal to build a client, as an [`Error`].
+    pub fn http_client(message: impl Into<String>) -> Error {
+        Error::Setup(Self::HttpClient { message: message.into() })
     }
 }
 
@@ -119,8 +174,8 @@ impl From<StoreError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use omni_protocol::machines::manager::ManagerError;
-    use omni_protocol::machines::session::store::StoreErrorKind;
+    use omni_protocol::manager::ManagerError;
+    use omni_protocol::session::StoreErrorKind;
 
     /// Every message of an error's chain, outermost first.
     fn chain(error: &dyn std::error::Error) -> Vec<String> {
@@ -141,7 +196,8 @@ mod tests {
             Error::Manager(ManagerError::Store(store)),
             Error::Session(SessionError::ReadOnly),
             Error::Agent(AgentError::Terminated),
-            Error::Setup("no runtime".into()),
+            Error::Setup(SetupError::NoRuntime { driver: "omni-tokio", runtime: "tokio" }),
+            Error::Setup(SetupError::Thread(std::io::Error::other("out of threads"))),
         ];
         for error in &errors {
             let messages = chain(error);

@@ -26,10 +26,8 @@ use std::task::{Context, Poll};
 use async_channel::Sender;
 use bytes::Bytes;
 use futures_lite::future;
-use omni_protocol::data::tool::no_handler;
-use omni_protocol::machines::generate::{
-    Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
-};
+use omni_protocol::generate::{Effect, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
+use omni_protocol::tool::no_handler;
 
 use crate::machine::{self, Machine, SPARE_BUFFERS};
 use crate::reports::{ReportReceiver, ReportSender};
@@ -41,7 +39,7 @@ use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 pub(crate) type Handlers = BTreeMap<String, AsyncHandler>;
 
 /// What the work in flight reports to its loop: the owned form of the machines'
-/// [`Report`](omni_protocol::machines::generate::Report), so that it can cross a channel.
+/// [`Report`](omni_protocol::generate::Report), so that it can cross a channel.
 #[derive(Debug)]
 pub(crate) enum Report {
     /// A response's status and headers.
@@ -258,10 +256,10 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use omni_protocol::data::tool::ToolError;
-    use omni_protocol::machines::generate::GenerateEvent;
-    use omni_protocol::wire::proxy::ProxyRules;
-    use omni_protocol::{HttpRequest, StreamEvent};
+    use omni_protocol::generate::GenerateEvent;
+    use omni_protocol::tool::ToolError;
+    use omni_protocol::transport::ProxyRules;
+    use omni_protocol::{dialect::HttpRequest, StreamEvent};
     use serde_json::json;
 
     use crate::runtime::{ResponseSink, Runtime, Transport};

@@ -1,32 +1,47 @@
-//! What every async driver re-exports besides its own names (`pub use
-//! omni_shell::exports::*`): the data, errors, events and callbacks of the core, and the
-//! shell's handles, so that code written against one driver moves to another unchanged.
+//! The one public surface of omni. Every driver's root is this list (`pub use
+//! omni_shell::exports::*`), the names of [`driver_types!`](crate::driver_types) for its
+//! driver type, and its own runtime and HTTP client; omni-blocking puts its waiting
+//! handles in place of the async ones under the same names. So code written against one
+//! driver moves to another by changing the crate name and the idiom (`.await` or not),
+//! and `conformance/tests/surface.rs` holds the three drivers' names equal.
+//!
+//! What is here: the data an application names (messages, models, options, responses,
+//! events, errors), the agent's, session's and manager's vocabulary, the handles, and
+//! four modules for less common work ([`dialect`], [`hooks`], [`schema`],
+//! [`text_tools`]). Everything else of the core is under [`protocol`] (omni-protocol).
 
-pub use omni_protocol::data::tool::{ToolError, ToolOutput};
-pub use omni_protocol::machines::agent::{
-    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, Prompt, RetryKind, Snapshot,
-    Status, ToolDecision, TurnDecision, TurnEnd,
+/// The pure core (omni-protocol), for what the surface leaves out: the machines
+/// themselves, the transport rules a driver follows.
+pub use omni_protocol as protocol;
+/// The schemars crate, for `#[derive(JsonSchema)]` on typed tools and structured output
+/// (feature `schemars`).
+#[cfg(feature = "schemars")]
+pub use omni_protocol::schemars;
+pub use omni_protocol::{dialect, hooks, schema, text_tools};
+
+pub use omni_protocol::agent::{
+    AgentCallbacks, AgentError, AgentEvent, AgentState, ErrorDecision, NoCallbacks, PartialMessage, Prompt, RetryKind,
+    Snapshot, Status, ToolDecision, TurnDecision, TurnEnd,
 };
-pub use omni_protocol::machines::client::{ClientError, ModelRef};
-pub use omni_protocol::machines::generate::{GenerateError, GenerateEvent, RetryPolicy};
+pub use omni_protocol::client::{ClientConfig, ClientError, ModelRef};
+pub use omni_protocol::generate::{GenerateError, GenerateEvent, RetryPolicy, TransportError, TransportErrorKind};
+pub use omni_protocol::hooks::{HookContext, ProviderHooks};
+pub use omni_protocol::manager::{CloseReason, FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening, TitleMode};
+pub use omni_protocol::session::{
+    Claim, Node, NodeId, SessionError, SessionEvent, SessionId, SessionInfo, SessionList, SessionSnapshot,
+    SessionState, Store, StoreError, StoreErrorKind, StoreWarning, Tree, Written,
+};
 pub use omni_protocol::{
-    ApiKey, Attachment, Block, CacheRetention, Catalogue, Context, Effort, Message, Model, Options, OutputSchema,
-    Provider, Reasoning, Response, Role, StopReason, StreamEvent, TextProtocol, ToolChoice, ToolProtocol, ToolResult,
-    ToolResultContent, ToolUse, Usage,
+    ApiKey, Attachment, Auth, Block, CacheRetention, Catalogue, CatalogueError, Context, Cost, Dialect, Effort,
+    Fragment, InvalidCallInput, LookupError, Message, Modality, Model, Options, OptionsError, Origin, OutputSchema,
+    Prices, Provider, ProviderError, ProviderErrorKind, Quirks, Reasoning, RequestError, Response, Role, Source,
+    StopReason, StreamError, StreamEvent, Text, TextProtocol, Thinking, ToolChoice, ToolError, ToolOutput,
+    ToolProtocol, ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, Warning,
 };
-
-pub use omni_protocol::machines::manager::{
-    CloseReason, FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening, TitleMode,
-};
-pub use omni_protocol::machines::session::machine::{SessionError, SessionEvent, SessionSnapshot, Written};
-pub use omni_protocol::machines::session::store::{
-    Claim, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
-};
-pub use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
 
 pub use crate::{
-    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, StateChange, Subscriber, SubscriberCount,
-    SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts, DEFAULT_SUBSCRIBER_CAPACITY,
+    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, SetupError, StateChange, Subscriber,
+    SubscriberCount, SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 
 /// Names a driver's client, builders and call after the shell's, for its driver type:

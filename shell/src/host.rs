@@ -11,11 +11,11 @@
 use std::fmt;
 use std::time::Instant;
 
-use omni_protocol::machines::agent::ToolDecision;
-use omni_protocol::machines::agent::{
+use omni_protocol::agent::ToolDecision;
+use omni_protocol::agent::{
     Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, AgentState, Prompt, Snapshot, StatePatch,
 };
-use omni_protocol::machines::generate::Effect;
+use omni_protocol::generate::Effect;
 
 /// Sends a command's answer back to the caller, over whatever channel the driver uses.
 pub type Reply<T> = Box<dyn FnOnce(T) + Send>;

@@ -57,7 +57,7 @@ pub use client::{Client, Driver};
 pub use client_builder::{Built, ClientBuilder, Connect};
 pub use drive_manager::{AgentFactory, Whereabouts};
 pub use drive_session::{SubscriberCount, SubscriberRole};
-pub use error::Error;
+pub use error::{Error, SetupError};
 pub use host::{Command, EventSink, Host, Reply};
 pub use manager::{Opened, SessionManager, SessionOptions};
 pub use manager_builder::ManagerBuilder;

@@ -12,10 +12,10 @@
 
 use std::time::Instant;
 
-use omni_protocol::machines::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
-pub use omni_protocol::machines::generate::Report;
-use omni_protocol::machines::generate::{Effect, Generate, GenerateEvent, Input};
-use omni_protocol::machines::timer::Timer;
+use omni_protocol::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
+pub use omni_protocol::generate::Report;
+use omni_protocol::generate::{Effect, Generate, GenerateEvent, Input};
+use omni_protocol::machine::Timer;
 
 /// Room for reports (head, body chunks, end, tool outcomes) between a machine's request
 /// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::Sender;
-use omni_protocol::machines::agent::{AgentCallbacks, NoCallbacks};
-use omni_protocol::machines::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening};
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionId, SessionList, Store};
+use omni_protocol::agent::{AgentCallbacks, NoCallbacks};
+use omni_protocol::manager::{FeedEvent, IdleShutdown, ManagerError, OpenSession, Opening};
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionId, SessionList, Store};
 
 use crate::drive_manager::{ManagerMessage, OpenAnswer, StartedSession, Whereabouts};
 use crate::host::ask_loop;
@@ -240,7 +240,7 @@ impl<D: Driver, C: AgentCallbacks + Send + 'static> SessionManager<D, C> {
     pub async fn shutdown(&self) -> Result<(), Error> {
         match self.ask(|reply| ManagerMessage::Shutdown(reply)).await {
             // Over already.
-            Err(Error::Agent(omni_protocol::machines::agent::AgentError::Terminated)) => Ok(()),
+            Err(Error::Agent(omni_protocol::agent::AgentError::Terminated)) => Ok(()),
             done => done,
         }
     }

@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::client::ModelRef;
-use omni_protocol::machines::manager::{ManagerConfig, TitleMode};
-use omni_protocol::machines::session::presence::Presence;
-use omni_protocol::machines::session::store::Store;
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::client::ModelRef;
+use omni_protocol::manager::{ManagerConfig, TitleMode};
+use omni_protocol::session::Presence;
+use omni_protocol::session::Store;
 
 use crate::drive_manager::{spawn_manager, AgentFactory};
 use crate::manager::{SessionManager, Shared};

@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
-use omni_protocol::machines::manager::{CloseReason, ManagerInput};
-use omni_protocol::machines::session::store::SessionId;
+use omni_protocol::manager::{CloseReason, ManagerInput};
+use omni_protocol::session::SessionId;
 use omni_protocol::Message;
 
 /// News a session keeps for its manager before the oldest status news is dropped.
@@ -89,7 +89,7 @@ impl ManagerLink {
         }
     }
 
-    pub(crate) fn status(&self, status: omni_protocol::machines::agent::Status) {
+    pub(crate) fn status(&self, status: omni_protocol::agent::Status) {
         self.post(ManagerInput::Status { id: self.id.clone(), status });
     }
 

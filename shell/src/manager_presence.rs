@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::Sender;
-use omni_protocol::machines::agent::Status;
-use omni_protocol::machines::manager::{CloseReason, FeedEvent, OpenSession};
-use omni_protocol::machines::session::presence::{Change, Entry, Presence, Run};
-use omni_protocol::machines::session::store::{Claim, SessionId, StoreError};
+use omni_protocol::agent::Status;
+use omni_protocol::manager::{CloseReason, FeedEvent, OpenSession};
+use omni_protocol::session::{Change, Entry, Presence, Run};
+use omni_protocol::session::{Claim, SessionId, StoreError};
 
 use crate::runtime::{off_executor, Runtime};
 

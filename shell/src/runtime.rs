@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use async_channel::Receiver;
 use bytes::Bytes;
-use omni_protocol::machines::generate::{RequestId, TransportError};
-use omni_protocol::machines::session::store::{StoreError, StoreErrorKind};
-use omni_protocol::HttpRequest;
+use omni_protocol::dialect::HttpRequest;
+use omni_protocol::generate::{RequestId, TransportError};
+use omni_protocol::session::{StoreError, StoreErrorKind};
 
 use crate::executor::Report;
 use crate::reports::ReportSender;
@@ -230,5 +230,5 @@ pub fn run_on_a_thread(work: BlockingWork) -> impl Future<Output = ()> + Send + 
 /// `work`'s result, or the message of its panic.
 fn catch_panic<T>(work: impl FnOnce() -> T) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .map_err(|payload| omni_protocol::data::tool::panic_message(&*payload))
+        .map_err(|payload| omni_protocol::tool::panic_message(&*payload))
 }

@@ -7,17 +7,17 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_channel::Sender;
-use omni_protocol::machines::agent::{NoCallbacks, Prompt, ToolDecision};
-use omni_protocol::machines::session::machine::{SessionEvent, SessionInput, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionId, SessionState, StoreWarning};
-use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::agent::{NoCallbacks, Prompt, ToolDecision};
+use omni_protocol::session::{NodeId, Tree};
+use omni_protocol::session::{SessionEvent, SessionInput, SessionSnapshot};
+use omni_protocol::session::{SessionId, SessionState, StoreWarning};
 
 use crate::drive_session::{SessionMessage, SubscriberCount, SubscriberRole};
 use crate::host::{ask_loop, EventSink, Reply};
 use crate::manager_link::Inbox;
 use crate::subscription::Subscription;
 use crate::Error;
-use omni_protocol::machines::manager::Started;
+use omni_protocol::manager::Started;
 
 struct Shared<C> {
     id: SessionId,
@@ -35,10 +35,10 @@ struct Shared<C> {
 ///
 /// The tree-changing methods (`prompt`, `navigate`, `regenerate`, `edit`) work only while
 /// the session is idle: otherwise they answer [`SessionError::Busy`] or
-/// [`SessionError::Paused`](omni_protocol::machines::session::machine::SessionError::Paused)
+/// [`SessionError::Paused`](omni_protocol::session::SessionError::Paused)
 /// inside [`Error::Session`].
 ///
-/// [`SessionError::Busy`]: omni_protocol::machines::session::machine::SessionError::Busy
+/// [`SessionError::Busy`]: omni_protocol::session::SessionError::Busy
 pub struct Session<C = NoCallbacks> {
     shared: Arc<Shared<C>>,
 }
@@ -137,7 +137,7 @@ impl<C> Session<C> {
     pub async fn close(&self) -> Result<(), Error> {
         match self.ask(SessionMessage::Close).await {
             // Over already.
-            Err(Error::Agent(omni_protocol::machines::agent::AgentError::Terminated)) => Ok(()),
+            Err(Error::Agent(omni_protocol::agent::AgentError::Terminated)) => Ok(()),
             done => done,
         }
     }
@@ -146,7 +146,7 @@ impl<C> Session<C> {
     /// manager closes a session.
     pub(crate) async fn close_after_turn(&self) -> Result<(), Error> {
         match self.ask(SessionMessage::CloseAfterTurn).await {
-            Err(Error::Agent(omni_protocol::machines::agent::AgentError::Terminated)) => Ok(()),
+            Err(Error::Agent(omni_protocol::agent::AgentError::Terminated)) => Ok(()),
             done => done,
         }
     }

@@ -8,13 +8,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use omni_protocol::machines::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
-use omni_protocol::machines::client::ModelRef;
-use omni_protocol::machines::session::machine::{Session as SessionMachine, SessionEvent};
+use omni_protocol::agent::{Agent, AgentCallbacks, AgentConfig, AgentEvent};
+use omni_protocol::client::ModelRef;
 #[cfg(doc)]
-use omni_protocol::machines::session::store::StoreErrorKind;
-use omni_protocol::machines::session::store::{Claim, SessionId, SessionState, Store, StoreError};
-use omni_protocol::machines::session::tree::Tree;
+use omni_protocol::session::StoreErrorKind;
+use omni_protocol::session::Tree;
+use omni_protocol::session::{Claim, SessionId, SessionState, Store, StoreError};
+use omni_protocol::session::{Session as SessionMachine, SessionEvent};
 use omni_protocol::Options;
 
 use crate::drive_session::{spawn_session, SubscriberRole};

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use crate::EventSink;
 use async_channel::{Receiver, Sender, TrySendError};
-use omni_protocol::machines::agent::AgentEvent;
+use omni_protocol::agent::AgentEvent;
 
 /// The agent's (or a session's) events after a subscription, as a
 /// [`Stream`](futures_core::Stream). It ends when the agent stops, or when this

@@ -9,10 +9,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::data::message::ToolSpec;
-use omni_protocol::data::schema::Validator;
-use omni_protocol::data::tool::{typed_input, ToolError, ToolOutput};
-use omni_protocol::machines::generate::ToolDecl;
+use omni_protocol::generate::ToolDecl;
+use omni_protocol::schema::Validator;
+use omni_protocol::tool::{typed_input, ToolError, ToolOutput};
+use omni_protocol::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -70,7 +70,7 @@ impl<R: RunSync> SyncTool<R> {
         Self::new(name, description, input_schema, move |input| handler(typed_input::<T>(input)?))
     }
 
-    /// A tool whose input schema is `T`'s ([`omni_protocol::data::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_protocol::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     #[cfg(feature = "schemars")]
@@ -79,7 +79,7 @@ impl<R: RunSync> SyncTool<R> {
         description: impl Into<String>,
         handler: impl Fn(T) -> Result<O, ToolError> + Send + Sync + 'static,
     ) -> Self {
-        Self::typed(name, description, omni_protocol::data::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_protocol::schema::for_type::<T>(), handler)
     }
 
     /// [`SyncTool::from_type`] for a handler that needs state (a store, a client): the

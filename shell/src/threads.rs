@@ -14,10 +14,13 @@ use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_protocol::data::tool::ToolError;
-use omni_protocol::machines::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_protocol::{HttpRequest, Method, Options, ToolUse};
+use omni_protocol::generate::{Effect, RequestId, ToolOutcome, ToolRunId};
+use omni_protocol::tool::ToolError;
+use omni_protocol::transport::ProxyRules;
+use omni_protocol::{
+    dialect::{HttpRequest, Method},
+    ToolUse,
+};
 use serde_json::json;
 
 use crate::executor::{Executor, Report};
@@ -43,7 +46,7 @@ impl Runtime for Threads {
         };
         std::thread::Builder::new()
             .spawn(move || future::block_on(future::or(future, stop_signal)))
-            .map_err(|e| Error::Setup(e.to_string()))?;
+            .map_err(|e| Error::Setup(crate::SetupError::Thread(e)))?;
         Ok(ThreadTask(Some(stop)))
     }
 
@@ -164,14 +167,14 @@ pub(crate) fn within<T: Send>(future: impl Future<Output = T> + Send) -> T {
 
 #[test]
 fn a_call_runs_to_its_end_on_a_thread_runtime() {
-    let stream = client().stream_text("anthropic:claude-sonnet-4-5", "hi", Options::default()).expect("started");
+    let stream = client().stream_text("anthropic:claude-sonnet-4-5", "hi").expect("started");
     let response = within(stream.response()).expect("a response");
     assert_eq!(response.text(), "On threads.");
 }
 
 #[test]
 fn a_cancel_handle_from_another_thread_cancels_the_call_and_its_stream_says_so() {
-    let stream = client().stream_text("anthropic:claude-sonnet-4-5", HOLD, Options::default()).expect("started");
+    let stream = client().stream_text("anthropic:claude-sonnet-4-5", HOLD).expect("started");
     let handle = stream.cancel_handle();
     let canceller = std::thread::spawn(move || handle.cancel());
     let response = within(stream.response()).expect("a cancelled call still finishes");

@@ -15,10 +15,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use omni_protocol::data::message::ToolSpec;
-use omni_protocol::data::schema::Validator;
-use omni_protocol::data::tool::{typed_input, ToolError, ToolOutput};
-use omni_protocol::machines::generate::ToolDecl;
+use omni_protocol::generate::ToolDecl;
+use omni_protocol::schema::Validator;
+use omni_protocol::tool::{typed_input, ToolError, ToolOutput};
+use omni_protocol::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -91,13 +91,13 @@ impl AsyncTool {
         }
     }
 
-    /// A tool whose input schema is `T`'s ([`omni_protocol::data::schema::for_type`]) and whose
+    /// A tool whose input schema is `T`'s ([`omni_protocol::schema::for_type`]) and whose
     /// handler gets a `T`. The model's input is checked against the schema before the
     /// handler runs; what fails goes back to the model as an error result.
     ///
     /// ```
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_protocol::data::tool::ToolError;
+    /// use omni_protocol::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Weather {
@@ -118,7 +118,7 @@ impl AsyncTool {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: Into<ToolOutput>,
     {
-        Self::typed(name, description, omni_protocol::data::schema::for_type::<T>(), handler)
+        Self::typed(name, description, omni_protocol::schema::for_type::<T>(), handler)
     }
 
     /// [`AsyncTool::from_type`] for a handler that needs state (a store, a client): each call
@@ -130,7 +130,7 @@ impl AsyncTool {
     /// use std::collections::BTreeMap;
     /// use std::sync::Arc;
     /// use omni_shell::AsyncTool as Tool;
-    /// use omni_protocol::data::tool::ToolError;
+    /// use omni_protocol::tool::ToolError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Lookup {

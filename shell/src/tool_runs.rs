@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures_lite::FutureExt;
-use omni_protocol::data::tool::{outcome, panic_message};
-use omni_protocol::machines::generate::{ToolOutcome, ToolRunId};
+use omni_protocol::generate::{ToolOutcome, ToolRunId};
+use omni_protocol::tool::{outcome, panic_message};
 use serde_json::Value;
 
 use crate::AsyncHandler;
@@ -116,7 +116,7 @@ impl ToolRuns {
 mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use omni_protocol::data::tool::{ToolError, ToolOutput};
+    use omni_protocol::tool::{ToolError, ToolOutput};
     use serde_json::json;
 
     use super::*;

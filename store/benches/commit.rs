@@ -60,7 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use divan::Bencher;
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::session::{Node, Tree};
 use omni_protocol::{Message, Usage};
 use omni_store::{Claim, FileStore, Loaded, MemoryStore, SessionId, SessionState, SqliteStore, Store};
 use serde::Serialize;

@@ -25,7 +25,7 @@ pub mod suite;
 
 pub use file::FileStore;
 pub use memory::MemoryStore;
-pub use omni_protocol::machines::session::store::{
+pub use omni_protocol::session::{
     Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind, StoreWarning,
 };
 #[cfg(feature = "postgres")]

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::session::store::{assemble, check_append};
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::session::{assemble, check_append};
+use omni_protocol::session::{Node, Tree};
 
 use crate::{Claim, Loaded, SessionId, SessionInfo, SessionList, SessionState, Store, StoreError, StoreErrorKind};
 

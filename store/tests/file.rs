@@ -11,7 +11,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::session::{NodeId, Tree};
 use omni_protocol::Message;
 use omni_store::{Claim, FileStore, SessionId, SessionState, Store, StoreErrorKind, StoreWarning};
 

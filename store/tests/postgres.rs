@@ -8,9 +8,9 @@
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use omni_protocol::machines::agent::Status;
-use omni_protocol::machines::session::presence::{Change, Entry, Notice, Presence, Run};
-use omni_protocol::machines::session::tree::Tree;
+use omni_protocol::agent::Status;
+use omni_protocol::session::Tree;
+use omni_protocol::session::{Change, Entry, Notice, Presence, Run};
 use omni_protocol::Message;
 use omni_store::postgres_testing::{password, with_database, Client, TestDatabase as Db};
 use omni_store::{Claim, PgStore, SessionId, SessionState, Store, StoreErrorKind};
@@ -266,7 +266,7 @@ fn presence_shows_what_runs_where() {
 }
 
 /// Notices until `count` came or two seconds passed.
-fn collect(listener: &mut dyn omni_protocol::machines::session::presence::Listener, count: usize) -> Vec<Notice> {
+fn collect(listener: &mut dyn omni_protocol::session::Listener, count: usize) -> Vec<Notice> {
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut notices = Vec::new();
     while notices.len() < count && Instant::now() < deadline {

@@ -9,7 +9,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::session::tree::{NodeId, Tree};
+use omni_protocol::session::{NodeId, Tree};
 use omni_protocol::{Message, Usage};
 use omni_store::{Claim, SessionId, SessionState, SqliteStore, Store, StoreErrorKind};
 

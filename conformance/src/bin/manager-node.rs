@@ -28,7 +28,7 @@ use omni_blocking::{
 use omni_conformance::async_manager::{quick, MODEL};
 use omni_conformance::replay::ReplayServer;
 use omni_conformance::session_drive::replay_client;
-use omni_protocol::machines::session::store::SessionId;
+use omni_protocol::session::SessionId;
 use omni_store::PgStore;
 
 /// The longest a prompt's turn and writes may take.

@@ -13,7 +13,7 @@
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use omni_protocol::{Dialect, StreamDecoder, StreamEvent};
+use omni_protocol::{dialect::StreamDecoder, Dialect, StreamEvent};
 
 const USAGE: &str = "usage:
   omni-decode --dialect <name> [--chunk-size N] [--model <id>] < body
@@ -129,8 +129,8 @@ fn write_events(
 }
 
 fn print_request(args: &Args, input: &[u8]) -> Result<ExitCode, String> {
-    use omni_protocol::machines::client::{ClientConfig, ModelRef};
-    use omni_protocol::{ApiKey, Context, Options, RequestSpec};
+    use omni_protocol::client::{ClientConfig, ModelRef};
+    use omni_protocol::{dialect::RequestSpec, ApiKey, Context, Options};
 
     let name = args.model.as_deref().ok_or("--request needs --model <provider>:<id>")?;
     let context: Context =

@@ -19,7 +19,7 @@
 
 use std::path::Path;
 
-use omni_protocol::{decode_body, Block, ProviderErrorKind, StopReason, StreamError};
+use omni_protocol::{dialect::decode_body, Block, ProviderErrorKind, StopReason, StreamError};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Recording;

@@ -14,7 +14,7 @@ pub use check::{check_every_scenario, check_every_wire, check_every_wire_of, Run
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use omni_protocol::machines::generate::GenerateConfig;
+use omni_protocol::generate::GenerateConfig;
 use omni_protocol::text_tools::ToolProtocol;
 use omni_protocol::{Auth, Dialect, Model, Options, Provider, ProviderErrorKind, Quirks};
 use omni_shell::{ClientBuilder, Connect};

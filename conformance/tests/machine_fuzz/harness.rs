@@ -2,9 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use omni_protocol::machines::generate::{
-    Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
-};
+use omni_protocol::generate::{Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind};
 use omni_protocol::ToolResultContent;
 
 use crate::reference::{Ledger, Request};

@@ -41,8 +41,8 @@ mod transition;
 use std::time::{Duration, Instant};
 
 use omni_conformance::{agent_sim, scenarios};
-use omni_protocol::machines::agent::{Agent, Status};
-use omni_protocol::machines::generate::{Generate, RetryPolicy};
+use omni_protocol::agent::{Agent, Status};
+use omni_protocol::generate::{Generate, RetryPolicy};
 use omni_protocol::{Context, Options, OutputSchema};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use omni_protocol::machines::generate::{Effect, RequestId, ToolRunId};
+use omni_protocol::generate::{Effect, RequestId, ToolRunId};
 
 /// What the driver side knows of one request.
 #[derive(Debug, Default)]

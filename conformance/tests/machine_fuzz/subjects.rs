@@ -4,12 +4,12 @@
 use std::time::Instant;
 
 use omni_conformance::agent_sim;
-use omni_protocol::data::tool::ToolOutput;
-use omni_protocol::machines::agent::{
+use omni_protocol::agent::{
     Agent, AgentCallbacks, AgentError, AgentEvent, AgentInput, ErrorDecision, StatePatch, Status, ToolDecision,
     TurnDecision, TurnEnd,
 };
-use omni_protocol::machines::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
+use omni_protocol::generate::{Effect, Generate, GenerateError, GenerateEvent, Input, InputError, Report};
+use omni_protocol::tool::ToolOutput;
 use omni_protocol::{Message, Response, ToolResult, ToolResultContent, ToolUse};
 
 use crate::transition::Step;

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omni_protocol::data::error::ProviderErrorKind;
-use omni_protocol::data::tool::ToolError;
-use omni_protocol::machines::agent::AgentEvent;
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
-use omni_protocol::machines::session::tree::NodeId;
+use omni_protocol::agent::AgentEvent;
+use omni_protocol::generate::{GenerateError, GenerateEvent};
+use omni_protocol::session::NodeId;
+use omni_protocol::tool::ToolError;
+use omni_protocol::ProviderErrorKind;
 use omni_protocol::{
     Block, Context, Dialect, Message, Model, Options, Provider, Quirks, StopReason, StreamError, StreamEvent,
     ToolChoice,

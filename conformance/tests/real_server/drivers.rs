@@ -6,11 +6,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use omni_protocol::data::tool::ToolError;
-use omni_protocol::machines::agent::{AgentEvent, NoCallbacks};
-use omni_protocol::machines::generate::{GenerateError, GenerateEvent};
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionState, Store};
+use omni_protocol::agent::{AgentEvent, NoCallbacks};
+use omni_protocol::generate::{GenerateError, GenerateEvent};
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionState, Store};
+use omni_protocol::tool::ToolError;
 use omni_protocol::{Context, Model, Options, Provider, Response, StopReason, StreamEvent};
 use omni_shell::AsyncTool;
 use omni_shell::{AgentBuilder, Launch};

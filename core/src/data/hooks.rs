@@ -160,9 +160,9 @@ impl ProviderHooks {
 ///
 /// ```
 /// let mut url = "https://r.example/openai/chat/completions".to_string();
-/// omni_protocol::data::hooks::add_query(&mut url, "api-version", "2024-10-21");
+/// omni_protocol::hooks::add_query(&mut url, "api-version", "2024-10-21");
 /// assert_eq!(url, "https://r.example/openai/chat/completions?api-version=2024-10-21");
-/// omni_protocol::data::hooks::add_query(&mut url, "q", "a b&c");
+/// omni_protocol::hooks::add_query(&mut url, "q", "a b&c");
 /// assert!(url.ends_with("&q=a%20b%26c"));
 /// ```
 pub fn add_query(url: &mut String, name: &str, value: &str) {

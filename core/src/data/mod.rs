@@ -4,16 +4,16 @@
 //! schemas ([`tool`], [`schema`]), and the bound on how deep JSON may nest ([`depth`]).
 //! Plain values and validation; nothing here knows a wire format or a machine.
 
-pub mod catalogue;
-pub mod depth;
-pub mod error;
-pub mod event;
-pub mod hooks;
-pub mod message;
-pub mod model;
-pub mod options;
-pub mod provider;
-pub mod response;
-pub mod schema;
-pub mod tool;
-pub mod usage;
+pub(crate) mod catalogue;
+pub(crate) mod depth;
+pub(crate) mod error;
+pub(crate) mod event;
+pub(crate) mod hooks;
+pub(crate) mod message;
+pub(crate) mod model;
+pub(crate) mod options;
+pub(crate) mod provider;
+pub(crate) mod response;
+pub(crate) mod schema;
+pub(crate) mod tool;
+pub(crate) mod usage;

@@ -123,7 +123,7 @@ pub struct Provider {
     #[serde(default)]
     pub quirks: Quirks,
     /// Functions that adjust the built body, the URL and each decoded event
-    /// ([`crate::data::hooks`]). Not serialized; compared by identity.
+    /// ([`crate::hooks`]). Not serialized; compared by identity.
     #[serde(skip)]
     pub hooks: ProviderHooks,
     /// The text tool-call protocol every model of this provider needs (a gateway without
@@ -188,7 +188,7 @@ impl Provider {
     }
 
     /// This provider with `f` applied to every body a dialect builds, after any body hook
-    /// already set ([`crate::data::hooks`]).
+    /// already set ([`crate::hooks`]).
     ///
     /// ```
     /// use omni_protocol::Provider;
@@ -207,7 +207,7 @@ impl Provider {
     }
 
     /// This provider with `f` applied to every request's URL, after any URL hook already
-    /// set and before an [`Auth::Query`] key ([`crate::data::hooks`]).
+    /// set and before an [`Auth::Query`] key ([`crate::hooks`]).
     pub fn url_hook(mut self, f: impl Fn(&mut String, &HookContext<'_>) + Send + Sync + 'static) -> Self {
         self.hooks.add_url(f);
         self
@@ -215,7 +215,7 @@ impl Provider {
 
     /// This provider with `f` applied to each decoded JSON event (its SSE type, `""` when
     /// none, and its payload) before the dialect parses it, after any event hook already
-    /// set ([`crate::data::hooks`]).
+    /// set ([`crate::hooks`]).
     pub fn event_hook(mut self, f: impl Fn(&str, &mut serde_json::Value) + Send + Sync + 'static) -> Self {
         self.hooks.add_event(f);
         self

@@ -13,11 +13,11 @@
 //! a session's message tree, what a store keeps of it, and the session machine;
 //! [`manager`] the bookkeeping of many running sessions.
 
-pub mod agent;
-pub mod client;
-pub mod generate;
-pub mod manager;
+pub(crate) mod agent;
+pub(crate) mod client;
+pub(crate) mod generate;
+pub(crate) mod manager;
 mod request;
-pub mod session;
-pub mod timer;
+pub(crate) mod session;
+pub(crate) mod timer;
 mod tool_round;

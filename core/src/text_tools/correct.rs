@@ -16,13 +16,13 @@ use crate::data::response::{Response, Warning};
 
 /// The code of the response warning a text protocol gives a span that broke before the
 /// tool's name (kept as text): the mark of a call the model meant and nobody read.
-pub const UNREAD_CALL: &str = "invalid_tool_call";
+pub(crate) const UNREAD_CALL: &str = "invalid_tool_call";
 
 /// Corrections a call or a turn asks for by default.
-pub const DEFAULT_TOOL_CALL_RETRIES: u32 = 1;
+pub(crate) const DEFAULT_TOOL_CALL_RETRIES: u32 = 1;
 
 /// Why the reply's call could not be read, when it has such a span and no call.
-pub fn unread_call(response: &Response) -> Option<&Warning> {
+pub(crate) fn unread_call(response: &Response) -> Option<&Warning> {
     if response.message.tool_uses().next().is_some() {
         return None;
     }
@@ -31,7 +31,7 @@ pub fn unread_call(response: &Response) -> Option<&Warning> {
 
 /// The user message that tells the model its call was not read: `why`, and a call in the
 /// protocol's layout (the first tool's own example, else its name with no arguments).
-pub fn correction(protocol: &dyn TextProtocol, tools: &[ToolSpec], why: &str) -> String {
+pub(crate) fn correction(protocol: &dyn TextProtocol, tools: &[ToolSpec], why: &str) -> String {
     let example = tools
         .first()
         .map(|tool| protocol.format_call(&tool.name, &examples(tool).into_iter().next().unwrap_or_default()));

@@ -66,14 +66,18 @@ use serde_json::{Map, Value};
 use crate::data::message::{ToolResult, ToolSpec};
 
 pub mod check;
-pub mod correct;
-pub mod hermes;
-pub mod json;
+pub(crate) mod correct;
+pub(crate) mod hermes;
+pub(crate) mod json;
 pub(crate) mod mention;
-pub mod prompt;
-pub mod render;
-pub mod stream;
-pub mod xml;
+pub(crate) mod prompt;
+pub(crate) mod render;
+pub(crate) mod stream;
+pub(crate) mod xml;
+
+pub use hermes::Hermes;
+pub use json::Json;
+pub use xml::Xml;
 
 /// A text format for tool calls (see the module's doc).
 pub trait TextProtocol: fmt::Debug + Send + Sync {
@@ -91,7 +95,7 @@ pub trait TextProtocol: fmt::Debug + Send + Sync {
     fn format_call(&self, name: &str, arguments: &Map<String, Value>) -> String;
 
     /// One tool result as the user message that answers the calls writes it. By default
-    /// [`render::format_result`]'s `<tool_result>` element; a protocol whose models were
+    /// `format_result`'s `<tool_result>` element; a protocol whose models were
     /// trained on another layout (`hermes`: `<tool_response>`) writes its own.
     fn format_result(&self, result: &ToolResult) -> String {
         render::format_result(result)

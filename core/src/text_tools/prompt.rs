@@ -13,12 +13,12 @@ use crate::data::message::ToolSpec;
 
 /// The template used unless the application gives its own. The tools come first, so that
 /// the part that changes least is the prefix a provider's prompt cache can keep.
-pub const DEFAULT_TEMPLATE: &str = "{rules}\n\n{tools}\n\n{system}\n\n{user}";
+pub(crate) const DEFAULT_TEMPLATE: &str = "{rules}\n\n{tools}\n\n{system}\n\n{user}";
 
 /// The parts a template can name: `{system}`, `{rules}`, `{tools}`, `{user}`. A part left
 /// empty is dropped with the blank lines around it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PromptParts {
+pub(crate) struct PromptParts {
     /// The caller's system instruction.
     pub system: String,
     /// The protocol's rules.
@@ -31,7 +31,7 @@ pub struct PromptParts {
 
 /// A template that cannot be filled.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TemplateError {
+pub(crate) enum TemplateError {
     /// A placeholder with no part of that name.
     UnknownPlaceholder(String),
     /// A `{` without its `}`.
@@ -53,7 +53,7 @@ impl std::error::Error for TemplateError {}
 
 /// Fills `template` with `parts`. `{{` and `}}` stand for literal braces. Runs of blank
 /// lines left by empty parts shrink to one blank line, and the result is trimmed.
-pub fn render(template: &str, parts: &PromptParts) -> Result<String, TemplateError> {
+pub(crate) fn render(template: &str, parts: &PromptParts) -> Result<String, TemplateError> {
     let named: BTreeMap<&str, &str> = [
         ("system", parts.system.as_str()),
         ("rules", parts.rules.as_str()),
@@ -117,7 +117,7 @@ fn collapse_blank_lines(text: &str) -> String {
 /// (required ones first, each with its type and description), and an example call in the
 /// protocol's own format: the tool's own examples (its input schema's `examples`, see
 /// [`super::render::examples`]), else one made from its schema.
-pub fn tool_doc(protocol: &dyn TextProtocol, tool: &ToolSpec, examples: &[Map<String, Value>]) -> String {
+pub(crate) fn tool_doc(protocol: &dyn TextProtocol, tool: &ToolSpec, examples: &[Map<String, Value>]) -> String {
     let mut doc = format!("## {}\n", tool.name);
     if !tool.description.trim().is_empty() {
         let _ = writeln!(doc, "{}", tool.description.trim());
@@ -165,7 +165,7 @@ pub fn tool_doc(protocol: &dyn TextProtocol, tool: &ToolSpec, examples: &[Map<St
 }
 
 /// The documentation of every tool, one after the other, under a heading.
-pub fn tools_doc(protocol: &dyn TextProtocol, tools: &[(ToolSpec, Vec<Map<String, Value>>)]) -> String {
+pub(crate) fn tools_doc(protocol: &dyn TextProtocol, tools: &[(ToolSpec, Vec<Map<String, Value>>)]) -> String {
     if tools.is_empty() {
         return String::new();
     }
@@ -191,7 +191,7 @@ fn type_name(schema: &Value) -> String {
 /// Arguments that fit `schema`, for a tool that brings no example of its own: every
 /// required parameter (all of them when none is marked required) with a value of its type
 /// (its first `enum` value or its `default` or `examples[0]` where the schema has one).
-pub fn example_from_schema(schema: &Value) -> Map<String, Value> {
+pub(crate) fn example_from_schema(schema: &Value) -> Map<String, Value> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Map::new() };
     let required: Vec<&str> = schema
         .get("required")

@@ -33,7 +33,7 @@ use crate::wire::dialect::{BuiltRequest, RequestSpec};
 
 /// The protocol a request uses: the option's, else the model's, else the provider's,
 /// else native.
-pub fn protocol_for(model: &Model, provider: &Provider, options: &Options) -> ToolProtocol {
+pub(crate) fn protocol_for(model: &Model, provider: &Provider, options: &Options) -> ToolProtocol {
     options
         .tool_protocol
         .clone()
@@ -45,7 +45,9 @@ pub fn protocol_for(model: &Model, provider: &Provider, options: &Options) -> To
 /// Builds `spec`'s request: as the dialect does for native tools, or rendered for the
 /// text protocol the options (or the model) name. Returns the protocol with it, for the
 /// stream's parser.
-pub fn build_request(spec: &RequestSpec<'_>) -> Result<(BuiltRequest, Option<Arc<dyn TextProtocol>>), RequestError> {
+pub(crate) fn build_request(
+    spec: &RequestSpec<'_>,
+) -> Result<(BuiltRequest, Option<Arc<dyn TextProtocol>>), RequestError> {
     let Some(protocol) = protocol_for(spec.model, spec.provider, spec.options).text() else {
         return Ok((spec.model.dialect.build_request(spec)?, None));
     };
@@ -55,7 +57,7 @@ pub fn build_request(spec: &RequestSpec<'_>) -> Result<(BuiltRequest, Option<Arc
 }
 
 /// The context and options of a text-protocol request (see the module's doc).
-pub fn render_request(
+pub(crate) fn render_request(
     protocol: &dyn TextProtocol,
     context: &Context,
     options: &Options,
@@ -85,13 +87,13 @@ pub fn render_request(
 
 /// A tool's own example calls: the `examples` of its input schema (JSON Schema's keyword
 /// for example instances), those that are objects.
-pub fn examples(tool: &ToolSpec) -> Vec<Map<String, Value>> {
+pub(crate) fn examples(tool: &ToolSpec) -> Vec<Map<String, Value>> {
     let listed = tool.input_schema.get("examples").and_then(Value::as_array);
     listed.map(|e| e.iter().filter_map(|v| v.as_object().cloned()).collect()).unwrap_or_default()
 }
 
 /// One message with its calls and results as text; adjacent text joined into one block.
-pub fn render_message(protocol: &dyn TextProtocol, message: &Message) -> Message {
+pub(crate) fn render_message(protocol: &dyn TextProtocol, message: &Message) -> Message {
     let mut content: Vec<Block> = Vec::with_capacity(message.content.len());
     let mut text = String::new();
     let flush = |text: &mut String, content: &mut Vec<Block>| {
@@ -134,7 +136,7 @@ pub fn render_message(protocol: &dyn TextProtocol, message: &Message) -> Message
 }
 
 /// One tool result as text (see the module's doc).
-pub fn format_result(result: &ToolResult) -> String {
+pub(crate) fn format_result(result: &ToolResult) -> String {
     let status = if result.is_error { " status=\"error\"" } else { "" };
     let mut body = String::new();
     for part in &result.content {

@@ -213,7 +213,7 @@ impl StreamDecoder {
     }
 
     /// This decoder, with each event's JSON payload passed through `hook` (a provider's,
-    /// [`crate::data::hooks`]) before the dialect reads it: the payload is parsed, hooked
+    /// [`crate::hooks`]) before the dialect reads it: the payload is parsed, hooked
     /// and written out again for the dialect. A payload that is not JSON goes to the dialect
     /// as it came. `None` leaves the decoder as it was (and costs nothing).
     pub fn with_event_hook(mut self, hook: Option<EventHook>) -> Self {

@@ -1,6 +1,6 @@
 //! Deltas: the small closed set of facts a dialect extracts from one stream event.
 //!
-//! Dialects turn provider events into deltas; the [`Accumulator`](crate::Accumulator)
+//! Dialects turn provider events into deltas; the [`Accumulator`](crate::dialect::Accumulator)
 //! turns deltas into consumer events and a growing response. Block indices are chosen
 //! by the dialect and only need to be distinct per block within one message; the
 //! accumulator maps them to positions in the message content.

@@ -12,13 +12,13 @@
 //!                                                                          └──────► Response
 //! ```
 
-pub mod accumulator;
-pub mod decoder;
-pub mod delta;
-pub mod dialect;
-pub mod framing;
-pub mod http;
-pub mod proxy;
-pub mod query;
-pub mod redirect;
-pub mod secret;
+pub(crate) mod accumulator;
+pub(crate) mod decoder;
+pub(crate) mod delta;
+pub(crate) mod dialect;
+pub(crate) mod framing;
+pub(crate) mod http;
+pub(crate) mod proxy;
+pub(crate) mod query;
+pub(crate) mod redirect;
+pub(crate) mod secret;

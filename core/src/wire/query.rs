@@ -34,7 +34,7 @@ pub(crate) fn secret_query_pairs(url: &str) -> impl Iterator<Item = (&str, &str)
 /// replaced by `<redacted>`: how omni shows a URL.
 ///
 /// ```
-/// use omni_protocol::wire::query::redacted_url;
+/// use omni_protocol::transport::redacted_url;
 /// assert_eq!(redacted_url("https://h/v1/x?alt=sse&key=AIza-123"), "https://h/v1/x?alt=sse&key=<redacted>");
 /// assert_eq!(redacted_url("https://h/v1/x?api-version=1"), "https://h/v1/x?api-version=1");
 /// ```

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
+use omni_protocol::generate::{TransportError, TransportErrorKind};
 
 /// True for the ways a kept connection the server had closed fails: the request could
 /// not be written, or the connection ended before any response byte.

@@ -37,9 +37,9 @@ use std::time::Duration;
 use futures_lite::future::block_on;
 use omni_shell::{BodyBuffers, ResponseSink, Transport};
 
-use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
-use omni_protocol::wire::proxy::{Proxy, ProxyRules};
-use omni_protocol::{HttpRequest, Method};
+use omni_protocol::dialect::{HttpRequest, Method};
+use omni_protocol::generate::{TransportError, TransportErrorKind};
+use omni_protocol::transport::{Proxy, ProxyRules};
 
 mod classify;
 mod keep_alive;

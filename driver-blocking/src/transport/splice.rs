@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use omni_protocol::wire::query::QuerySecrets;
-use omni_protocol::HttpRequest;
+use omni_protocol::dialect::HttpRequest;
+use omni_protocol::transport::QuerySecrets;
 use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 use ureq::Error;
 

@@ -21,11 +21,11 @@ impl StreamingDriver for Driver {
     }
 
     fn stream_model(&self, client: &Client, model: omni_blocking::ModelRef) -> Vec<GenerateEvent> {
-        client.stream_text(model, "hi", Options::default()).expect("stream").collect()
+        client.stream_text(model, "hi").expect("stream").collect()
     }
 
     fn open(&self, client: &Client) -> Events {
-        Box::new(client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream"))
+        Box::new(client.stream_text(scenarios::model(), "hi").expect("stream"))
     }
 
     fn agent_turn(&self, client: &Client) -> Vec<AgentEvent> {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures_rustls::TlsConnector;
-use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
-use omni_protocol::wire::proxy::Proxy;
+use omni_protocol::generate::{TransportError, TransportErrorKind};
+use omni_protocol::transport::Proxy;
 use rustls::pki_types::ServerName;
 use smol::net::TcpStream;
 use ureq_proto::http::Uri;

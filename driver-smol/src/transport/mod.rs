@@ -16,10 +16,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use omni_protocol::machines::generate::{TransportError, TransportErrorKind};
-use omni_protocol::wire::proxy::ProxyRules;
-use omni_protocol::wire::query::QuerySecrets;
-use omni_protocol::HttpRequest;
+use omni_protocol::dialect::HttpRequest;
+use omni_protocol::generate::{TransportError, TransportErrorKind};
+use omni_protocol::transport::ProxyRules;
+use omni_protocol::transport::QuerySecrets;
 use omni_shell::{ResponseSink, Transport};
 use ureq_proto::client::state::{Cleanup, Prepare, RecvBody, RecvResponse};
 use ureq_proto::client::{Await100Result, Call, RecvBodyResult, RecvResponseResult, SendRequestResult};
@@ -113,7 +113,7 @@ async fn exchange(http: &Connections, request: HttpRequest, sink: &ResponseSink)
         Some(RecvResponseResult::RecvBody(call)) => read_body(&mut *connection, call, &mut carry, sink).await?,
         // No body (e.g. 204): the core decides what the status means.
         Some(RecvResponseResult::Cleanup(cleanup)) => Some(cleanup),
-        // A redirect: the core sees the status and decides (omni_protocol::wire::redirect); the
+        // A redirect: the core sees the status and decides (omni_protocol::transport); the
         // connection is not kept.
         Some(RecvResponseResult::Redirect(_)) => None,
         None => return Err(failure(TransportErrorKind::Other, "incomplete response head")),
@@ -146,7 +146,7 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target, QuerySecrets
         let value = HeaderValue::from_str(&header.value).map_err(|e| invalid(&header.name, &e))?;
         builder = builder.header(name, value);
     }
-    if !request.body.is_empty() || request.method == omni_protocol::Method::Post {
+    if !request.body.is_empty() || request.method == omni_protocol::dialect::Method::Post {
         builder = builder.header(http::header::CONTENT_LENGTH, request.body.len());
     }
     let built = builder.body(()).map_err(|e| invalid("request", &e))?;

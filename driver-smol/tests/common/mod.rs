@@ -22,12 +22,12 @@ impl StreamingDriver for Driver {
     }
 
     fn stream_model(&self, client: &Client, model: omni_smol::ModelRef) -> Vec<GenerateEvent> {
-        let stream = client.stream_text(model, "hi", Options::default()).expect("stream");
+        let stream = client.stream_text(model, "hi").expect("stream");
         smol::block_on(stream.collect())
     }
 
     fn open(&self, client: &Client) -> Events {
-        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        let mut stream = client.stream_text(scenarios::model(), "hi").expect("stream");
         Box::new(std::iter::from_fn(move || smol::block_on(stream.next())))
     }
 

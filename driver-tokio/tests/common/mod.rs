@@ -24,13 +24,13 @@ impl StreamingDriver for Driver {
 
     fn stream_model(&self, client: &Client, model: ModelRef) -> Vec<GenerateEvent> {
         let _entered = self.0.enter();
-        let mut stream = client.stream_text(model, "hi", Options::default()).expect("stream");
+        let mut stream = client.stream_text(model, "hi").expect("stream");
         self.0.block_on(collect(&mut stream))
     }
 
     fn open(&self, client: &Client) -> Events {
         let _entered = self.0.enter();
-        let mut stream = client.stream_text(scenarios::model(), "hi", Options::default()).expect("stream");
+        let mut stream = client.stream_text(scenarios::model(), "hi").expect("stream");
         let runtime = self.0.handle().clone();
         Box::new(std::iter::from_fn(move || runtime.block_on(next(&mut stream))))
     }

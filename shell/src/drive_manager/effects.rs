@@ -6,11 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::manager::{
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::manager::{
     Answer, CloseReason, ManagerEffect, ManagerError, ManagerInput, Opening, RequestId, TitleId,
 };
-use omni_protocol::machines::session::store::{SessionId, Store, StoreError, StoreErrorKind};
+use omni_protocol::session::{SessionId, Store, StoreError, StoreErrorKind};
 use omni_protocol::{Context, Options};
 
 use super::{BoxedWork, Done, ManagerSide, OpenAnswer, PendingReply, StartedSession};

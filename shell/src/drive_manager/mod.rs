@@ -15,15 +15,15 @@ use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::client::ModelRef;
-use omni_protocol::machines::generate::{Effect, Report};
-use omni_protocol::machines::manager::{
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::client::ModelRef;
+use omni_protocol::generate::{Effect, Report};
+use omni_protocol::machine::Timer;
+use omni_protocol::manager::{
     FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerError, ManagerInput, OpenSession, RequestId, Started,
 };
-use omni_protocol::machines::session::machine::{SessionEvent, SessionSnapshot};
-use omni_protocol::machines::session::store::{SessionId, Store};
-use omni_protocol::machines::timer::Timer;
+use omni_protocol::session::{SessionEvent, SessionSnapshot};
+use omni_protocol::session::{SessionId, Store};
 
 mod effects;
 mod remote;
@@ -36,7 +36,7 @@ use crate::manager_link::Inbox;
 use crate::manager_presence::{listen, Heard, PresenceSync};
 use crate::runtime::{Runtime, Task, Transport};
 use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Session, Subscription};
-use omni_protocol::machines::session::presence::Presence;
+use omni_protocol::session::Presence;
 
 /// How the manager builds a session's agent: called with the client and the session's
 /// id each time a session starts (created or loaded), unless its `open` gives one.

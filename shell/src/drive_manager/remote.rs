@@ -2,8 +2,8 @@
 //! written, one batch at a time; the other nodes' notices read, one read at a time (the
 //! ids heard meanwhile wait, each once), and told on the feed.
 
-use omni_protocol::machines::agent::AgentCallbacks;
-use omni_protocol::machines::session::store::SessionId;
+use omni_protocol::agent::AgentCallbacks;
+use omni_protocol::session::SessionId;
 
 use super::{Done, ManagerSide};
 use crate::manager_presence::{read, write_batch, Heard, Read};

@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::session::store::{assemble, check_append};
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::session::{assemble, check_append};
+use omni_protocol::session::{Node, Tree};
 use serde::{Deserialize, Serialize};
 
 use crate::lock::{owned_elsewhere, Locking, Owners, SessionLock};

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use omni_protocol::machines::session::tree::Node;
+use omni_protocol::session::Node;
 
 use super::display;
 use crate::{StoreError, StoreErrorKind};

@@ -23,7 +23,7 @@
 //! [`Store::renew_many`](crate::Store::renew_many) for all of a node's
 //! sessions in one statement).
 //!
-//! Presence ([`Presence`](omni_protocol::machines::session::presence::Presence)) is kept on the same rows (`run_status`, `run_title`,
+//! Presence ([`Presence`](omni_protocol::session::Presence)) is kept on the same rows (`run_status`, `run_title`,
 //! `stop_reason`): which sessions run on which node, and a feed of their changes over
 //! `LISTEN`/`NOTIFY` on the channel `omni_store_feed` ([`presence`]).
 //!

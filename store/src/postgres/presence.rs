@@ -13,8 +13,8 @@
 
 use std::time::Duration;
 
-use omni_protocol::machines::agent::Status;
-use omni_protocol::machines::session::presence::{Change, Entry, Listener, Notice, Presence, Run};
+use omni_protocol::agent::Status;
+use omni_protocol::session::{Change, Entry, Listener, Notice, Presence, Run};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Row};
 

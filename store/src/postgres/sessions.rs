@@ -6,8 +6,8 @@
 //! PostgreSQL takes for the UPDATE: the second re-reads the row the first wrote and finds
 //! its condition false.
 
-use omni_protocol::machines::session::store::{assemble, check_append};
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::session::{assemble, check_append};
+use omni_protocol::session::{Node, Tree};
 use postgres::error::SqlState;
 use postgres::Transaction;
 

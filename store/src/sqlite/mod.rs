@@ -27,8 +27,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use omni_protocol::machines::session::store::{assemble, check_append};
-use omni_protocol::machines::session::tree::{Node, Tree};
+use omni_protocol::session::{assemble, check_append};
+use omni_protocol::session::{Node, Tree};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
 

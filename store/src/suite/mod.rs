@@ -29,7 +29,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::session::{Node, NodeId, Tree};
 use omni_protocol::{Message, Usage};
 
 use crate::{Claim, SessionId, SessionState, Store, StoreErrorKind};

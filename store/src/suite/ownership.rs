@@ -6,7 +6,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
-use omni_protocol::machines::session::tree::{Node, NodeId, Tree};
+use omni_protocol::session::{Node, NodeId, Tree};
 use omni_protocol::Message;
 
 use super::{id, new_nodes, state};

@@ -3,7 +3,7 @@
 //! provider accepts.
 //!
 //! ```
-//! use omni_protocol::data::schema::{self, Validator};
+//! use omni_protocol::schema::{self, Validator};
 //!
 //! let city = schema::object()
 //!     .property("city", schema::string().description("City name").min_length(1))

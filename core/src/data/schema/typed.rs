@@ -26,7 +26,7 @@ use crate::data::response::Response;
 ///
 /// ```
 /// # #[cfg(feature = "schemars")] {
-/// use omni_protocol::data::schema::{self, Validator};
+/// use omni_protocol::schema::{self, Validator};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Trip {

@@ -32,7 +32,7 @@ pub struct AgentConfig {
     pub tools: Vec<ToolDecl>,
     /// Options of every step. `max_steps` caps the requests of one turn; `tool_timeout`
     /// limits one tool call unless the tool says otherwise (the rule is
-    /// [`effective_tool_timeout`](crate::machines::generate::effective_tool_timeout), as in a call).
+    /// `effective_tool_timeout`, as in a call).
     pub options: Options,
     /// HTTP retries inside one step (the generate machine's policy).
     pub retry: RetryPolicy,

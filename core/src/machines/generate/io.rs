@@ -192,7 +192,7 @@ pub enum GenerateError {
     /// No progress (only keep-alives or nothing) for longer than the stall timeout.
     Stalled(Duration),
     /// A redirect that is not followed (to another origin, a loop ...; see
-    /// [`crate::wire::redirect`]): not retried.
+    /// [`crate::transport`]): not retried.
     Redirect(crate::wire::redirect::RedirectError),
     /// The response body went past the size limit (in bytes, comments and keep-alives
     /// included); the request was closed. Not retried: the same request would get the

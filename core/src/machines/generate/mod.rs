@@ -27,7 +27,8 @@ mod retry;
 pub(crate) mod structured;
 mod tools;
 
-pub use crate::machines::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
+pub(crate) use crate::machines::tool_round::duplicate_tool_name;
+pub use crate::machines::tool_round::{ToolDecl, DEFAULT_TOOL_TIMEOUT};
 pub use io::{
     Effect, GenerateError, GenerateEvent, Input, InputError, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
     TransportErrorKind,

@@ -29,7 +29,7 @@
 mod io;
 mod lease;
 mod news;
-pub mod title;
+pub(crate) mod title;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};

@@ -7,31 +7,31 @@ use crate::data::message::{Context, Message, Role};
 /// How titles are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TitleMode {
-    /// The first message's text, cut short ([`heuristic_title`]).
+    /// The first message's text, cut short (`heuristic_title`).
     #[default]
     Heuristic,
-    /// A short call to the model the driver was given for titles ([`title_request`]).
+    /// A short call to the model the driver was given for titles (`title_request`).
     Model,
     /// No title is made.
     Off,
 }
 
 /// The longest heuristic title, in characters (the ellipsis not counted).
-pub const HEURISTIC_CHARS: usize = 50;
+pub(crate) const HEURISTIC_CHARS: usize = 50;
 
 /// The most tokens a model title may take.
-pub const TITLE_MAX_TOKENS: u32 = 50;
+pub(crate) const TITLE_MAX_TOKENS: u32 = 50;
 
 /// How many of the first messages a model title is made from.
 pub const TITLE_MESSAGES: usize = 4;
 
 /// The instruction of a model title request.
-pub const TITLE_INSTRUCTION: &str = "Write a concise title of 3 to 6 words for the conversation below. \
+pub(crate) const TITLE_INSTRUCTION: &str = "Write a concise title of 3 to 6 words for the conversation below. \
 Answer with the title only: no quotes, no punctuation, no explanation.";
 
 /// The first message's text with whitespace collapsed, cut to [`HEURISTIC_CHARS`]
 /// characters at a word boundary with an ellipsis; `None` when it has no text.
-pub fn heuristic_title(messages: &[Message]) -> Option<String> {
+pub(crate) fn heuristic_title(messages: &[Message]) -> Option<String> {
     let first = messages.iter().find(|m| m.role == Role::User).or_else(|| messages.first())?;
     let text = first.text();
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -63,7 +63,7 @@ pub fn heuristic_title(messages: &[Message]) -> Option<String> {
 
 /// What a model title request sends: the instruction as the system prompt, and one user
 /// message with the first [`TITLE_MESSAGES`] messages written as `Role: text`.
-pub fn title_request(messages: &[Message]) -> Context {
+pub(crate) fn title_request(messages: &[Message]) -> Context {
     let mut transcript = String::new();
     for message in messages.iter().take(TITLE_MESSAGES) {
         let role = match message.role {
@@ -87,7 +87,7 @@ pub fn title_request(messages: &[Message]) -> Context {
 /// A model's answer as a title: its first line, whitespace collapsed, without the quotes
 /// and punctuation models add anyway, cut like a heuristic title; `None` when nothing is
 /// left.
-pub fn clean_title(answer: &str) -> Option<String> {
+pub(crate) fn clean_title(answer: &str) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|line| !line.is_empty())?;
     let line = line.strip_prefix("Title:").or_else(|| line.strip_prefix("title:")).unwrap_or(line);
     let kept: String = line

@@ -3,7 +3,7 @@
 //! ([`machine`]) that joins the agent's committed turns to the tree and writes them to a
 //! store through effects; [`presence`]: which sessions run where, for a manager.
 
-pub mod machine;
-pub mod presence;
-pub mod store;
-pub mod tree;
+pub(crate) mod machine;
+pub(crate) mod presence;
+pub(crate) mod store;
+pub(crate) mod tree;

@@ -55,14 +55,14 @@ pub(crate) fn prepare_tools(decls: &mut [ToolDecl]) -> Result<(), String> {
 /// names, applied to a call's tools when it is prepared
 /// ([`ClientConfig::prepare`](crate::machines::client::ClientConfig::prepare)) and to a machine's
 /// or an agent's configuration when it is made.
-pub fn duplicate_tool_name<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn duplicate_tool_name<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_unstable();
     names.windows(2).find(|pair| pair[0] == pair[1]).map(|pair| pair[0])
 }
 
 /// Default time one tool call may take, in a call's tool loop and in an agent alike
-/// (see [`effective_tool_timeout`], the one rule).
+/// (see `effective_tool_timeout`, the one rule).
 ///
 /// Why 60 s: a tool is real work the model asked for (a web search or fetch, a query, a
 /// shell command, another model), and most of it is network-bound: a few seconds on a
@@ -77,7 +77,7 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The time limit of one tool call, the one rule for every machine: the tool's own limit
 /// ([`ToolDecl::timeout`]), else the `tool_timeout` option, else [`DEFAULT_TOOL_TIMEOUT`].
-pub fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
+pub(crate) fn effective_tool_timeout(decl: Option<&ToolDecl>, options: &Options) -> Duration {
     decl.and_then(|d| d.timeout).or(options.tool_timeout).unwrap_or(DEFAULT_TOOL_TIMEOUT)
 }
 

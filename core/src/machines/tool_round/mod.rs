@@ -27,7 +27,8 @@ mod decl;
 mod tests;
 
 pub(crate) use decl::{check_input, prepare_tools};
-pub use decl::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
+pub(crate) use decl::{duplicate_tool_name, effective_tool_timeout};
+pub use decl::{ToolDecl, DEFAULT_TOOL_TIMEOUT};
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

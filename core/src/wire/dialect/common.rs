@@ -16,7 +16,7 @@ use crate::data::error::{ProviderError, StreamError};
 /// (the key used last is remembered, so a run of deltas to one block looks nothing up):
 /// a stream with n blocks costs O(n log n), not O(n²).
 #[derive(Debug, Default, Clone)]
-pub struct BlockIndexer {
+pub(crate) struct BlockIndexer {
     keys: BTreeMap<u64, u32>,
     last: Option<(u64, u32)>,
     next: u32,
@@ -25,7 +25,7 @@ pub struct BlockIndexer {
 impl BlockIndexer {
     /// The index for `key`, and whether it was newly assigned.
     #[inline]
-    pub fn index(&mut self, key: u64) -> (u32, bool) {
+    pub(crate) fn index(&mut self, key: u64) -> (u32, bool) {
         if let Some((k, idx)) = self.last {
             if k == key {
                 return (idx, false);
@@ -45,7 +45,7 @@ impl BlockIndexer {
     }
 
     /// The index already assigned to `key`, if any.
-    pub fn get(&self, key: u64) -> Option<u32> {
+    pub(crate) fn get(&self, key: u64) -> Option<u32> {
         match self.last {
             Some((k, idx)) if k == key => Some(idx),
             _ => self.keys.get(&key).copied(),
@@ -54,7 +54,7 @@ impl BlockIndexer {
 
     /// Forgets every key (e.g. at a new message within one stream) but keeps counting,
     /// so later blocks never reuse an index.
-    pub fn reset_keys(&mut self) {
+    pub(crate) fn reset_keys(&mut self) {
         self.keys.clear();
         self.last = None;
     }

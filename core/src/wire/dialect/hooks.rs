@@ -41,7 +41,7 @@ pub(super) fn url(
             return Err(RequestError::Unsupported {
                 message: format!(
                     "the key's query parameter {:?} is not a name omni redacts from URLs (key, api-key, token, \
-                     sig, code ...: omni_protocol::wire::query::is_secret_query_name)",
+                     sig, code ...: omni_protocol::transport::is_secret_query_name)",
                     name.escape_debug().to_string()
                 ),
             });

@@ -7,7 +7,7 @@
 
 mod anthropic;
 mod common;
-pub mod custom;
+pub(crate) mod custom;
 mod extra;
 mod gemini;
 mod hooks;
@@ -31,15 +31,13 @@ use crate::wire::delta::Delta;
 use crate::wire::framing::{Frame, Framing};
 use crate::wire::http::{Header, HttpRequest, Method};
 
-pub use common::BlockIndexer;
-
 #[cfg(test)]
 mod near_json;
 #[cfg(test)]
 mod shared_tests;
 
 /// A wire format: one of the five built in, or the application's own
-/// ([`Dialect::Custom`], see [`custom`]). Written and read as its name.
+/// ([`Dialect::Custom`], see [`WireFormat`](crate::dialect::WireFormat)). Written and read as its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dialect {
     /// Anthropic Messages API (`POST /v1/messages`).
@@ -196,7 +194,7 @@ impl Dialect {
 }
 
 /// Sent with every request, the same from every driver.
-pub const USER_AGENT: &str = concat!("omni/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("omni/", env!("CARGO_PKG_VERSION"));
 
 fn accept_header(framing: Framing) -> &'static str {
     match framing {

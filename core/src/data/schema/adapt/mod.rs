@@ -58,7 +58,7 @@ pub fn label(warnings: Vec<Warning>, subject: &str) -> impl Iterator<Item = Warn
 /// properties required and nullable, so the model says `null` for "absent": when the value
 /// fails, such nulls are removed and the value checked again, and the errors that remain
 /// are the real ones. A value nested deeper than [`MAX_DEPTH`] is refused whatever the
-/// validator (see [`crate::data::depth`]).
+/// validator (see [`MAX_DEPTH`](crate::transport::MAX_DEPTH)).
 pub fn validate_adapted(validator: &dyn Validator, value: &Value) -> Result<Value, ValidationError> {
     super::validate::refuse_too_deep(value)?;
     let err = match validator.validate(value) {

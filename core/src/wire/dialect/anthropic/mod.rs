@@ -3,7 +3,7 @@
 //! - [`request`]: the request body and headers, checked field by field against the API reference;
 //! - [`content`]: messages and content blocks (images, PDFs, tool calls and results, thinking);
 //! - [`models`]: what a model id says about thinking modes and sampling parameters;
-//! - [`stream`]: the SSE events into [`Delta`](crate::Delta)s.
+//! - [`stream`]: the SSE events into [`Delta`](crate::dialect::Delta)s.
 
 mod cache;
 mod content;

@@ -13,7 +13,7 @@ use crate::data::model::Model;
 use crate::data::options::{Effort, Options, OutputSchema, Reasoning, ToolChoice};
 use crate::data::provider::{ApiKey, Auth, Provider, Quirks};
 use crate::data::response::{Response, StopReason};
-use crate::decode_body;
+use crate::dialect::decode_body;
 use crate::wire::dialect::{Dialect, RequestSpec};
 
 fn decode(body: &str) -> (Vec<StreamEvent>, Response) {
