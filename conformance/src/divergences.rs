@@ -204,6 +204,39 @@ pub fn a_stream_of_another_format_fails_at_once(driver: &impl StreamingDriver) {
     assert_eq!(server.requests().len(), 1, "not retried");
 }
 
+/// A provider's error names who answered: the provider, the model and the host, in its
+/// message and as data ([`omni_protocol::ServedBy`]), whether it came as an error response
+/// or as an error event inside the stream; the key never shows.
+pub fn a_provider_error_names_provider_model_and_host(driver: &impl StreamingDriver) {
+    // Anthropic's documented error shapes: a 401 response and an `error` event mid-stream.
+    let unauthorized = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+    let overloaded = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n\
+        event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad\"}}\n\n";
+    let server = ReplayServer::start(vec![
+        crate::sim::Reply::error(401, &[("content-type", "application/json")], unauthorized),
+        crate::sim::Reply::stream(overloaded.as_bytes(), 64, std::time::Duration::ZERO),
+    ])
+    .expect("server");
+    let client = driver.client(&Setup::new(server.base_url(), "sk-secret-key"));
+    let host = server.base_url().split_once("://").map(|(_, rest)| rest.trim_end_matches('/').to_owned()).expect("url");
+    for _ in 0..2 {
+        let events = driver.stream(&client);
+        let Some(GenerateEvent::Failed { error, .. }) = events.last() else { panic!("failed: {events:?}") };
+        let (omni_protocol::generate::GenerateError::Provider(provider_error)
+        | omni_protocol::generate::GenerateError::Stream(omni_protocol::StreamError::Provider(provider_error))) =
+            &**error
+        else {
+            panic!("a provider error: {error:?}")
+        };
+        let served_by = provider_error.served_by.as_deref().expect("who answered");
+        assert_eq!((served_by.provider.as_str(), served_by.model.as_str()), ("anthropic", "claude-sonnet-4-5"));
+        assert_eq!(served_by.host, host);
+        let message = error.to_string();
+        assert!(message.contains(&format!("anthropic model claude-sonnet-4-5 at {host}")), "{message}");
+        assert!(!format!("{message} {error:?}").contains("sk-secret-key"), "{message}");
+    }
+}
+
 /// A model id of a catalogue provider that the catalogue does not know, but close to one
 /// it does (a typo), is sent as it is (catalogues lag new models) and the response says
 /// "did you mean"; a known id gets no such warning.

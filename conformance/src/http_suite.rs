@@ -248,6 +248,11 @@ macro_rules! http_suite_tests {
         }
 
         #[test]
+        fn a_provider_error_names_provider_model_and_host() {
+            $crate::divergences::a_provider_error_names_provider_model_and_host(&$driver);
+        }
+
+        #[test]
         fn a_wire_format_of_the_applications_works_as_a_built_in_one() {
             $crate::custom_wire::through_a_driver(&$driver);
         }

@@ -24,7 +24,7 @@ macro_rules! with_surface {
             ApiKey, Attachment, Auth, Block, CacheRetention, Catalogue, CatalogueError, Context, Cost, Dialect,
             Effort, Fragment, InvalidCallInput, LookupError, Message, Modality, Model, Options, OptionsError, Origin,
             OutputSchema, Prices, Provider, ProviderError, ProviderErrorKind, Quirks, Reasoning, RequestError,
-            Response, Role, Source, StopReason, StreamError, StreamEvent, Text, TextProtocol, Thinking, ToolChoice,
+            Response, Role, ServedBy, Source, StopReason, StreamError, StreamEvent, Text, TextProtocol, Thinking, ToolChoice,
             ToolError, ToolOutput, ToolProtocol, ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, Warning,
             HookContext, ProviderHooks,
             // Calls, agents, sessions, the manager.

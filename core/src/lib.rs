@@ -42,7 +42,7 @@ mod wire;
 pub use schemars;
 
 pub use data::catalogue::{Catalogue, CatalogueError, LookupError};
-pub use data::error::{ProviderError, ProviderErrorKind, RequestError, StreamError};
+pub use data::error::{ProviderError, ProviderErrorKind, RequestError, ServedBy, StreamError};
 pub use data::event::{Fragment, StreamEvent};
 pub use data::message::{
     Attachment, Block, Context, InvalidCallInput, Message, Origin, Role, Source, Text, Thinking, ToolResult,

@@ -34,8 +34,8 @@ pub use omni_protocol::session::{
 pub use omni_protocol::{
     ApiKey, Attachment, Auth, Block, CacheRetention, Catalogue, CatalogueError, Context, Cost, Dialect, Effort,
     Fragment, InvalidCallInput, LookupError, Message, Modality, Model, Options, OptionsError, Origin, OutputSchema,
-    Prices, Provider, ProviderError, ProviderErrorKind, Quirks, Reasoning, RequestError, Response, Role, Source,
-    StopReason, StreamError, StreamEvent, Text, TextProtocol, Thinking, ToolChoice, ToolError, ToolOutput,
+    Prices, Provider, ProviderError, ProviderErrorKind, Quirks, Reasoning, RequestError, Response, Role, ServedBy,
+    Source, StopReason, StreamError, StreamEvent, Text, TextProtocol, Thinking, ToolChoice, ToolError, ToolOutput,
     ToolProtocol, ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, Warning,
 };
 

@@ -54,6 +54,40 @@ pub struct ProviderError {
     /// The raw body, kept so nothing is lost (bounded by the caller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Which provider, model and host answered with this error: set by the call that
+    /// received it, so that a log line says where it came from. Boxed: it is rare, and
+    /// the error travels in every `Result` of a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<Box<ServedBy>>,
+}
+
+/// Who answered a call with an error (see [`ProviderError::served_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedBy {
+    /// The provider's name, e.g. `anthropic`.
+    pub provider: String,
+    /// The model id the call asked for.
+    pub model: String,
+    /// The host (and port, when one is given) the request went to; never the URL's
+    /// credentials, path or query.
+    pub host: String,
+}
+
+impl ServedBy {
+    /// The provider and model of a call, and the host of its `url`.
+    pub fn new(provider: &str, model: &str, url: &str) -> Self {
+        let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or_default();
+        // `user:password@host`: the credentials never reach an error.
+        let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        Self { provider: provider.to_owned(), model: model.to_owned(), host: host.to_owned() }
+    }
+}
+
+impl fmt::Display for ServedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} model {} at {}", self.provider, self.model, self.host)
+    }
 }
 
 impl fmt::Debug for ProviderError {
@@ -64,12 +98,16 @@ impl fmt::Debug for ProviderError {
             .field("code", &self.code)
             .field("message", &self.message)
             .field("retry_after", &self.retry_after)
+            .field("served_by", &self.served_by)
             .finish_non_exhaustive()
     }
 }
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(served_by) = &self.served_by {
+            write!(f, "{served_by}: ")?;
+        }
         write!(f, "{:?}", self.kind)?;
         if let Some(status) = self.status {
             write!(f, " (HTTP {status})")?;
@@ -153,7 +191,14 @@ impl ProviderError {
             message,
             retry_after: None,
             body: None,
+            served_by: None,
         }
+    }
+
+    /// Says who answered with this error (kept when already set).
+    pub fn with_served_by(mut self, served_by: ServedBy) -> Self {
+        self.served_by.get_or_insert_with(|| Box::new(served_by));
+        self
     }
 
     /// Attaches the raw body (truncated to 64 KiB so a huge error page cannot grow memory).
@@ -410,6 +455,28 @@ mod opt_duration_ms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn served_by_keeps_the_host_and_drops_credentials_path_and_query() {
+        let cases = [
+            ("https://api.anthropic.com/v1/messages", "api.anthropic.com"),
+            ("http://user:secret@10.0.0.1:8080/v1?key=k", "10.0.0.1:8080"),
+            ("https://[::1]:443#frag", "[::1]:443"),
+            ("localhost:11434/api/chat", "localhost:11434"),
+        ];
+        for (url, host) in cases {
+            let by = ServedBy::new("p", "m", url);
+            assert_eq!(by.host, host, "{url}");
+        }
+        let error = ProviderError::new(Some(401), None, "bad key").with_served_by(ServedBy::new(
+            "anthropic",
+            "claude-x",
+            "https://api.anthropic.com/v1",
+        ));
+        assert!(error.to_string().starts_with("anthropic model claude-x at api.anthropic.com: "), "{error}");
+        let kept = error.clone().with_served_by(ServedBy::new("other", "m", "https://h"));
+        assert_eq!(kept, error, "the first who answered is kept");
+    }
 
     #[test]
     fn classifies_common_errors() {

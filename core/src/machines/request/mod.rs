@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
+use crate::data::error::{ServedBy, StreamError};
 use crate::data::event::StreamEvent;
 use crate::data::hooks::EventHook;
 use crate::data::message::ToolSpec;
@@ -441,6 +442,13 @@ impl<I: Moment> Request<I> {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
         // A key the server echoed back never reaches the caller's error (or its logs).
         Secrets::of_request(&self.request).scrub_error(&mut error);
+        // The provider's words alone rarely say which of several providers and models
+        // answered: the error names them, and the host.
+        if let GenerateError::Provider(e) | GenerateError::Stream(StreamError::Provider(e)) = &mut error {
+            if e.served_by.is_none() {
+                e.served_by = Some(Box::new(ServedBy::new(&self.model.provider, &self.model.id, &self.request.url)));
+            }
+        }
         if in_flight {
             out.effects.push_back(Effect::CancelRequest { id: attempt.id });
         }
