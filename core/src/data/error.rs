@@ -192,7 +192,7 @@ impl ProviderError {
     /// Cuts `secrets` (the request's key and secret header values) out of the message,
     /// the code and the body: a server that echoes the key back must not put it in an
     /// error the application logs.
-    pub fn scrub(&mut self, secrets: &crate::wire::secret::Secrets) {
+    pub fn scrub(&mut self, secrets: &crate::data::secret::Secrets) {
         secrets.scrub(&mut self.message);
         if let Some(code) = &mut self.code {
             secrets.scrub(code);

@@ -1,7 +1,7 @@
 //! The data the application holds and sees: the conversation ([`message`]), what a
 //! response is ([`response`], [`usage`], [`event`], [`error`]), what a call is made
 //! with ([`model`], [`provider`] and its [`hooks`], [`catalogue`], [`options`]), tools' outputs and
-//! schemas ([`tool`], [`schema`]), and the bound on how deep JSON may nest ([`depth`]).
+//! schemas ([`tool`], [`schema`]), which names carry credentials ([`secret`]), and the bound on how deep JSON may nest ([`depth`]).
 //! Plain values and validation; nothing here knows a wire format or a machine.
 
 pub mod catalogue;
@@ -15,5 +15,6 @@ pub mod options;
 pub mod provider;
 pub mod response;
 pub mod schema;
+pub mod secret;
 pub mod tool;
 pub mod usage;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::wire::http::{is_secret_name, RedactedHeaders};
+use crate::data::secret::{is_secret_name, RedactedHeaders};
 
 /// How the model may use tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,7 +129,7 @@ pub struct Options {
     #[serde(with = "opt_secs")]
     pub tool_timeout: Option<Duration>,
     /// Extra HTTP headers. Those that carry credentials are secrets like the key by their
-    /// name ([`crate::wire::http::is_secret_name`]: `authorization`, `x-api-key`, `cookie` ...) or
+    /// name ([`crate::data::secret::is_secret_name`]: `authorization`, `x-api-key`, `cookie` ...) or
     /// by being named in `secret_headers` ([`Options::secret_header`] does both).
     pub headers: Vec<(String, String)>,
     /// Names of headers (any case) whose values are secrets besides those the built-in

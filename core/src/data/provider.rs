@@ -8,8 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::data::hooks::{HookContext, ProviderHooks};
+use crate::data::secret::{is_secret_name, RedactedHeaders};
 use crate::wire::dialect::Dialect;
-use crate::wire::http::{is_secret_name, RedactedHeaders};
 
 /// An API key. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub enum Auth {
     },
     /// The key as a query parameter, `?name=<key>` (percent-encoded), added after the URL
     /// hook. The name must be one whose value omni redacts wherever a URL is shown
-    /// ([`crate::wire::query::is_secret_query_name`]: `key`, `api-key`, `token`, `sig`,
+    /// ([`crate::data::secret::is_secret_query_name`]: `key`, `api-key`, `token`, `sig`,
     /// `code` ...): any other is refused when the request is built. Prefer a header where
     /// the provider takes one: a URL goes to more places than a header does.
     Query {
@@ -93,7 +93,7 @@ pub struct Quirks {
 }
 
 /// A provider: where and how to send requests. Its `Debug` never shows the value of a
-/// secret header ([`crate::wire::http::is_secret_name`], or named in `secret_headers`).
+/// secret header ([`crate::data::secret::is_secret_name`], or named in `secret_headers`).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provider {
     /// Id used in model names, e.g. `anthropic` in `anthropic:claude-sonnet-4-5`.
@@ -111,7 +111,7 @@ pub struct Provider {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// Extra headers on every request. Those that carry credentials are secrets like the
-    /// key by their name ([`crate::wire::http::is_secret_name`]: `authorization`, `x-api-key`,
+    /// key by their name ([`crate::data::secret::is_secret_name`]: `authorization`, `x-api-key`,
     /// `cookie` ...) or by being named in `secret_headers`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<(String, String)>,

@@ -8,6 +8,7 @@ use crate::data::error::{ProviderError, RequestError, StreamError};
 use crate::data::event::StreamEvent;
 use crate::data::message::{ToolResult, ToolResultContent, ToolUse};
 use crate::data::response::Response;
+use crate::data::secret::Secrets;
 use crate::wire::http::HttpRequest;
 
 /// Identifies one HTTP request; answers for other ids are ignored.
@@ -256,6 +257,33 @@ impl fmt::Display for GenerateError {
 
 impl std::error::Error for GenerateError {}
 
+impl GenerateError {
+    /// Cuts `secrets` out of every text the error carries: a provider's message, code and
+    /// body, a stream error's payload, a transport message, a redirect's location.
+    pub fn scrub(&mut self, secrets: &Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        match self {
+            Self::Provider(e) | Self::Stream(StreamError::Provider(e)) => e.scrub(secrets),
+            Self::Stream(StreamError::Decode { message, payload }) => {
+                secrets.scrub(message);
+                secrets.scrub(payload);
+            }
+            Self::Stream(StreamError::Framing { message }) => secrets.scrub(message),
+            Self::Stream(StreamError::WrongFormat { first_event, .. }) => secrets.scrub(first_event),
+            Self::Transport(e) => secrets.scrub(&mut e.message),
+            Self::Redirect(e) => {
+                if let Some(location) = e.location_mut() {
+                    secrets.scrub(location);
+                }
+            }
+            // No text of the server's in these.
+            Self::Request(_) | Self::Stream(_) | Self::Timeout(_) | Self::Stalled(_) | Self::ResponseTooLarge(_) => {}
+        }
+    }
+}
+
 /// What the application observes.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -303,4 +331,85 @@ pub enum GenerateEvent {
         /// Everything received until then.
         partial: Box<Response>,
     },
+}
+
+#[cfg(test)]
+mod scrub_tests {
+    use super::*;
+    use crate::wire::http::{Header, Method};
+
+    fn request() -> HttpRequest {
+        HttpRequest {
+            method: Method::Post,
+            url: "http://h/v1".into(),
+            headers: vec![
+                Header::secret("authorization", "Bearer sk-live-0123456789"),
+                Header::new("cookie", "session=cookie-value-42; theme=dark"),
+                Header::new("x-api-key", "abc"),
+                Header::new("accept", "text/event-stream"),
+            ],
+            body: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_echoed_key_is_cut_out_of_a_provider_error() {
+        let secrets = Secrets::of_request(&request());
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-live-0123456789 (cookie-value-42)"}}"#;
+        let error = crate::Dialect::OpenaiCompletions.parse_error(401, [], body);
+        let mut error = GenerateError::Provider(error);
+        error.scrub(&secrets);
+        let GenerateError::Provider(e) = &error else { unreachable!() };
+        for shown in [e.message.as_str(), e.body.as_deref().unwrap_or_default(), &error.to_string(), &format!("{e:?}")]
+        {
+            assert!(!shown.contains("0123456789") && !shown.contains("cookie-value-42"), "{shown}");
+        }
+        assert!(e.message.contains("Incorrect API key provided: <redacted>"), "{}", e.message);
+        // Short values and ordinary words stay.
+        let mut text = "abc text/event-stream dark".to_string();
+        secrets.scrub(&mut text);
+        assert_eq!(text, "abc text/event-stream dark");
+    }
+
+    #[test]
+    fn stream_errors_transport_messages_and_locations_are_scrubbed() {
+        let secrets = Secrets::of_request(&request());
+        let mut in_stream = GenerateError::Stream(StreamError::Provider(ProviderError::new(
+            None,
+            Some("sk-live-0123456789".into()),
+            "bad key sk-live-0123456789",
+        )));
+        in_stream.scrub(&secrets);
+        assert!(!format!("{in_stream:?} {in_stream}").contains("0123456789"));
+        let mut decode = GenerateError::Stream(StreamError::decode("bad", "{\"key\":\"sk-live-0123456789\""));
+        decode.scrub(&secrets);
+        assert!(!format!("{decode:?}").contains("0123456789"));
+        let mut redirect = GenerateError::Redirect(crate::wire::redirect::RedirectError::OtherOrigin {
+            status: 307,
+            location: "http://evil/?k=sk-live-0123456789".into(),
+        });
+        redirect.scrub(&secrets);
+        assert!(!redirect.to_string().contains("0123456789"));
+        assert!(!format!("{secrets:?}").contains("0123456789"));
+    }
+
+    #[test]
+    fn a_key_in_the_query_is_cut_out_of_every_error() {
+        let request = HttpRequest { url: "http://h/v1/x?alt=sse&key=AIza%2Fq-0123456789".into(), ..request() };
+        let secrets = Secrets::of_request(&request);
+        let url = request.url.clone();
+        let mut transport = GenerateError::Transport(TransportError {
+            kind: TransportErrorKind::Connect,
+            message: format!("error sending request for url ({url})"),
+        });
+        let mut redirect = GenerateError::Redirect(crate::wire::redirect::RedirectError::OtherOrigin {
+            status: 307,
+            location: "http://evil/?key=AIza/q-0123456789".into(),
+        });
+        for error in [&mut transport, &mut redirect] {
+            error.scrub(&secrets);
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains("q-0123456789"), "{shown}");
+        }
+    }
 }

@@ -440,7 +440,7 @@ impl<I: Moment> Request<I> {
     fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: I, out: &mut Out<'_>) {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
         // A key the server echoed back never reaches the caller's error (or its logs).
-        Secrets::of_request(&self.request).scrub_error(&mut error);
+        error.scrub(&Secrets::of_request(&self.request));
         if in_flight {
             out.effects.push_back(Effect::CancelRequest { id: attempt.id });
         }
