@@ -47,7 +47,7 @@ pub struct ProviderError {
     /// The provider's message.
     pub message: String,
     /// How long the provider asked us to wait (`retry-after-ms` / `retry-after`), however
-    /// long: a wait past [`RetryPolicy::max_retry_after`](crate::machines::generate::RetryPolicy)
+    /// long: a wait past the retry policy's `max_retry_after` (the machines' `RetryPolicy`)
     /// fails the call at once with this error, so the caller sees what was asked.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_duration_ms")]
     pub retry_after: Option<Duration>,

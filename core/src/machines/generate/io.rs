@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use crate::data::error::{ProviderError, RequestError, StreamError};
 use crate::data::event::StreamEvent;
-use crate::data::message::{ToolResult, ToolResultContent, ToolUse};
+use crate::data::message::{ToolResult, ToolUse};
+// A tool run's end is data (a handler's output); it is reported to the machines here.
 use crate::data::response::Response;
 use crate::data::secret::Secrets;
+pub use crate::data::tool::ToolOutcome;
 use crate::wire::http::HttpRequest;
 
 /// Identifies one HTTP request; answers for other ids are ignored.
@@ -80,17 +82,6 @@ impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?} error: {}", self.kind, self.message)
     }
-}
-
-/// How a tool run ended, as the driver saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutcome {
-    /// The handler returned content.
-    Ok(Vec<ToolResultContent>),
-    /// The handler returned an error; the model sees the message.
-    Err(String),
-    /// The handler panicked; the driver caught it.
-    Panicked(String),
 }
 
 /// What a request or a tool run reports to the machine that started it: the part of
