@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::data::dialect::Dialect;
 use crate::data::options::Options;
-use crate::wire::dialect::Dialect;
 
 /// What a body or URL hook knows of the request being built.
 #[derive(Debug, Clone, Copy)]

@@ -1,11 +1,12 @@
 //! The data the application holds and sees: the conversation ([`message`]), what a
 //! response is ([`response`], [`usage`], [`event`], [`error`]), what a call is made
-//! with ([`model`], [`provider`] and its [`hooks`], [`catalogue`], [`options`]), tools' outputs and
+//! with ([`model`], its [`dialect`]'s name, [`provider`] and its [`hooks`], [`catalogue`], [`options`]), tools' outputs and
 //! schemas ([`tool`], [`schema`]), which names carry credentials ([`secret`]), and the bound on how deep JSON may nest ([`depth`]).
 //! Plain values and validation; nothing here knows a wire format or a machine.
 
 pub mod catalogue;
 pub mod depth;
+pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod hooks;

@@ -7,9 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::dialect::Dialect;
 use crate::data::hooks::{HookContext, ProviderHooks};
 use crate::data::secret::{is_secret_name, RedactedHeaders};
-use crate::wire::dialect::Dialect;
 
 /// An API key. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]

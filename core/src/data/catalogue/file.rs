@@ -6,9 +6,9 @@
 use serde::Deserialize;
 
 use super::CatalogueError;
+use crate::data::dialect::Dialect;
 use crate::data::model::{Modality, Model, Prices};
 use crate::data::provider::Provider;
-use crate::wire::dialect::Dialect;
 
 /// One file: a provider (defined here, or an existing one named by `extends`) and its models.
 #[derive(Debug, Deserialize)]

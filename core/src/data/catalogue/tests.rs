@@ -1,7 +1,7 @@
 use super::*;
+use crate::data::dialect::Dialect;
 use crate::data::model::Modality;
 use crate::data::provider::{ApiKey, Auth};
-use crate::wire::dialect::Dialect;
 
 /// Models whose dialect deliberately differs from their provider's default.
 /// Empty today; add `("provider", "model")` pairs here with a reason when needed.

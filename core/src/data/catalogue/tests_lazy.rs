@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::builtin::{test_store, Store};
 use super::*;
+use crate::data::dialect::Dialect;
 use crate::data::provider::ApiKey;
 use crate::machines::client::{ClientConfig, ModelRef};
-use crate::wire::dialect::Dialect;
 
 /// What `Catalogue::builtin()` used to build: every embedded file loaded in order.
 fn loaded_eagerly() -> Catalogue {
