@@ -105,7 +105,7 @@ pub struct Options {
     /// How the tools reach the model: native tool calls or a text protocol. `None`: the
     /// model's own (`Model::tool_protocol`), else native.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    pub tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
     /// Reasoning configuration.
     pub thinking: Option<Reasoning>,
     /// Prompt cache retention.
@@ -401,7 +401,7 @@ impl Options {
 
     /// Sets `tool_protocol`: native tool calls, or a text protocol for a model without
     /// them (`ToolProtocol::Xml`, `ToolProtocol::Json`, `ToolProtocol::Hermes`, or one of the application's).
-    pub fn tool_protocol(mut self, protocol: crate::text_tools::ToolProtocol) -> Self {
+    pub fn tool_protocol(mut self, protocol: crate::data::tool_protocol::ToolProtocol) -> Self {
         self.tool_protocol = Some(protocol);
         self
     }

@@ -130,7 +130,7 @@ pub struct Provider {
     /// native tool calling), unless the model names its own; the `tool_protocol` option's
     /// default after the model's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    pub tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
 }
 
 impl fmt::Debug for Provider {

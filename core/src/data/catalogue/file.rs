@@ -45,7 +45,7 @@ struct FileModel {
     #[serde(default)]
     prices: Prices,
     #[serde(default)]
-    tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
 }
 
 /// A parsed and validated file, ready to be inserted.
