@@ -31,6 +31,8 @@ pub use common::BlockIndexer;
 #[cfg(test)]
 mod near_json;
 #[cfg(test)]
+mod schema_tests;
+#[cfg(test)]
 mod shared_tests;
 
 // The dialect's identity (its names, parsing, serde) is data, so that a model can name its

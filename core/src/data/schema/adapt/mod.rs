@@ -26,8 +26,6 @@ mod openai;
 mod walk;
 
 #[cfg(test)]
-mod request_tests;
-#[cfg(test)]
 mod tests;
 
 use serde_json::Value;
