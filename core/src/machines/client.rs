@@ -20,9 +20,9 @@ use crate::data::response::Response;
 use crate::data::schema::Validator;
 use crate::machines::agent::AgentConfig;
 use crate::machines::generate::{
-    duplicate_tool_name, Generate, GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_STALL_TIMEOUT,
+    duplicate_tool_name, Generate, GenerateConfig, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT,
 };
+use crate::machines::request::RetryPolicy;
 
 /// A model by name (`"anthropic:claude-sonnet-4-5"`) or as a value.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +131,7 @@ pub enum StartError {
     /// say), as the call would have failed: the partial response names the model.
     Refused {
         /// What the machine refused.
-        error: crate::machines::generate::GenerateError,
+        error: crate::machines::common::GenerateError,
         /// An empty response naming the model.
         partial: Box<Response>,
     },

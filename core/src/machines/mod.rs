@@ -15,6 +15,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod common;
 pub mod generate;
 pub mod manager;
 mod request;

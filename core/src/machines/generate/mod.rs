@@ -23,16 +23,18 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod io;
-mod retry;
 pub(crate) mod structured;
 mod tools;
 
-pub use crate::machines::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
-pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, InputError, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
-    TransportErrorKind,
+// The shared vocabulary and the retry policy live with what they belong to
+// (`machines::common`, the request machine); they are re-exported here, where
+// applications and drivers have always found them.
+pub use crate::machines::common::{
+    Effect, GenerateError, Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
 };
-pub use retry::RetryPolicy;
+pub use crate::machines::request::RetryPolicy;
+pub use crate::machines::tool_round::{duplicate_tool_name, effective_tool_timeout, ToolDecl, DEFAULT_TOOL_TIMEOUT};
+pub use io::{GenerateEvent, Input, InputError};
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -17,8 +17,12 @@
 //! its own with nothing to remap.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod retry;
 #[cfg(test)]
 mod tests;
+
+// The request machine is what retries, so its policy lives here.
+pub use retry::RetryPolicy;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -30,9 +34,7 @@ use crate::data::hooks::EventHook;
 use crate::data::message::ToolSpec;
 use crate::data::model::Model;
 use crate::data::response::Response;
-use crate::machines::generate::{
-    Effect, GenerateError, Report, RequestId, RetryPolicy, TransportError, TransportErrorKind,
-};
+use crate::machines::common::{Effect, GenerateError, Report, RequestId, TransportError, TransportErrorKind};
 use crate::machines::timer::{Moment, Timer, TimerTable};
 use crate::text_tools::stream::TextCalls;
 use crate::text_tools::TextProtocol;
