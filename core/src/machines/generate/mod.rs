@@ -13,7 +13,7 @@
 //!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
 //! ```
 //!
-//! Driving contract (every machine's; the shell's `Machine` trait is its driver-side view): after `new` and
+//! Driving contract (every machine's: [`Machine`](crate::machines::Machine)): after `new` and
 //! every `handle_*`, drain [`Generate::poll_effect`] (a debug build asserts it) and
 //! [`Generate::poll_event`], then wait for the next input or until
 //! [`Generate::poll_timeout`] (the deadline and its [`Timer`]) and call
