@@ -343,7 +343,7 @@ pub enum RequestError {
         /// Which value.
         what: String,
     },
-    /// An extra option ([`Options::extra`](crate::Options::extra)) the dialect does not
+    /// An extra option ([`Options::extra`](crate::data::options::Options::extra)) the dialect does not
     /// know, or of the wrong JSON type, with `strict_extra` on (else it is a warning).
     InvalidExtraOption {
         /// The key as given.

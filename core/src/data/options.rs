@@ -1,7 +1,7 @@
 //! Request options, validated once at the entry point with clear errors.
 //!
 //! An option that a dialect cannot honour is not silently dropped: the request builder
-//! reports it as a [`Warning`](crate::Warning) on the response.
+//! reports it as a [`Warning`](crate::data::response::Warning) on the response.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -143,7 +143,7 @@ pub struct Options {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
     /// `Some(true)`: an unknown or mistyped extra option fails the request
-    /// ([`RequestError::InvalidExtraOption`](crate::RequestError::InvalidExtraOption))
+    /// ([`RequestError::InvalidExtraOption`](crate::data::error::RequestError::InvalidExtraOption))
     /// instead of a warning on the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_extra: Option<bool>,

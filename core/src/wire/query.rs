@@ -1,4 +1,4 @@
-//! Credentials in a URL's query (an [`Auth::Query`](crate::Auth::Query) key, a signature):
+//! Credentials in a URL's query (an [`Auth::Query`](crate::data::provider::Auth::Query) key, a signature):
 //! which parameters are secret, how a URL is shown without them ([`redacted_url`]), and
 //! how a driver keeps them out of its HTTP crate's logs ([`QuerySecrets`]).
 

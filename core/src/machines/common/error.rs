@@ -151,7 +151,7 @@ mod tests {
     fn an_echoed_key_is_cut_out_of_a_provider_error() {
         let secrets = Secrets::of_request(&request());
         let body = br#"{"error":{"message":"Incorrect API key provided: sk-live-0123456789 (cookie-value-42)"}}"#;
-        let error = crate::Dialect::OpenaiCompletions.parse_error(401, [], body);
+        let error = crate::data::dialect::Dialect::OpenaiCompletions.parse_error(401, [], body);
         let mut error = GenerateError::Provider(error);
         error.scrub(&secrets);
         let GenerateError::Provider(e) = &error else { unreachable!() };

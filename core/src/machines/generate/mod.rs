@@ -42,6 +42,7 @@ use std::sync::Arc;
 use crate::text_tools::TextProtocol;
 use std::time::{Duration, Instant};
 
+use crate::data::error::RequestError;
 use crate::data::event::StreamEvent;
 use crate::data::message::{Context, Message, Role};
 use crate::data::model::Model;
@@ -171,12 +172,12 @@ pub struct Generate {
 impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
-        config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
+        config.options.validate().map_err(|e| GenerateError::Request(RequestError::InvalidOptions(e)))?;
         crate::machines::tool_round::prepare_tools(&mut config.tools)
-            .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
+            .map_err(|e| GenerateError::Request(RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
-                GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })
+                GenerateError::Request(RequestError::Unsupported { message: format!("output schema: {e}") })
             })?;
             config.output_validator = Some(Arc::new(compiled));
         }

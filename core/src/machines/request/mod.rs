@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
+use crate::data::error::StreamError;
 use crate::data::event::StreamEvent;
 use crate::data::hooks::EventHook;
 use crate::data::message::ToolSpec;
@@ -392,12 +393,12 @@ impl<I: Moment> Request<I> {
             match event {
                 StreamEvent::Error { error } => {
                     let error = match *error {
-                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
-                        other @ (crate::StreamError::Framing { .. }
-                        | crate::StreamError::Decode { .. }
-                        | crate::StreamError::Incomplete
-                        | crate::StreamError::WrongFormat { .. }
-                        | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
+                        StreamError::Provider(e) => GenerateError::Provider(e),
+                        other @ (StreamError::Framing { .. }
+                        | StreamError::Decode { .. }
+                        | StreamError::Incomplete
+                        | StreamError::WrongFormat { .. }
+                        | StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
                     };
                     self.fail_attempt(error, true, now, out);
                 }
