@@ -1,7 +1,8 @@
 //! The one contract of every machine (issue 11), shown on the generate machine and the
 //! agent alike: `new(.., now)`; `handle_input` answers `Ok` or refuses with a typed error
 //! and changes nothing; `poll_timeout` gives the deadline with its reason; a driver that
-//! feeds input before taking every effect is caught by a debug assertion. Kept out of
+//! feeds input before taking every effect is caught by a debug assertion. Every machine
+//! here is driven through the core's `Machine` trait, as a driver loop drives it. Kept out of
 //! `core/src` because the core reads no clock, even in tests: each test reads it once.
 #![allow(clippy::disallowed_methods)]
 
@@ -12,9 +13,8 @@ use omni_protocol::agent::{Agent, AgentError, AgentInput, NoCallbacks};
 use omni_protocol::generate::{
     Effect, Generate, GenerateConfig, GenerateEvent, Input, InputError, Report, RequestId, DEFAULT_STALL_TIMEOUT,
 };
-use omni_protocol::machine::Timer;
+use omni_protocol::machine::{Machine, Timer};
 use omni_protocol::{Context, Dialect, Model, Options, Provider};
-use omni_shell::machine::Machine;
 
 const ANSWER: &str =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";

@@ -42,6 +42,7 @@ mod wire;
 pub use schemars;
 
 pub use data::catalogue::{Catalogue, CatalogueError, LookupError};
+pub use data::dialect::{Dialect, UnknownDialect};
 pub use data::error::{ProviderError, ProviderErrorKind, RequestError, ServedBy, StreamError};
 pub use data::event::{Fragment, StreamEvent};
 pub use data::message::{
@@ -55,17 +56,17 @@ pub use data::response::{Response, StopReason, Warning};
 pub use data::tool::{ToolError, ToolOutput};
 pub use data::usage::{Cost, Usage};
 pub use text_tools::{TextProtocol, ToolProtocol};
-pub use wire::dialect::Dialect;
 
 pub mod dialect {
     //! Wire formats: the five built-in dialects and the application's own
     //! ([`WireFormat`], [`register`]), requests as they are sent, and the decoding of a
     //! response body (framing, deltas, accumulation) into events and a response.
+    pub use crate::data::dialect::{CustomDialect, Dialect, RegisterError, UnknownDialect};
     pub use crate::wire::accumulator::Accumulator;
     pub use crate::wire::decoder::{decode_body, Progress, StreamDecoder};
     pub use crate::wire::delta::{BlockDelta, BlockKind, Delta, MessageMeta, UsageUpdate};
-    pub use crate::wire::dialect::custom::{RegisterError, WireFormat, WireStream};
-    pub use crate::wire::dialect::{custom::register, BuiltRequest, Dialect, DialectRequest, RequestSpec};
+    pub use crate::wire::dialect::custom::{WireFormat, WireStream};
+    pub use crate::wire::dialect::{custom::register, BuiltRequest, DialectRequest, RequestSpec};
     pub use crate::wire::framing::{
         Frame, FrameDecoder, Framing, FramingError, NdjsonDecoder, SseDecoder, StreamEnd, WholeDecoder,
         DEFAULT_MAX_EVENT_BYTES,
@@ -151,8 +152,10 @@ pub mod manager {
 }
 
 pub mod machine {
-    //! What every machine shares: the reasons of its deadlines.
+    //! What every machine shares: the contract a driver loop runs it by, and the reasons
+    //! of its deadlines.
     pub use crate::machines::timer::Timer;
+    pub use crate::machines::Machine;
 }
 
 pub mod transport {

@@ -1,6 +1,7 @@
 //! What a loop needs from a machine: the generate machine and the agent are driven alike
 //! (execute effects, feed what the requests and tools report, wake at the deadline), so
-//! the shell's executor feeds both through [`Machine`].
+//! the shell's executor feeds both through [`Machine`], the core's contract of every
+//! machine (re-exported here; the session and manager loops host theirs in adapters).
 //!
 //! The loop stays bounded however hostile the server or idle the application: its
 //! channels have the capacities below (a full one makes the producer wait: a request
@@ -10,12 +11,8 @@
 //! wait for the application, bounded by the largest chunk a transport reads
 //! ([`BODY_CHUNK`]), not by how long the application leaves the stream unread.
 
-use std::time::Instant;
-
-use omni_protocol::agent::{Agent, AgentCallbacks, AgentEvent, AgentInput};
 pub use omni_protocol::generate::Report;
-use omni_protocol::generate::{Effect, Generate, GenerateEvent, Input};
-use omni_protocol::machine::Timer;
+pub use omni_protocol::machine::Machine;
 
 /// Room for reports (head, body chunks, end, tool outcomes) between a machine's request
 /// and tool tasks and its loop: with body chunks of at most a few hundred KiB, what is
@@ -44,66 +41,3 @@ pub const SESSION_COMMAND_CAPACITY: usize = 4;
 /// to its runtime (deadlines are looked at before every input; this keeps a flood from
 /// holding a runtime thread).
 pub const INPUT_BUDGET: usize = 64;
-
-/// A machine a driver loop can run, and the one contract of every machine: built with
-/// `new(.., now)`; `handle_input(input, now)` answers `Ok` or refuses with a typed error
-/// (nothing changes); effects out ([`poll_effect`](Self::poll_effect), every one executed
-/// before the next input: debug builds assert it), events out
-/// ([`poll_event`](Self::poll_event)), and the next deadline with its reason
-/// ([`poll_timeout`](Self::poll_timeout), from the machine's one timer table) for
-/// [`handle_timeout`](Self::handle_timeout).
-pub trait Machine {
-    /// What the application observes.
-    type Event;
-    /// The next effect to execute.
-    fn poll_effect(&mut self) -> Option<Effect>;
-    /// The next event for the application.
-    fn poll_event(&mut self) -> Option<Self::Event>;
-    /// The next deadline and why, if any.
-    fn poll_timeout(&self) -> Option<(Instant, Timer)>;
-    /// Acts on deadlines that have passed.
-    fn handle_timeout(&mut self, now: Instant);
-    /// Feeds what a request or tool run reported. Reports for unknown ids are ignored
-    /// (never refused).
-    fn handle_report(&mut self, report: Report<'_>, now: Instant);
-}
-
-impl Machine for Generate {
-    type Event = GenerateEvent;
-    fn poll_effect(&mut self) -> Option<Effect> {
-        Self::poll_effect(self)
-    }
-    fn poll_event(&mut self) -> Option<GenerateEvent> {
-        Self::poll_event(self)
-    }
-    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Self::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        Self::handle_timeout(self, now)
-    }
-    fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        // Reports are never refused (unknown ids are ignored).
-        let _ = self.handle_input(Input::Report(report), now);
-    }
-}
-
-impl<C: AgentCallbacks> Machine for Agent<C> {
-    type Event = AgentEvent;
-    fn poll_effect(&mut self) -> Option<Effect> {
-        Self::poll_effect(self)
-    }
-    fn poll_event(&mut self) -> Option<AgentEvent> {
-        Self::poll_event(self)
-    }
-    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Self::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        Self::handle_timeout(self, now)
-    }
-    fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        // Reports are never refused (unknown ids are ignored).
-        let _ = self.handle_input(AgentInput::Report(report), now);
-    }
-}

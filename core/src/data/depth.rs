@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | Gemini `partialArgs` | segments of a leaf's JSON path | a `Decode` stream error |
 //! | the accumulator | a tool call's parsed input | kept as text with `invalid_tool_input`, as for bad JSON |
-//! | `Dialect::build_request` | tool inputs, schemas, private data in the context, extra options | [`RequestError::TooDeep`](crate::RequestError::TooDeep) |
+//! | `Dialect::build_request` | tool inputs, schemas, private data in the context, extra options | [`RequestError::TooDeep`](crate::data::error::RequestError::TooDeep) |
 //! | `JsonSchemaValidator` | the schema it compiles, each value it checks | `SchemaError`, `ValidationError` |
 //! | schema adaptation | the depth it descends to | the rest is left as given, with a warning |
 //!

@@ -47,7 +47,7 @@ pub struct ProviderError {
     /// The provider's message.
     pub message: String,
     /// How long the provider asked us to wait (`retry-after-ms` / `retry-after`), however
-    /// long: a wait past [`RetryPolicy::max_retry_after`](crate::machines::generate::RetryPolicy)
+    /// long: a wait past the retry policy's `max_retry_after` (the machines' `RetryPolicy`)
     /// fails the call at once with this error, so the caller sees what was asked.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_duration_ms")]
     pub retry_after: Option<Duration>,
@@ -237,7 +237,7 @@ impl ProviderError {
     /// Cuts `secrets` (the request's key and secret header values) out of the message,
     /// the code and the body: a server that echoes the key back must not put it in an
     /// error the application logs.
-    pub fn scrub(&mut self, secrets: &crate::wire::secret::Secrets) {
+    pub fn scrub(&mut self, secrets: &crate::data::secret::Secrets) {
         secrets.scrub(&mut self.message);
         if let Some(code) = &mut self.code {
             secrets.scrub(code);
@@ -388,7 +388,7 @@ pub enum RequestError {
         /// Which value.
         what: String,
     },
-    /// An extra option ([`Options::extra`](crate::Options::extra)) the dialect does not
+    /// An extra option ([`Options::extra`](crate::data::options::Options::extra)) the dialect does not
     /// know, or of the wrong JSON type, with `strict_extra` on (else it is a warning).
     InvalidExtraOption {
         /// The key as given.

@@ -1,4 +1,4 @@
-//! Provider hooks: pure functions stored with a [`Provider`](crate::Provider) that adjust
+//! Provider hooks: pure functions stored with a [`Provider`](crate::data::provider::Provider) that adjust
 //! what a dialect builds and reads, for the providers whose differences are not worth a
 //! dialect of their own (Azure's deployment path and `api-version`, OpenRouter's routing
 //! preferences, a gateway that renames a field).
@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::data::dialect::Dialect;
 use crate::data::options::Options;
-use crate::wire::dialect::Dialect;
 
 /// What a body or URL hook knows of the request being built.
 #[derive(Debug, Clone, Copy)]
@@ -101,15 +101,15 @@ hook_type!(
 );
 
 /// A provider's hooks; none by default. Set them with [`Provider::body_hook`],
-/// [`Provider::url_hook`] and [`Provider::event_hook`](crate::Provider::event_hook).
+/// [`Provider::url_hook`] and [`Provider::event_hook`](crate::data::provider::Provider::event_hook).
 ///
-/// [`Provider::body_hook`]: crate::Provider::body_hook
-/// [`Provider::url_hook`]: crate::Provider::url_hook
+/// [`Provider::body_hook`]: crate::data::provider::Provider::body_hook
+/// [`Provider::url_hook`]: crate::data::provider::Provider::url_hook
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderHooks {
     /// Applied to the built body, before it is serialized.
     pub body: Option<BodyHook>,
-    /// Applied to the URL (base URL and dialect path), before an [`Auth::Query`](crate::Auth::Query) key.
+    /// Applied to the URL (base URL and dialect path), before an [`Auth::Query`](crate::data::provider::Auth::Query) key.
     pub url: Option<UrlHook>,
     /// Applied to each event's JSON payload before the dialect parses it.
     pub event: Option<EventHook>,

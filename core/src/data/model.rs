@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::dialect::Dialect;
+use crate::data::dialect::Dialect;
 
 /// A kind of input a model accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ pub struct Model {
     /// The text tool-call protocol the model needs (it has no native tool calling, or a
     /// broken one); the `tool_protocol` option's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    pub tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
 }
 
 fn default_modalities() -> Vec<Modality> {

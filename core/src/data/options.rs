@@ -1,7 +1,7 @@
 //! Request options, validated once at the entry point with clear errors.
 //!
 //! An option that a dialect cannot honour is not silently dropped: the request builder
-//! reports it as a [`Warning`](crate::Warning) on the response.
+//! reports it as a [`Warning`](crate::data::response::Warning) on the response.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::wire::http::{is_secret_name, RedactedHeaders};
+use crate::data::secret::{is_secret_name, RedactedHeaders};
 
 /// How the model may use tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,7 +105,7 @@ pub struct Options {
     /// How the tools reach the model: native tool calls or a text protocol. `None`: the
     /// model's own (`Model::tool_protocol`), else native.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    pub tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
     /// Reasoning configuration.
     pub thinking: Option<Reasoning>,
     /// Prompt cache retention.
@@ -129,7 +129,7 @@ pub struct Options {
     #[serde(with = "opt_secs")]
     pub tool_timeout: Option<Duration>,
     /// Extra HTTP headers. Those that carry credentials are secrets like the key by their
-    /// name ([`crate::wire::http::is_secret_name`]: `authorization`, `x-api-key`, `cookie` ...) or
+    /// name ([`crate::data::secret::is_secret_name`]: `authorization`, `x-api-key`, `cookie` ...) or
     /// by being named in `secret_headers` ([`Options::secret_header`] does both).
     pub headers: Vec<(String, String)>,
     /// Names of headers (any case) whose values are secrets besides those the built-in
@@ -143,7 +143,7 @@ pub struct Options {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
     /// `Some(true)`: an unknown or mistyped extra option fails the request
-    /// ([`RequestError::InvalidExtraOption`](crate::RequestError::InvalidExtraOption))
+    /// ([`RequestError::InvalidExtraOption`](crate::data::error::RequestError::InvalidExtraOption))
     /// instead of a warning on the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_extra: Option<bool>,
@@ -401,7 +401,7 @@ impl Options {
 
     /// Sets `tool_protocol`: native tool calls, or a text protocol for a model without
     /// them (`ToolProtocol::Xml`, `ToolProtocol::Json`, `ToolProtocol::Hermes`, or one of the application's).
-    pub fn tool_protocol(mut self, protocol: crate::text_tools::ToolProtocol) -> Self {
+    pub fn tool_protocol(mut self, protocol: crate::data::tool_protocol::ToolProtocol) -> Self {
         self.tool_protocol = Some(protocol);
         self
     }

@@ -7,9 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::dialect::Dialect;
 use crate::data::hooks::{HookContext, ProviderHooks};
-use crate::wire::dialect::Dialect;
-use crate::wire::http::{is_secret_name, RedactedHeaders};
+use crate::data::secret::{is_secret_name, RedactedHeaders};
 
 /// An API key. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub enum Auth {
     },
     /// The key as a query parameter, `?name=<key>` (percent-encoded), added after the URL
     /// hook. The name must be one whose value omni redacts wherever a URL is shown
-    /// ([`crate::wire::query::is_secret_query_name`]: `key`, `api-key`, `token`, `sig`,
+    /// ([`crate::data::secret::is_secret_query_name`]: `key`, `api-key`, `token`, `sig`,
     /// `code` ...): any other is refused when the request is built. Prefer a header where
     /// the provider takes one: a URL goes to more places than a header does.
     Query {
@@ -93,7 +93,7 @@ pub struct Quirks {
 }
 
 /// A provider: where and how to send requests. Its `Debug` never shows the value of a
-/// secret header ([`crate::wire::http::is_secret_name`], or named in `secret_headers`).
+/// secret header ([`crate::data::secret::is_secret_name`], or named in `secret_headers`).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provider {
     /// Id used in model names, e.g. `anthropic` in `anthropic:claude-sonnet-4-5`.
@@ -111,7 +111,7 @@ pub struct Provider {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// Extra headers on every request. Those that carry credentials are secrets like the
-    /// key by their name ([`crate::wire::http::is_secret_name`]: `authorization`, `x-api-key`,
+    /// key by their name ([`crate::data::secret::is_secret_name`]: `authorization`, `x-api-key`,
     /// `cookie` ...) or by being named in `secret_headers`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<(String, String)>,
@@ -123,14 +123,14 @@ pub struct Provider {
     #[serde(default)]
     pub quirks: Quirks,
     /// Functions that adjust the built body, the URL and each decoded event
-    /// ([`crate::hooks`]). Not serialized; compared by identity.
+    /// ([`ProviderHooks`](crate::data::hooks::ProviderHooks)). Not serialized; compared by identity.
     #[serde(skip)]
     pub hooks: ProviderHooks,
     /// The text tool-call protocol every model of this provider needs (a gateway without
     /// native tool calling), unless the model names its own; the `tool_protocol` option's
     /// default after the model's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    pub tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
 }
 
 impl fmt::Debug for Provider {
@@ -188,7 +188,7 @@ impl Provider {
     }
 
     /// This provider with `f` applied to every body a dialect builds, after any body hook
-    /// already set ([`crate::hooks`]).
+    /// already set ([`ProviderHooks`](crate::data::hooks::ProviderHooks)).
     ///
     /// ```
     /// use omni_protocol::Provider;
@@ -207,7 +207,7 @@ impl Provider {
     }
 
     /// This provider with `f` applied to every request's URL, after any URL hook already
-    /// set and before an [`Auth::Query`] key ([`crate::hooks`]).
+    /// set and before an [`Auth::Query`] key ([`ProviderHooks`](crate::data::hooks::ProviderHooks)).
     pub fn url_hook(mut self, f: impl Fn(&mut String, &HookContext<'_>) + Send + Sync + 'static) -> Self {
         self.hooks.add_url(f);
         self
@@ -215,7 +215,7 @@ impl Provider {
 
     /// This provider with `f` applied to each decoded JSON event (its SSE type, `""` when
     /// none, and its payload) before the dialect parses it, after any event hook already
-    /// set ([`crate::hooks`]).
+    /// set ([`ProviderHooks`](crate::data::hooks::ProviderHooks)).
     pub fn event_hook(mut self, f: impl Fn(&str, &mut serde_json::Value) + Send + Sync + 'static) -> Self {
         self.hooks.add_event(f);
         self

@@ -7,7 +7,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::data::message::{Attachment, ToolResultContent};
-use crate::machines::generate::ToolOutcome;
+
+/// How a tool run ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// The handler returned content.
+    Ok(Vec<ToolResultContent>),
+    /// The handler returned an error; the model sees the message.
+    Err(String),
+    /// The handler panicked; the driver caught it.
+    Panicked(String),
+}
 
 /// A handler's successful output.
 #[derive(Debug, Clone, PartialEq)]

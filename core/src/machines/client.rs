@@ -20,9 +20,9 @@ use crate::data::response::Response;
 use crate::data::schema::Validator;
 use crate::machines::agent::AgentConfig;
 use crate::machines::generate::{
-    duplicate_tool_name, Generate, GenerateConfig, RetryPolicy, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_STALL_TIMEOUT,
+    duplicate_tool_name, Generate, GenerateConfig, ToolDecl, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_TIMEOUT,
 };
+use crate::machines::request::RetryPolicy;
 
 /// A model by name (`"anthropic:claude-sonnet-4-5"`) or as a value.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +131,7 @@ pub enum StartError {
     /// say), as the call would have failed: the partial response names the model.
     Refused {
         /// What the machine refused.
-        error: crate::machines::generate::GenerateError,
+        error: crate::machines::common::GenerateError,
         /// An empty response naming the model.
         partial: Box<Response>,
     },
@@ -424,5 +424,34 @@ mod tests {
         };
         let err = config.prepare(local_call(vec![tool("one"), tool("two")], Options::default()), &no_env, 1);
         assert_eq!(err.unwrap_err(), ClientError::DuplicateTool("get_weather".into()));
+    }
+
+    // The catalogue parses built-in data lazily (data/catalogue/tests_lazy.rs); here a
+    // client, which resolves through it, is shown to parse no more than it calls.
+    #[test]
+    fn a_client_parses_only_the_provider_it_calls() {
+        crate::data::catalogue::with_fresh_builtin(|parsed| {
+            let Ok(config) = ClientConfig::new() else { panic!("no client config") };
+            assert_eq!(parsed(), (0, vec![]), "building a client parses nothing");
+
+            let key = ApiKey::new("sk-test");
+            let resolved = config.resolve(&ModelRef::from("openai:gpt-5"), Some(&key), &|_| None);
+            let Ok((model, provider, _)) = resolved else { panic!("{resolved:?}") };
+            assert_eq!(
+                (model.id.as_str(), model.dialect, provider.id.as_str()),
+                ("gpt-5", crate::data::dialect::Dialect::OpenaiResponses, "openai")
+            );
+            assert_eq!(parsed(), (1, vec!["openai"]));
+
+            // Copies of the catalogue and later calls reuse the parsed provider.
+            let copy = config.clone();
+            assert!(copy.catalogue.resolve("openai:gpt-5-mini").is_ok());
+            assert!(config.catalogue.model("openai:gpt-4.1").is_ok());
+            assert_eq!(parsed().0, 1);
+
+            // A model of another provider parses that provider's file, and no third.
+            assert_eq!(config.catalogue.model("anthropic:claude-sonnet-4-5").map(|m| m.context_window), Ok(200_000));
+            assert_eq!(parsed(), (2, vec!["anthropic", "openai"]));
+        });
     }
 }

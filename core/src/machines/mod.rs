@@ -1,7 +1,8 @@
-//! The state machines a driver runs, all on one contract: `new(.., now)`,
+//! The state machines a driver runs, all on one contract ([`Machine`]): `new(.., now)`,
 //! `handle_input(input, now) -> Result`, `handle_timeout(now)`, `poll_effect`,
 //! `poll_event`, and `poll_timeout` giving the next deadline with its reason from one
-//! timer table ([`timer`]).
+//! timer table ([`timer`]). What they all speak (effects, reports, ids, errors) is
+//! [`common`].
 //!
 //! [`generate`] is one call (a loop of requests and tool rounds, tools auto-approved);
 //! [`agent`] is a stateful conversation (the same steps, with callbacks or a pause for
@@ -15,9 +16,13 @@
 
 pub(crate) mod agent;
 pub(crate) mod client;
+pub(crate) mod common;
 pub(crate) mod generate;
+mod machine;
 pub(crate) mod manager;
 mod request;
 pub(crate) mod session;
 pub(crate) mod timer;
 mod tool_round;
+
+pub use machine::Machine;

@@ -252,24 +252,18 @@ pub fn schema_for(arguments: &Map<String, Value>) -> Value {
     serde_json::json!({ "type": "object", "properties": properties })
 }
 
-/// How a request offers its tools to the model: the provider's own tool calling, or a
-/// text protocol (the `tool_protocol` option; a catalogue model may name the one it needs).
-#[derive(Clone, Default)]
-pub enum ToolProtocol {
-    /// The provider's own tool calls.
-    #[default]
-    Native,
-    /// [`xml::Xml`].
-    Xml,
-    /// [`json::Json`].
-    Json,
-    /// [`hermes::Hermes`].
-    Hermes,
-    /// An application's own protocol.
-    Custom(std::sync::Arc<dyn TextProtocol>),
-}
+// The choice of a protocol is data (options, catalogue models and providers hold it, by
+// name); what a text protocol does is added here.
+pub use crate::data::tool_protocol::{CustomProtocol, ToolProtocol};
 
 impl ToolProtocol {
+    /// An application's own protocol. Two are the same ([`PartialEq`]) only when they are
+    /// the same object.
+    pub fn custom(protocol: std::sync::Arc<dyn TextProtocol>) -> Self {
+        let identity = std::sync::Arc::as_ptr(&protocol).cast::<()>() as usize;
+        Self::Custom(CustomProtocol::new(protocol.name(), identity, std::sync::Arc::new(protocol.clone())))
+    }
+
     /// The text protocol, or `None` for native tool calls.
     pub fn text(&self) -> Option<std::sync::Arc<dyn TextProtocol>> {
         match self {
@@ -277,57 +271,18 @@ impl ToolProtocol {
             Self::Xml => Some(std::sync::Arc::new(xml::Xml)),
             Self::Json => Some(std::sync::Arc::new(json::Json)),
             Self::Hermes => Some(std::sync::Arc::new(hermes::Hermes)),
-            Self::Custom(protocol) => Some(protocol.clone()),
-        }
-    }
-
-    /// Its name: `native`, `xml`, `json`, `hermes`, or the custom protocol's.
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Native => "native",
-            Self::Xml => "xml",
-            Self::Json => "json",
-            Self::Hermes => "hermes",
-            Self::Custom(protocol) => protocol.name(),
+            Self::Custom(custom) => Some(custom.protocol()),
         }
     }
 }
 
-impl fmt::Debug for ToolProtocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Two custom protocols are the same only when they are the same object.
-impl PartialEq for ToolProtocol {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Self::Custom(a), Self::Custom(b)) => std::sync::Arc::ptr_eq(a, b),
-            (Self::Custom(_), _) | (_, Self::Custom(_)) => false,
-            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
-        }
-    }
-}
-
-/// Written as its name; a custom protocol is code, so only the built-in names read back.
-impl serde::Serialize for ToolProtocol {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for ToolProtocol {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        match name.as_str() {
-            "native" => Ok(Self::Native),
-            "xml" => Ok(Self::Xml),
-            "json" => Ok(Self::Json),
-            "hermes" => Ok(Self::Hermes),
-            other => Err(serde::de::Error::custom(format!(
-                "unknown tool protocol {other:?}: native, xml, json or hermes (a custom protocol is set in code)"
-            ))),
+impl CustomProtocol {
+    /// The protocol.
+    pub fn protocol(&self) -> std::sync::Arc<dyn TextProtocol> {
+        // Only `ToolProtocol::custom` makes one, from an `Arc<dyn TextProtocol>`.
+        match self.object().downcast_ref::<std::sync::Arc<dyn TextProtocol>>() {
+            Some(protocol) => protocol.clone(),
+            None => unreachable!("a custom tool protocol holds a text protocol"),
         }
     }
 }

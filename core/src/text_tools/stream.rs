@@ -21,6 +21,7 @@ use super::{CallParser, InvalidCall, Parsed};
 use crate::data::event::StreamEvent;
 use crate::data::response::Warning;
 use crate::wire::accumulator::Accumulator;
+use crate::wire::decoder::TextCallFilter;
 use crate::wire::delta::{BlockDelta, BlockKind, Delta};
 
 /// The accumulator keys of the blocks this filter makes: far above any dialect's, so
@@ -28,7 +29,7 @@ use crate::wire::delta::{BlockDelta, BlockKind, Delta};
 const KEY_BASE: u32 = 0xF000_0000;
 
 /// One reply's text calls (see the module's doc).
-pub struct TextCalls {
+pub(crate) struct TextCalls {
     parser: Box<dyn CallParser>,
     /// The prefix of the ids of this reply's calls (unique per request).
     id_prefix: String,
@@ -53,7 +54,7 @@ impl std::fmt::Debug for TextCalls {
 impl TextCalls {
     /// The filter of one reply: `parser` reads its text; call ids are `id_prefix` and
     /// the call's number.
-    pub fn new(parser: Box<dyn CallParser>, id_prefix: impl Into<String>) -> Self {
+    pub(crate) fn new(parser: Box<dyn CallParser>, id_prefix: impl Into<String>) -> Self {
         Self {
             parser,
             id_prefix: id_prefix.into(),
@@ -64,39 +65,6 @@ impl TextCalls {
             parsed: Vec::new(),
             finished: false,
         }
-    }
-
-    /// One delta from the dialect: text goes through the parser, the rest through as is.
-    pub fn push(&mut self, delta: Delta, acc: &mut Accumulator, out: &mut Vec<StreamEvent>) {
-        match delta {
-            Delta::BlockDelta { index, delta: BlockDelta::Text(text) } => {
-                self.dialect_text.insert(index);
-                self.parser.feed(&text, &mut self.parsed);
-                self.drain(acc, out);
-            }
-            // The dialect's text blocks are replaced by this filter's.
-            Delta::BlockStart { index, kind: BlockKind::Text } => {
-                self.dialect_text.insert(index);
-            }
-            Delta::BlockStop { index } if self.dialect_text.remove(&index) => {}
-            other => {
-                // Another block begins (reasoning, a native call): the text before it ends.
-                if matches!(other, Delta::BlockStart { .. }) {
-                    self.text_key = None;
-                }
-                acc.push(other, out);
-            }
-        }
-    }
-
-    /// The reply ended: what the parser held back comes out (text, or an unclosed call).
-    pub fn finish(&mut self, acc: &mut Accumulator, out: &mut Vec<StreamEvent>) {
-        if self.finished {
-            return;
-        }
-        self.finished = true;
-        self.parser.finish(&mut self.parsed);
-        self.drain(acc, out);
     }
 
     fn key(&mut self) -> u32 {
@@ -176,6 +144,43 @@ impl TextCalls {
             }
         }
         self.parsed = parsed;
+    }
+}
+
+/// The decoder's hook for a text protocol: the wire asks for this trait, the text tools
+/// give it.
+impl TextCallFilter for TextCalls {
+    /// One delta from the dialect: text goes through the parser, the rest through as is.
+    fn push(&mut self, delta: Delta, acc: &mut Accumulator, out: &mut Vec<StreamEvent>) {
+        match delta {
+            Delta::BlockDelta { index, delta: BlockDelta::Text(text) } => {
+                self.dialect_text.insert(index);
+                self.parser.feed(&text, &mut self.parsed);
+                self.drain(acc, out);
+            }
+            // The dialect's text blocks are replaced by this filter's.
+            Delta::BlockStart { index, kind: BlockKind::Text } => {
+                self.dialect_text.insert(index);
+            }
+            Delta::BlockStop { index } if self.dialect_text.remove(&index) => {}
+            other => {
+                // Another block begins (reasoning, a native call): the text before it ends.
+                if matches!(other, Delta::BlockStart { .. }) {
+                    self.text_key = None;
+                }
+                acc.push(other, out);
+            }
+        }
+    }
+
+    /// The reply ended: what the parser held back comes out (text, or an unclosed call).
+    fn finish(&mut self, acc: &mut Accumulator, out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.parser.finish(&mut self.parsed);
+        self.drain(acc, out);
     }
 }
 

@@ -11,7 +11,6 @@ use crate::data::hooks::EventHook;
 use crate::data::message::Origin;
 use crate::data::model::Model;
 use crate::data::response::Response;
-use crate::text_tools::stream::TextCalls;
 use crate::wire::accumulator::Accumulator;
 use crate::wire::delta::Delta;
 use crate::wire::dialect::{DeltaSink, Dialect, DialectState};
@@ -35,12 +34,26 @@ pub struct StreamDecoder {
     acc: Accumulator,
     deltas: Vec<Delta>,
     /// A text protocol's parser between the dialect and the accumulator, if the request
-    /// offered its tools as text (`crate::text_tools`).
-    calls: Option<TextCalls>,
+    /// offered its tools as text ([`TextCallFilter`]).
+    calls: Option<Box<dyn TextCallFilter>>,
     /// The provider's event hook, applied to each event's JSON before the dialect reads it.
     event_hook: Option<EventHook>,
     /// Whether the response is of the dialect's format, as far as its events show.
     format: FormatCheck,
+}
+
+/// What stands between the dialect and the accumulator when a request offered its tools
+/// as text: a text protocol's parser (`text_tools::stream::TextCalls`), which reads the
+/// calls out of the reply's text and gives the accumulator the deltas of native calls.
+/// The wire owns this trait so that it needs nothing of the text tools; a decoder without
+/// one (native tools) goes straight from the dialect to the accumulator.
+pub trait TextCallFilter: Send + std::fmt::Debug {
+    /// One delta from the dialect, in stream order: what it makes goes to `acc`.
+    fn push(&mut self, delta: Delta, acc: &mut Accumulator, out: &mut Vec<StreamEvent>);
+
+    /// The reply ended: what was held back goes to `acc` (text, or a call the reply
+    /// ended inside). Called once, before the accumulator finishes.
+    fn finish(&mut self, acc: &mut Accumulator, out: &mut Vec<StreamEvent>);
 }
 
 /// Whether a response's events are the dialect's. An event the dialect reads gives a
@@ -207,13 +220,13 @@ impl StreamDecoder {
     }
 
     /// This decoder, with the reply's text read through a text protocol's parser.
-    pub fn with_text_calls(mut self, calls: TextCalls) -> Self {
-        self.calls = Some(calls);
+    pub fn with_text_calls(mut self, calls: impl TextCallFilter + 'static) -> Self {
+        self.calls = Some(Box::new(calls));
         self
     }
 
     /// This decoder, with each event's JSON payload passed through `hook` (a provider's,
-    /// [`crate::hooks`]) before the dialect reads it: the payload is parsed, hooked
+    /// [`ProviderHooks`](crate::data::hooks::ProviderHooks)) before the dialect reads it: the payload is parsed, hooked
     /// and written out again for the dialect. A payload that is not JSON goes to the dialect
     /// as it came. `None` leaves the decoder as it was (and costs nothing).
     pub fn with_event_hook(mut self, hook: Option<EventHook>) -> Self {
@@ -232,8 +245,16 @@ impl StreamDecoder {
         let result = frames.feed(chunk, |frame| {
             progress.frames += 1;
             let mut known = false;
-            let read =
-                Self::on_frame(state, acc, calls.as_mut(), event_hook.as_ref(), &frame, out, &mut progress, &mut known);
+            let read = Self::on_frame(
+                state,
+                acc,
+                calls.as_deref_mut(),
+                event_hook.as_ref(),
+                &frame,
+                out,
+                &mut progress,
+                &mut known,
+            );
             let wrong = match &read {
                 Ok(()) => format.event(&frame, known),
                 Err(error) => format.unparsed(&frame, error),
@@ -268,8 +289,16 @@ impl StreamDecoder {
         // retryable before anything reached the caller), not a malformed stream.
         let end = frames.finish(|frame| {
             let mut known = false;
-            let read =
-                Self::on_frame(state, acc, calls.as_mut(), event_hook.as_ref(), &frame, out, &mut progress, &mut known);
+            let read = Self::on_frame(
+                state,
+                acc,
+                calls.as_deref_mut(),
+                event_hook.as_ref(),
+                &frame,
+                out,
+                &mut progress,
+                &mut known,
+            );
             if read.is_err() {
                 acc.fail(StreamError::Incomplete, out);
             }
@@ -307,7 +336,7 @@ impl StreamDecoder {
     fn on_frame(
         state: &mut DialectState,
         acc: &mut Accumulator,
-        calls: Option<&mut TextCalls>,
+        calls: Option<&mut (dyn TextCallFilter + 'static)>,
         hook: Option<&EventHook>,
         frame: &Frame<'_>,
         out: &mut Vec<StreamEvent>,
@@ -358,7 +387,7 @@ fn hooked(hook: &EventHook, event: &str, data: &str) -> Option<String> {
 /// Feeds deltas to the accumulator as the dialect produces them.
 struct AccumulatorSink<'a> {
     acc: &'a mut Accumulator,
-    calls: Option<&'a mut TextCalls>,
+    calls: Option<&'a mut (dyn TextCallFilter + 'static)>,
     out: &'a mut Vec<StreamEvent>,
     pushed: bool,
     /// A delta of the dialect's own format came (see `on_frame`).

@@ -1,6 +1,6 @@
 //! Deltas: the small closed set of facts a dialect extracts from one stream event.
 //!
-//! Dialects turn provider events into deltas; the [`Accumulator`](crate::dialect::Accumulator)
+//! Dialects turn provider events into deltas; the [`Accumulator`](crate::wire::accumulator::Accumulator)
 //! turns deltas into consumer events and a growing response. Block indices are chosen
 //! by the dialect and only need to be distinct per block within one message; the
 //! accumulator maps them to positions in the message content.
@@ -96,7 +96,7 @@ pub struct MessageMeta {
     pub usage: Option<UsageUpdate>,
 }
 
-/// Usage counters, already normalised to [`Usage`](crate::Usage)'s meaning.
+/// Usage counters, already normalised to [`Usage`](crate::data::usage::Usage)'s meaning.
 /// Each `Some` field replaces the previous value (providers report running totals).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UsageUpdate {
@@ -114,7 +114,7 @@ pub struct UsageUpdate {
 
 impl UsageUpdate {
     /// Applies this update to a usage record.
-    pub fn apply_to(&self, usage: &mut crate::Usage) {
+    pub fn apply_to(&self, usage: &mut crate::data::usage::Usage) {
         let set = |dst: &mut u64, src: Option<u64>| {
             if let Some(v) = src {
                 *dst = v;

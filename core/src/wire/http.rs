@@ -21,25 +21,9 @@ impl Method {
     }
 }
 
-/// Header names that always carry credentials.
-const SECRET_NAMES: &[&str] =
-    &["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-goog-api-key", "api-key"];
-
-/// Parts of a header name that mark it as carrying a credential (`x-auth-token`,
-/// `ocp-apim-subscription-key`, `x-client-secret` ...).
-const SECRET_PARTS: &[&str] = &["auth", "key", "token", "secret", "cookie", "passw", "credential", "session"];
-
-/// True when a header of this name carries a credential, whoever sets it: the one
-/// decision every driver, `Debug` and log follow. The rule is broad on purpose (a name
-/// naming a key, a token, a secret, a password, a credential, a session or a cookie, or
-/// any auth scheme): a harmless header it catches only prints as `<redacted>` and is
-/// kept out of trace logs, while a credential it missed would leak. A header it does not
-/// catch can be marked secret by its name (`Options::secret_headers`,
-/// `Provider::secret_headers`) or built with [`Header::secret`].
-pub fn is_secret_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    SECRET_NAMES.contains(&name.as_str()) || SECRET_PARTS.iter().any(|part| name.contains(part))
-}
+// The rule is data (the options and the provider print their headers by it); it is
+// re-exported here, where requests are built, as it always was.
+pub use crate::data::secret::is_secret_name;
 
 /// One header. A sensitive header (carrying a credential) prints as `<redacted>` in
 /// `Debug`, and drivers keep it out of their HTTP crates' logs.
@@ -119,26 +103,6 @@ impl HttpRequest {
     }
 }
 
-/// `Debug` of a list of `(name, value)` headers: the value of a header named by
-/// [`is_secret_name`] or in `marked` prints as `<redacted>`.
-pub(crate) struct RedactedHeaders<'a> {
-    /// The headers.
-    pub headers: &'a [(String, String)],
-    /// Names marked secret besides the built-in rule.
-    pub marked: &'a [String],
-}
-
-impl fmt::Debug for RedactedHeaders<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut list = f.debug_list();
-        for (name, value) in self.headers {
-            let secret = is_secret_name(name) || self.marked.iter().any(|m| m.eq_ignore_ascii_case(name));
-            list.entry(&(name, if secret { "<redacted>" } else { value.as_str() }));
-        }
-        list.finish()
-    }
-}
-
 impl fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpRequest")
@@ -186,8 +150,5 @@ mod tests {
         let printed = format!("{request:?}");
         assert!(!printed.contains("abc123") && printed.contains("visible"), "{printed}");
         assert_eq!(request.secret_values().collect::<Vec<_>>(), ["session=abc123"]);
-        let headers = [("X-Custom".to_string(), "hidden-value".to_string()), ("api-key".into(), "k-123".into())];
-        let printed = format!("{:?}", RedactedHeaders { headers: &headers, marked: &["x-custom".into()] });
-        assert!(!printed.contains("hidden-value") && !printed.contains("k-123"), "{printed}");
     }
 }

@@ -1,24 +1,12 @@
-//! Credentials in a URL's query (an [`Auth::Query`](crate::Auth::Query) key, a signature):
+//! Credentials in a URL's query (an [`Auth::Query`](crate::data::provider::Auth::Query) key, a signature):
 //! which parameters are secret, how a URL is shown without them ([`redacted_url`]), and
 //! how a driver keeps them out of its HTTP crate's logs ([`QuerySecrets`]).
 
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::wire::http::is_secret_name;
-
-/// Query parameter names that carry credentials besides those [`is_secret_name`] catches:
-/// URL signatures (`sig`, Azure's SAS; `signature`) and function keys (`code`).
-const SECRET_QUERY_NAMES: &[&str] = &["sig", "signature", "code"];
-
-/// True when a query parameter of this name (percent-decoded) carries a credential: the
-/// header rule ([`is_secret_name`]: `key`, `api-key`, `access_token` ...) and
-/// `sig`, `signature`, `code`. Its value prints as `<redacted>` wherever omni shows a URL
-/// ([`redacted_url`], `HttpRequest`'s `Debug`), is cut out of errors, and is kept by a
-/// same-origin redirect; an [`Auth::Query`](crate::Auth::Query) key must use such a name.
-pub fn is_secret_query_name(name: &str) -> bool {
-    is_secret_name(name) || SECRET_QUERY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
-}
+// The rule is data (see `data::secret`); re-exported where URLs are read, as it always was.
+pub use crate::data::secret::is_secret_query_name;
 
 /// The `(name, value)` pairs of `url`'s query whose name is secret
 /// ([`is_secret_query_name`]), as written in the URL (percent-encoded).

@@ -95,7 +95,7 @@ impl RedirectError {
         }
     }
 
-    /// The location, for the scrubber in [`crate::machines::generate`].
+    /// The location, for the scrubber of a call's error (the machines' `GenerateError::scrub`).
     pub(crate) fn location_mut(&mut self) -> Option<&mut String> {
         match self {
             Self::OtherOrigin { location, .. }

@@ -6,9 +6,9 @@
 use serde::Deserialize;
 
 use super::CatalogueError;
+use crate::data::dialect::Dialect;
 use crate::data::model::{Modality, Model, Prices};
 use crate::data::provider::Provider;
-use crate::wire::dialect::Dialect;
 
 /// One file: a provider (defined here, or an existing one named by `extends`) and its models.
 #[derive(Debug, Deserialize)]
@@ -45,7 +45,7 @@ struct FileModel {
     #[serde(default)]
     prices: Prices,
     #[serde(default)]
-    tool_protocol: Option<crate::text_tools::ToolProtocol>,
+    tool_protocol: Option<crate::data::tool_protocol::ToolProtocol>,
 }
 
 /// A parsed and validated file, ready to be inserted.

@@ -40,6 +40,16 @@ mod tests;
 #[cfg(test)]
 mod tests_lazy;
 
+/// For tests above data (a client resolves through the catalogue): runs `f` with a fresh
+/// built-in store (nothing parsed) as this thread's; `f` is given a probe of what has been
+/// parsed since: the number of files, and the providers.
+#[cfg(test)]
+pub(crate) fn with_fresh_builtin<T>(f: impl FnOnce(&dyn Fn() -> (usize, Vec<&'static str>)) -> T) -> T {
+    builtin::test_store::with_fresh(|store| {
+        f(&|| (store.files_parsed.load(std::sync::atomic::Ordering::Relaxed), store.parsed()))
+    })
+}
+
 use crate::data::response::Warning;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

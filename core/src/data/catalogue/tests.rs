@@ -1,7 +1,7 @@
 use super::*;
+use crate::data::dialect::Dialect;
 use crate::data::model::Modality;
 use crate::data::provider::{ApiKey, Auth};
-use crate::wire::dialect::Dialect;
 
 /// Models whose dialect deliberately differs from their provider's default.
 /// Empty today; add `("provider", "model")` pairs here with a reason when needed.
@@ -375,8 +375,8 @@ fn a_model_may_declare_the_text_protocol_it_needs() {
         { "id": "tiny-json", "tool_protocol": "json" } ] }"#;
     assert_eq!(catalogue.load_json(local), Ok(()));
     let protocol = |name: &str| catalogue.model(name).map(|m| m.tool_protocol.clone());
-    assert_eq!(protocol("ollama:tiny-no-tools"), Ok(Some(crate::text_tools::ToolProtocol::Xml)));
-    assert_eq!(protocol("ollama:tiny-json"), Ok(Some(crate::text_tools::ToolProtocol::Json)));
+    assert_eq!(protocol("ollama:tiny-no-tools"), Ok(Some(crate::data::tool_protocol::ToolProtocol::Xml)));
+    assert_eq!(protocol("ollama:tiny-json"), Ok(Some(crate::data::tool_protocol::ToolProtocol::Json)));
     assert_eq!(protocol("anthropic:claude-sonnet-4-5"), Ok(None), "native by default");
     // A provider may declare it for all its models (a gateway without native tools).
     let gateway = r#"{ "provider": { "id": "gateway", "base_url": "http://gw.invalid/v1",
@@ -384,7 +384,7 @@ fn a_model_may_declare_the_text_protocol_it_needs() {
         "models": [ { "id": "any" } ] }"#;
     assert_eq!(catalogue.load_json(gateway), Ok(()));
     let declared = catalogue.provider("gateway").map(|p| p.tool_protocol.clone());
-    assert_eq!(declared, Some(Some(crate::text_tools::ToolProtocol::Json)));
+    assert_eq!(declared, Some(Some(crate::data::tool_protocol::ToolProtocol::Json)));
     let unknown = r#"{ "extends": "ollama", "models": [ { "id": "x", "tool_protocol": "yaml" } ] }"#;
     assert!(catalogue.load_json(unknown).is_err(), "an unknown protocol name is an error");
 }

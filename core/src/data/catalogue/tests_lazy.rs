@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::builtin::{test_store, Store};
 use super::*;
-use crate::data::provider::ApiKey;
-use crate::machines::client::{ClientConfig, ModelRef};
-use crate::wire::dialect::Dialect;
+use crate::data::dialect::Dialect;
 
 /// What `Catalogue::builtin()` used to build: every embedded file loaded in order.
 fn loaded_eagerly() -> Catalogue {
@@ -66,33 +64,6 @@ fn the_lazy_builtin_equals_a_full_parse() {
         assert_eq!(files_parsed(store), BUILTIN_FILES.len());
         assert_eq!(lazy, builtin());
         assert_eq!(files_parsed(store), BUILTIN_FILES.len());
-    });
-}
-
-#[test]
-fn a_client_parses_only_the_provider_it_calls() {
-    test_store::with_fresh(|store| {
-        let Ok(config) = ClientConfig::new() else { panic!("no client config") };
-        assert_eq!((files_parsed(store), store.parsed()), (0, vec![]), "building a client parses nothing");
-
-        let key = ApiKey::new("sk-test");
-        let resolved = config.resolve(&ModelRef::from("openai:gpt-5"), Some(&key), &|_| None);
-        let Ok((model, provider, _)) = resolved else { panic!("{resolved:?}") };
-        assert_eq!(
-            (model.id.as_str(), model.dialect, provider.id.as_str()),
-            ("gpt-5", Dialect::OpenaiResponses, "openai")
-        );
-        assert_eq!((files_parsed(store), store.parsed()), (1, vec!["openai"]));
-
-        // Copies of the catalogue and later calls reuse the parsed provider.
-        let copy = config.clone();
-        assert!(copy.catalogue.resolve("openai:gpt-5-mini").is_ok());
-        assert!(config.catalogue.model("openai:gpt-4.1").is_ok());
-        assert_eq!(files_parsed(store), 1);
-
-        // A model of another provider parses that provider's file, and no third.
-        assert_eq!(config.catalogue.model("anthropic:claude-sonnet-4-5").map(|m| m.context_window), Ok(200_000));
-        assert_eq!((files_parsed(store), store.parsed()), (2, vec!["anthropic", "openai"]));
     });
 }
 

@@ -68,7 +68,7 @@ impl fmt::Debug for JsonSchemaValidator {
 impl JsonSchemaValidator {
     /// Compiles `schema` (the draft is taken from `$schema`, 2020-12 by default). A schema
     /// nested deeper than [`MAX_DEPTH`] levels is refused: compiling it recurses once per
-    /// level (see [`MAX_DEPTH`](crate::transport::MAX_DEPTH)).
+    /// level (see [`MAX_DEPTH`](crate::data::depth::MAX_DEPTH)).
     pub fn new(schema: Value) -> Result<Self, SchemaError> {
         if depth::exceeds(&schema, MAX_DEPTH) {
             return Err(SchemaError(format!("the schema is nested deeper than {MAX_DEPTH} levels")));

@@ -9,7 +9,7 @@
 
 use crate::data::message::{ToolResult, ToolUse};
 use crate::data::response::Response;
-use crate::machines::generate::GenerateError;
+use crate::machines::common::GenerateError;
 
 use super::io::{AgentConfig, AgentState, StatePatch};
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{Agent, AgentCallbacks, AgentError, AgentEvent, State, Status, ToolDecision};
 use crate::data::message::{Message, Role, ToolResult, ToolUse};
 use crate::data::response::StopReason;
-use crate::machines::generate::{ToolOutcome, ToolRunId};
+use crate::machines::common::{ToolOutcome, ToolRunId};
 use crate::machines::tool_round::{Decided, Runner, ToolPolicy, ToolRound};
 
 /// The agent's policy: its callbacks decide, and see every result before the

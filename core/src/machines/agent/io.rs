@@ -10,7 +10,9 @@ use crate::data::options::{Options, OptionsError};
 use crate::data::provider::{ApiKey, Provider};
 use crate::data::response::{Response, StopReason};
 use crate::data::usage::Usage;
-use crate::machines::generate::{GenerateError, Report, RetryPolicy, ToolDecl, DEFAULT_STALL_TIMEOUT};
+use crate::machines::common::{GenerateError, Report};
+use crate::machines::generate::{ToolDecl, DEFAULT_STALL_TIMEOUT};
+use crate::machines::request::RetryPolicy;
 
 use super::callbacks::ToolDecision;
 

@@ -88,7 +88,7 @@ use crate::data::options::Options;
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::Validator;
 use crate::data::usage::Usage;
-use crate::machines::generate::{Effect, Report};
+use crate::machines::common::{Effect, Report};
 use crate::machines::request::{Out, Request};
 use crate::machines::timer::{Timer, TimerTable};
 use crate::machines::tool_round::ToolRound;

@@ -17,8 +17,9 @@ use crate::data::options::{Options, OutputSchema};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
+use crate::machines::common::{GenerateError, Report};
 use crate::machines::generate::structured;
-use crate::machines::generate::{GenerateError, Report, DEFAULT_MAX_STEPS};
+use crate::machines::generate::DEFAULT_MAX_STEPS;
 use crate::machines::request::{Limits, Out, Request, RequestEvent, StreamSink};
 use crate::wire::dialect::RequestSpec;
 

@@ -1,150 +1,14 @@
-//! What the generate machine asks of its driver (effects), what the driver tells it
-//! (inputs), and what the application observes (events).
+//! What the generate machine is told (inputs) and what the application observes
+//! (events). The effects, reports and errors it shares with every machine are in
+//! [`crate::machines::common`].
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::data::error::{ProviderError, RequestError, StreamError};
 use crate::data::event::StreamEvent;
-use crate::data::message::{ToolResult, ToolResultContent, ToolUse};
+use crate::data::message::ToolResult;
 use crate::data::response::Response;
-use crate::wire::http::HttpRequest;
-
-/// Identifies one HTTP request; answers for other ids are ignored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub u64);
-
-/// Identifies one tool run; answers for other ids are ignored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ToolRunId(pub u64);
-
-/// Something the driver must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    /// Send this request and feed back its head, body and end (or a transport failure).
-    SendRequest {
-        /// Id to answer with.
-        id: RequestId,
-        /// The request.
-        request: HttpRequest,
-    },
-    /// Abort this request and drop its connection; send no more input for it.
-    CancelRequest {
-        /// Which request.
-        id: RequestId,
-    },
-    /// Run this tool's handler on the call's input and answer with [`Report::ToolFinished`].
-    RunTool {
-        /// Id to answer with.
-        id: ToolRunId,
-        /// The call (name and validated input).
-        call: ToolUse,
-    },
-    /// Stop this tool run; its answer, if any, will be ignored.
-    CancelTool {
-        /// Which run.
-        id: ToolRunId,
-    },
-}
-
-/// A failure below HTTP: connecting, TLS, a reset connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransportError {
-    /// What kind of failure.
-    pub kind: TransportErrorKind,
-    /// The client's message.
-    pub message: String,
-}
-
-/// Kinds of transport failure. Drivers report what their client says; the machine
-/// settles the kind by phase so that every driver agrees: a non-TLS failure before the
-/// response head is `Connect`, one after it is `Reset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransportErrorKind {
-    /// Could not connect, or the connection broke before the response head.
-    Connect,
-    /// TLS handshake or certificate failure: not retried.
-    Tls,
-    /// The connection broke while the body was being read.
-    Reset,
-    /// Anything else.
-    Other,
-    /// The proxy wants credentials it was not given, or refused the ones given (HTTP 407
-    /// to `CONNECT`): not retried, sending again cannot help.
-    ProxyAuth,
-}
-
-impl fmt::Display for TransportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} error: {}", self.kind, self.message)
-    }
-}
-
-/// How a tool run ended, as the driver saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutcome {
-    /// The handler returned content.
-    Ok(Vec<ToolResultContent>),
-    /// The handler returned an error; the model sees the message.
-    Err(String),
-    /// The handler panicked; the driver caught it.
-    Panicked(String),
-}
-
-/// What a request or a tool run reports to the machine that started it: the part of
-/// every machine's input that drivers produce (fed by the drivers' shell, omni-shell).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Report<'a> {
-    /// The response status and headers arrived.
-    ResponseHead {
-        /// Which request.
-        id: RequestId,
-        /// HTTP status.
-        status: u16,
-        /// Headers (names in any case).
-        headers: Vec<(String, String)>,
-    },
-    /// Body bytes arrived.
-    Body {
-        /// Which request.
-        id: RequestId,
-        /// The bytes (borrowed: the machine copies only what it must keep).
-        bytes: &'a [u8],
-    },
-    /// The body ended.
-    BodyEnd {
-        /// Which request.
-        id: RequestId,
-    },
-    /// The request failed below HTTP.
-    TransportFailed {
-        /// Which request.
-        id: RequestId,
-        /// What happened.
-        error: TransportError,
-    },
-    /// A tool run ended.
-    ToolFinished {
-        /// Which run.
-        id: ToolRunId,
-        /// Its outcome.
-        outcome: ToolOutcome,
-    },
-}
-
-impl Report<'_> {
-    /// The request this report is about (none for a tool run).
-    pub fn request(&self) -> Option<RequestId> {
-        match self {
-            Report::ResponseHead { id, .. }
-            | Report::Body { id, .. }
-            | Report::BodyEnd { id }
-            | Report::TransportFailed { id, .. } => Some(*id),
-            Report::ToolFinished { .. } => None,
-        }
-    }
-}
+use crate::machines::common::{GenerateError, Report};
 
 /// Something the driver tells the generate machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,48 +39,6 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Why a call failed.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum GenerateError {
-    /// The request could not be built.
-    Request(RequestError),
-    /// The provider answered with an error (HTTP status or in-stream error event).
-    Provider(ProviderError),
-    /// The stream could not be decoded to the end.
-    Stream(StreamError),
-    /// The connection failed.
-    Transport(TransportError),
-    /// The request took longer than the total timeout.
-    Timeout(Duration),
-    /// No progress (only keep-alives or nothing) for longer than the stall timeout.
-    Stalled(Duration),
-    /// A redirect that is not followed (to another origin, a loop ...; see
-    /// [`crate::transport`]): not retried.
-    Redirect(crate::wire::redirect::RedirectError),
-    /// The response body went past the size limit (in bytes, comments and keep-alives
-    /// included); the request was closed. Not retried: the same request would get the
-    /// same answer. What arrived up to the limit is kept.
-    ResponseTooLarge(u64),
-}
-
-impl GenerateError {
-    /// True when the same request may succeed if sent again.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            Self::Request(_) => false,
-            Self::Provider(e) => e.is_retryable(),
-            Self::Stream(StreamError::Provider(e)) => e.is_retryable(),
-            Self::Stream(StreamError::Incomplete) => true,
-            Self::Stream(_) => false,
-            Self::Transport(t) => !matches!(t.kind, TransportErrorKind::Tls | TransportErrorKind::ProxyAuth),
-            Self::Timeout(_) | Self::Stalled(_) => true,
-            Self::Redirect(_) => false,
-            Self::ResponseTooLarge(_) => false,
-        }
-    }
-}
-
 impl GenerateEvent {
     /// The new text of a streamed text delta (of any step); `None` for any other event:
     /// `if let Some(text) = event.text_delta() { print!("{text}") }`.
@@ -238,23 +60,6 @@ impl GenerateEvent {
         matches!(self, Self::Finished(_) | Self::Failed { .. })
     }
 }
-
-impl fmt::Display for GenerateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Request(e) => write!(f, "{e}"),
-            Self::Provider(e) => write!(f, "{e}"),
-            Self::Stream(e) => write!(f, "{e}"),
-            Self::Transport(e) => write!(f, "{e}"),
-            Self::Timeout(d) => write!(f, "the request took longer than {d:?}"),
-            Self::Stalled(d) => write!(f, "the stream made no progress for {d:?}"),
-            Self::Redirect(e) => write!(f, "{e}"),
-            Self::ResponseTooLarge(limit) => write!(f, "the response was larger than {limit} bytes"),
-        }
-    }
-}
-
-impl std::error::Error for GenerateError {}
 
 /// What the application observes.
 #[derive(Debug, Clone, PartialEq)]

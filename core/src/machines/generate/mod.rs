@@ -13,7 +13,7 @@
 //!   any state ── Cancel ─► Done (stop reason `cancelled`, partial kept)
 //! ```
 //!
-//! Driving contract (every machine's; the shell's `Machine` trait is its driver-side view): after `new` and
+//! Driving contract (every machine's: [`Machine`](crate::machines::Machine)): after `new` and
 //! every `handle_*`, drain [`Generate::poll_effect`] (a debug build asserts it) and
 //! [`Generate::poll_event`], then wait for the next input or until
 //! [`Generate::poll_timeout`] (the deadline and its [`Timer`]) and call
@@ -23,17 +23,19 @@
 #![warn(clippy::wildcard_enum_match_arm)]
 
 mod io;
-mod retry;
 pub(crate) mod structured;
 mod tools;
 
+// The shared vocabulary and the retry policy live with what they belong to
+// (`machines::common`, the request machine); they are re-exported here, where
+// applications and drivers have always found them.
+pub use crate::machines::common::{
+    Effect, GenerateError, Report, RequestId, ToolOutcome, ToolRunId, TransportError, TransportErrorKind,
+};
+pub use crate::machines::request::RetryPolicy;
 pub(crate) use crate::machines::tool_round::duplicate_tool_name;
 pub use crate::machines::tool_round::{ToolDecl, DEFAULT_TOOL_TIMEOUT};
-pub use io::{
-    Effect, GenerateError, GenerateEvent, Input, InputError, Report, RequestId, ToolOutcome, ToolRunId, TransportError,
-    TransportErrorKind,
-};
-pub use retry::RetryPolicy;
+pub use io::{GenerateEvent, Input, InputError};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -41,6 +43,7 @@ use std::sync::Arc;
 use crate::text_tools::TextProtocol;
 use std::time::{Duration, Instant};
 
+use crate::data::error::RequestError;
 use crate::data::event::StreamEvent;
 use crate::data::message::{Context, Message, Role};
 use crate::data::model::Model;
@@ -170,12 +173,12 @@ pub struct Generate {
 impl Generate {
     /// Starts a call: validates the options, builds the first request and queues it.
     pub fn new(mut config: GenerateConfig, now: Instant) -> Result<Self, GenerateError> {
-        config.options.validate().map_err(|e| GenerateError::Request(crate::RequestError::InvalidOptions(e)))?;
+        config.options.validate().map_err(|e| GenerateError::Request(RequestError::InvalidOptions(e)))?;
         crate::machines::tool_round::prepare_tools(&mut config.tools)
-            .map_err(|e| GenerateError::Request(crate::RequestError::Unsupported { message: e }))?;
+            .map_err(|e| GenerateError::Request(RequestError::Unsupported { message: e }))?;
         if let (None, Some(output)) = (&config.output_validator, &config.options.output) {
             let compiled = JsonSchemaValidator::new(output.schema.clone()).map_err(|e| {
-                GenerateError::Request(crate::RequestError::Unsupported { message: format!("output schema: {e}") })
+                GenerateError::Request(RequestError::Unsupported { message: format!("output schema: {e}") })
             })?;
             config.output_validator = Some(Arc::new(compiled));
         }

@@ -17,8 +17,12 @@
 //! its own with nothing to remap.
 #![warn(clippy::wildcard_enum_match_arm)]
 
+mod retry;
 #[cfg(test)]
 mod tests;
+
+// The request machine is what retries, so its policy lives here.
+pub use retry::RetryPolicy;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -31,9 +35,7 @@ use crate::data::hooks::EventHook;
 use crate::data::message::ToolSpec;
 use crate::data::model::Model;
 use crate::data::response::Response;
-use crate::machines::generate::{
-    Effect, GenerateError, Report, RequestId, RetryPolicy, TransportError, TransportErrorKind,
-};
+use crate::machines::common::{Effect, GenerateError, Report, RequestId, TransportError, TransportErrorKind};
 use crate::machines::timer::{Moment, Timer, TimerTable};
 use crate::text_tools::stream::TextCalls;
 use crate::text_tools::TextProtocol;
@@ -391,12 +393,12 @@ impl<I: Moment> Request<I> {
             match event {
                 StreamEvent::Error { error } => {
                     let error = match *error {
-                        crate::StreamError::Provider(e) => GenerateError::Provider(e),
-                        other @ (crate::StreamError::Framing { .. }
-                        | crate::StreamError::Decode { .. }
-                        | crate::StreamError::Incomplete
-                        | crate::StreamError::WrongFormat { .. }
-                        | crate::StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
+                        StreamError::Provider(e) => GenerateError::Provider(e),
+                        other @ (StreamError::Framing { .. }
+                        | StreamError::Decode { .. }
+                        | StreamError::Incomplete
+                        | StreamError::WrongFormat { .. }
+                        | StreamError::InvalidToolInput { .. }) => GenerateError::Stream(other),
                     };
                     self.fail_attempt(error, true, now, out);
                 }
@@ -441,7 +443,7 @@ impl<I: Moment> Request<I> {
     fn fail_attempt(&mut self, mut error: GenerateError, in_flight: bool, now: I, out: &mut Out<'_>) {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
         // A key the server echoed back never reaches the caller's error (or its logs).
-        Secrets::of_request(&self.request).scrub_error(&mut error);
+        error.scrub(&Secrets::of_request(&self.request));
         // The provider's words alone rarely say which of several providers and models
         // answered: the error names them, and the host.
         if let GenerateError::Provider(e) | GenerateError::Stream(StreamError::Provider(e)) = &mut error {

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use crate::data::message::{Block, ToolResult, ToolUse};
 use crate::data::options::Options;
 use crate::data::tool::{ToolError, ToolOutput};
-use crate::machines::generate::{Effect, ToolOutcome, ToolRunId};
+use crate::machines::common::{Effect, ToolOutcome, ToolRunId};
 use crate::machines::timer::Moment;
 
 /// What happens with one tool call (also the answer to a pause, see

@@ -15,9 +15,8 @@
 //! model) finds the same format. The five built-ins keep their own dispatch: nothing here
 //! is on their path.
 
-use std::collections::BTreeMap;
+use std::any::Any;
 use std::fmt;
-use std::sync::{PoisonError, RwLock};
 
 use super::{common, Dialect, DialectRequest, RequestSpec};
 use crate::data::error::{ProviderError, RequestError, StreamError};
@@ -70,94 +69,31 @@ pub trait WireStream: Send + fmt::Debug {
     }
 }
 
-/// A registered [`WireFormat`], as [`Dialect::Custom`] holds it: compared, ordered and
-/// hashed by name.
-#[derive(Clone, Copy)]
-pub struct CustomDialect(pub &'static dyn WireFormat);
+// The custom dialect's identity, its registry and its refusals are data (a model names its
+// format); the format itself is opened here.
+pub(crate) use crate::data::dialect::{CustomDialect, RegisterError};
 
 impl CustomDialect {
     /// The format.
     pub fn format(self) -> &'static dyn WireFormat {
-        self.0
-    }
-}
-
-impl fmt::Debug for CustomDialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Custom({})", self.0.name())
-    }
-}
-
-impl PartialEq for CustomDialect {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name() == other.0.name()
-    }
-}
-
-impl Eq for CustomDialect {}
-
-impl PartialOrd for CustomDialect {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for CustomDialect {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.name().cmp(other.0.name())
-    }
-}
-
-impl std::hash::Hash for CustomDialect {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.name().hash(state);
-    }
-}
-
-/// Formats by name, for names read back.
-static REGISTRY: RwLock<BTreeMap<&'static str, &'static dyn WireFormat>> = RwLock::new(BTreeMap::new());
-
-/// Why a format could not be registered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RegisterError {
-    /// The name is a built-in dialect's.
-    BuiltIn(String),
-    /// Another format has this name.
-    Taken(String),
-}
-
-impl fmt::Display for RegisterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BuiltIn(name) => write!(f, "{name:?} is a built-in dialect's name"),
-            Self::Taken(name) => write!(f, "another wire format is registered as {name:?}"),
+        // Only `register` below makes a custom dialect, from a `&'static dyn WireFormat`.
+        match self.erased().downcast_ref::<&'static dyn WireFormat>() {
+            Some(format) => *format,
+            None => unreachable!("a custom dialect holds a wire format"),
         }
     }
 }
-
-impl std::error::Error for RegisterError {}
 
 /// Registers `format` under its name and gives the dialect to put in models. Registering
 /// the same format again is fine; another format under a taken name is refused.
 pub fn register(format: &'static dyn WireFormat) -> Result<Dialect, RegisterError> {
-    let name = format.name();
-    if Dialect::ALL.iter().any(|d| d.name() == name) {
-        return Err(RegisterError::BuiltIn(name.into()));
-    }
-    let mut registry = REGISTRY.write().unwrap_or_else(PoisonError::into_inner);
-    match registry.get(name) {
-        Some(known) if !std::ptr::addr_eq(*known as *const dyn WireFormat, format as *const dyn WireFormat) => {
-            Err(RegisterError::Taken(name.into()))
-        }
-        _ => {
-            registry.insert(name, format);
-            Ok(Dialect::Custom(CustomDialect(format)))
-        }
-    }
-}
-
-/// The registered format named `name`.
-pub(super) fn lookup(name: &str) -> Option<Dialect> {
-    let registry = REGISTRY.read().unwrap_or_else(PoisonError::into_inner);
-    registry.get(name).map(|format| Dialect::Custom(CustomDialect(*format)))
+    let same = |known: &'static (dyn Any + Send + Sync)| {
+        known
+            .downcast_ref::<&'static dyn WireFormat>()
+            .is_some_and(|known| std::ptr::addr_eq(*known as *const dyn WireFormat, format as *const dyn WireFormat))
+    };
+    // Data holds the format without knowing its type: the reference itself is kept once,
+    // for the life of the process, as the format is.
+    let erased = || -> &'static (dyn Any + Send + Sync) { Box::leak(Box::new(format)) };
+    crate::data::dialect::register(format.name(), same, erased)
 }

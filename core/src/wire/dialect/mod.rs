@@ -16,11 +16,6 @@ mod ollama;
 mod openai_completions;
 mod openai_responses;
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
 use crate::data::error::{ProviderError, RequestError, StreamError};
 use crate::data::message::Context;
 use crate::data::model::Model;
@@ -34,61 +29,15 @@ use crate::wire::http::{Header, HttpRequest, Method};
 #[cfg(test)]
 mod near_json;
 #[cfg(test)]
+mod schema_tests;
+#[cfg(test)]
 mod shared_tests;
 
-/// A wire format: one of the five built in, or the application's own
-/// ([`Dialect::Custom`], see [`WireFormat`](crate::dialect::WireFormat)). Written and read as its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dialect {
-    /// Anthropic Messages API (`POST /v1/messages`).
-    AnthropicMessages,
-    /// OpenAI Chat Completions (`POST /v1/chat/completions`) and compatible servers.
-    OpenaiCompletions,
-    /// OpenAI Responses API (`POST /v1/responses`).
-    OpenaiResponses,
-    /// Google Gemini API (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
-    GoogleGemini,
-    /// Ollama native chat (`POST /api/chat`, NDJSON).
-    OllamaChat,
-    /// A wire format of the application's, registered with [`custom::register`].
-    Custom(custom::CustomDialect),
-}
-
-impl Serialize for Dialect {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for Dialect {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
-        name.parse().map_err(serde::de::Error::custom)
-    }
-}
+// The dialect's identity (its names, parsing, serde) is data, so that a model can name its
+// wire format without data knowing the wire; what a dialect does is added here.
+pub(crate) use crate::data::dialect::Dialect;
 
 impl Dialect {
-    /// All dialects.
-    pub const ALL: [Self; 5] =
-        [Self::AnthropicMessages, Self::OpenaiCompletions, Self::OpenaiResponses, Self::GoogleGemini, Self::OllamaChat];
-
-    /// The dialect's name, e.g. `anthropic_messages`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::AnthropicMessages => "anthropic_messages",
-            Self::OpenaiCompletions => "openai_completions",
-            Self::OpenaiResponses => "openai_responses",
-            Self::GoogleGemini => "google_gemini",
-            Self::OllamaChat => "ollama_chat",
-            Self::Custom(custom) => custom.format().name(),
-        }
-    }
-
-    /// Looks a dialect up by name: a built-in one, or a registered custom one.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.name() == name).or_else(|| custom::lookup(name))
-    }
-
     /// How response bodies are framed.
     pub fn framing(self) -> Framing {
         match self {
@@ -201,37 +150,6 @@ fn accept_header(framing: Framing) -> &'static str {
         Framing::Sse => "text/event-stream",
         Framing::Ndjson => "application/x-ndjson",
         Framing::Json => "application/json",
-    }
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An unknown dialect name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownDialect(pub String);
-
-impl fmt::Display for UnknownDialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.name()).collect();
-        write!(
-            f,
-            "unknown dialect {:?}; known: {} (or a wire format registered with custom::register)",
-            self.0,
-            names.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownDialect {}
-
-impl FromStr for Dialect {
-    type Err = UnknownDialect;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::from_name(s).ok_or_else(|| UnknownDialect(s.to_string()))
     }
 }
 

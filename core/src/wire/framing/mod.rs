@@ -19,7 +19,7 @@ use std::fmt;
 
 /// Default cap on the size of one event: 16 MiB.
 ///
-/// It also bounds the work of one [`StreamDecoder::feed`](crate::dialect::StreamDecoder::feed):
+/// It also bounds the work of one [`StreamDecoder::feed`](crate::wire::decoder::StreamDecoder::feed):
 /// decoding is linear in bytes, blocks and tool calls, so a feed costs its chunk plus at
 /// most one event, and a driver looks at cancels and deadlines between feeds. The
 /// costliest event is one packed with tool calls (Chat Completions' `tool_calls`,

@@ -26,8 +26,6 @@ mod openai;
 mod walk;
 
 #[cfg(test)]
-mod request_tests;
-#[cfg(test)]
 mod tests;
 
 use serde_json::Value;
@@ -58,7 +56,7 @@ pub fn label(warnings: Vec<Warning>, subject: &str) -> impl Iterator<Item = Warn
 /// properties required and nullable, so the model says `null` for "absent": when the value
 /// fails, such nulls are removed and the value checked again, and the errors that remain
 /// are the real ones. A value nested deeper than [`MAX_DEPTH`] is refused whatever the
-/// validator (see [`MAX_DEPTH`](crate::transport::MAX_DEPTH)).
+/// validator (see [`MAX_DEPTH`](crate::data::depth::MAX_DEPTH)).
 pub fn validate_adapted(validator: &dyn Validator, value: &Value) -> Result<Value, ValidationError> {
     super::validate::refuse_too_deep(value)?;
     let err = match validator.validate(value) {

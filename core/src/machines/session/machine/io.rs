@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::writes::{StoreOp, WriteId};
 use crate::machines::agent::{AgentError, AgentEvent, Prompt, Snapshot, ToolDecision};
-use crate::machines::generate::{Effect, Report};
+use crate::machines::common::{Effect, Report};
 use crate::machines::session::store::{Claim, StoreError};
 use crate::machines::session::tree::{Node, NodeId, Tree, TreeError};
 

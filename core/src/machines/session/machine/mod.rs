@@ -455,7 +455,7 @@ impl<C: AgentCallbacks> Session<C> {
         }
     }
 
-    fn commit(&mut self, mut messages: Vec<Message>, usage: crate::Usage, continues: bool) {
+    fn commit(&mut self, mut messages: Vec<Message>, usage: crate::data::usage::Usage, continues: bool) {
         let turn = self.turn.take();
         if turn.as_ref().is_some_and(|t| t.regenerate) && !messages.is_empty() {
             // The user message is in the tree already: the reply hangs under it.

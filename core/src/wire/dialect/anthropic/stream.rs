@@ -279,7 +279,7 @@ impl StreamState {
         if self.ignored.contains(&key) {
             return;
         }
-        let content = d.content.map(crate::Fragment::from).unwrap_or_default();
+        let content = d.content.map(crate::data::event::Fragment::from).unwrap_or_default();
         let delta = match d.kind {
             DeltaKind::Text => BlockDelta::Text(content),
             DeltaKind::Thinking => BlockDelta::Thinking(content),

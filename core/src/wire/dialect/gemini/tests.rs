@@ -13,7 +13,7 @@ use crate::data::model::Model;
 use crate::data::options::{Effort, Options, OutputSchema, Reasoning, ToolChoice};
 use crate::data::provider::{ApiKey, Auth, Provider, Quirks};
 use crate::data::response::{Response, StopReason};
-use crate::dialect::decode_body;
+use crate::wire::decoder::decode_body;
 use crate::wire::dialect::{Dialect, RequestSpec};
 
 fn decode(body: &str) -> (Vec<StreamEvent>, Response) {
@@ -382,7 +382,7 @@ fn tool_result_media_goes_inside_the_response_on_gemini3_and_after_it_before() {
     let result = ToolResult {
         tool_use_id: "c1".into(),
         name: "shot".into(),
-        content: vec![crate::ToolResultContent::Attachment(png)],
+        content: vec![crate::data::message::ToolResultContent::Attachment(png)],
         is_error: false,
     };
     let ctx = Context::from(vec![Message::new(Role::User, vec![Block::ToolResult(result)])]);

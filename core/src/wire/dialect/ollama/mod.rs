@@ -15,7 +15,7 @@ mod stream;
 pub(crate) use request::build_request;
 pub(super) use stream::StreamState;
 
-/// The dialect's name, compared with [`Message::origin`](crate::Message::origin) before
+/// The dialect's name, compared with [`Message::origin`](crate::data::message::Message::origin) before
 /// reasoning text is sent back.
 pub(crate) const NAME: &str = "ollama_chat";
 

@@ -235,7 +235,7 @@ impl StreamState {
                 index
             }
         };
-        let text = crate::Fragment::from(text);
+        let text = crate::data::event::Fragment::from(text);
         let delta = match kind {
             Piece::Text => BlockDelta::Text(text),
             Piece::Thinking => BlockDelta::Thinking(text),

@@ -8,11 +8,11 @@
 //!
 //! | Responses item | omni block | kept as |
 //! |---|---|---|
-//! | `reasoning` | [`Thinking`](crate::Thinking) | `id` = item id, `signature` = `encrypted_content` |
-//! | `message` (assistant) | [`Text`](crate::Text) | `signature` = message item id (`msg_…`) |
-//! | `function_call` | [`ToolUse`](crate::ToolUse) | `id` = `call_id`, `signature` = item id (`fc_…`) |
+//! | `reasoning` | [`Thinking`](crate::data::message::Thinking) | `id` = item id, `signature` = `encrypted_content` |
+//! | `message` (assistant) | [`Text`](crate::data::message::Text) | `signature` = message item id (`msg_…`) |
+//! | `function_call` | [`ToolUse`](crate::data::message::ToolUse) | `id` = `call_id`, `signature` = item id (`fc_…`) |
 //!
-//! They are sent back only to this dialect ([`Message::is_from_dialect`](crate::Message::is_from_dialect)),
+//! They are sent back only to this dialect ([`Message::is_from_dialect`](crate::data::message::Message::is_from_dialect)),
 //! so the API receives its own items exactly as it produced them.
 //!
 //! The stream is a sequence of typed events; every event names its output item (by
@@ -34,5 +34,5 @@ mod wire;
 pub(crate) use request::build_request;
 pub(super) use stream::StreamState;
 
-/// This dialect's name, compared with [`Origin::dialect`](crate::Origin) before sending opaque data back.
+/// This dialect's name, compared with [`Origin::dialect`](crate::data::message::Origin) before sending opaque data back.
 const NAME: &str = "openai_responses";

@@ -8,7 +8,7 @@ use crate::data::options::{Effort, Options, Reasoning, ToolChoice};
 use crate::data::provider::{ApiKey, Auth, Provider, Quirks};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::adapt::is_openai_strict as is_strict_compatible;
-use crate::dialect::{decode_body, StreamDecoder};
+use crate::wire::decoder::{decode_body, StreamDecoder};
 use crate::wire::delta::{BlockDelta, Delta};
 use crate::wire::dialect::{Dialect, RequestSpec};
 use crate::wire::framing::Frame;

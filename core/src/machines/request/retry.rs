@@ -21,7 +21,7 @@ pub struct RetryPolicy {
     pub max_retry_after: Duration,
     /// Of the retries, how many may follow a stall (no progress for the stall limit before
     /// anything reached the caller). One by default: see
-    /// [`DEFAULT_STALL_TIMEOUT`](super::DEFAULT_STALL_TIMEOUT) for why.
+    /// [`DEFAULT_STALL_TIMEOUT`](crate::machines::generate::DEFAULT_STALL_TIMEOUT) for why.
     pub max_stall_retries: u32,
     /// Jitter seed; drivers pass a random one, simulations a fixed one.
     pub seed: u64,
