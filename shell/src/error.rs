@@ -188,6 +188,19 @@ mod tests {
         messages
     }
 
+    /// What a call returns is moved at every `?` and await: the rare big parts are boxed
+    /// (a response's message origin, an error's partial response), so that it stays
+    /// within these sizes on 64-bit targets.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_calls_result_stays_small() {
+        use std::mem::size_of;
+        assert!(size_of::<omni_protocol::Message>() <= 64, "{}", size_of::<omni_protocol::Message>());
+        assert!(size_of::<Error>() <= 128, "{}", size_of::<Error>());
+        let result = size_of::<Result<Response, Error>>();
+        assert!(result <= 320, "{result}");
+    }
+
     #[test]
     fn a_chain_says_each_message_once() {
         let store = StoreError::new(StoreErrorKind::NotFound, "s1", "no such session");

@@ -45,8 +45,10 @@ pub struct Message {
     /// Content blocks in order.
     pub content: Vec<Block>,
     /// The dialect that produced this message, for assistant messages decoded from a stream.
+    /// Boxed: three strings that half the messages lack would double every message's size
+    /// (a long conversation holds many).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<Origin>,
+    pub origin: Option<Box<Origin>>,
     /// Provider-private data for opaque round trips (for example a Responses message
     /// item id), keyed by a name the owning dialect chooses.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

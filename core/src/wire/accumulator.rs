@@ -77,7 +77,7 @@ impl Accumulator {
     /// Starts an empty response for `model`, recording `origin` on the message.
     pub fn new(model: impl Into<String>, origin: Option<Origin>) -> Self {
         let mut response = Response::empty(model);
-        response.message.origin = origin;
+        response.message.origin = origin.map(Box::new);
         Self {
             response,
             slots: Vec::new(),

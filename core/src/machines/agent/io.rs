@@ -14,7 +14,7 @@ use crate::machines::common::{GenerateError, Report};
 use crate::machines::generate::{ToolDecl, DEFAULT_STALL_TIMEOUT};
 use crate::machines::request::RetryPolicy;
 
-use super::callbacks::ToolDecision;
+use crate::machines::tool_round::ToolDecision;
 
 /// Everything an agent starts with.
 #[derive(Debug, Clone)]

@@ -55,8 +55,12 @@ fn tool(name: &str) -> ToolSpec {
     }
 }
 
-fn own_origin() -> Option<Origin> {
-    Some(Origin { dialect: "anthropic_messages".into(), provider: "anthropic".into(), model: "claude".into() })
+fn own_origin() -> Option<Box<Origin>> {
+    Some(Box::new(Origin {
+        dialect: "anthropic_messages".into(),
+        provider: "anthropic".into(),
+        model: "claude".into(),
+    }))
 }
 
 #[test]
@@ -207,7 +211,11 @@ fn tool_round_trip_with_error_result_and_images() {
 #[test]
 fn foreign_history_drops_reasoning_and_keeps_calls() {
     let foreign = Message {
-        origin: Some(Origin { dialect: "openai_responses".into(), provider: "openai".into(), model: "o3".into() }),
+        origin: Some(Box::new(Origin {
+            dialect: "openai_responses".into(),
+            provider: "openai".into(),
+            model: "o3".into(),
+        })),
         ..Message::new(
             Role::Assistant,
             vec![

@@ -228,8 +228,8 @@ fn model(id: &str) -> Model {
     Model { reasoning: true, ..Model::new("google", id, Dialect::GoogleGemini) }
 }
 
-fn origin(model: &str) -> Option<Origin> {
-    Some(Origin { dialect: "google_gemini".into(), provider: "google".into(), model: model.into() })
+fn origin(model: &str) -> Option<Box<Origin>> {
+    Some(Box::new(Origin { dialect: "google_gemini".into(), provider: "google".into(), model: model.into() }))
 }
 
 #[test]
@@ -329,7 +329,7 @@ fn foreign_history_drops_opaque_data_and_gemini3_gets_the_placeholder() {
         ],
     );
     foreign.origin =
-        Some(Origin { dialect: "anthropic_messages".into(), provider: String::new(), model: String::new() });
+        Some(Box::new(Origin { dialect: "anthropic_messages".into(), provider: String::new(), model: String::new() }));
     // Gemini reports `modelVersion`, which may differ from the requested id (an alias):
     // signatures of this dialect's messages are kept whatever model is named.
     let mut own = Message::assistant("earlier");

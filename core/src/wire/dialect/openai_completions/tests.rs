@@ -509,7 +509,7 @@ fn conversation(origin: &str) -> Context {
             }),
         ],
     );
-    assistant.origin = Some(Origin { dialect: origin.into(), provider: "x".into(), model: "m".into() });
+    assistant.origin = Some(Box::new(Origin { dialect: origin.into(), provider: "x".into(), model: "m".into() }));
     let image =
         Attachment { source: Source::Base64 { data: "iVBORw0K".into() }, media_type: "image/png".into(), name: None };
     let mut with_image = ToolResult::text("call_2", "time", "12:00");

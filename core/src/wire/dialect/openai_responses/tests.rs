@@ -133,8 +133,8 @@ fn strict_mode_only_for_schemas_that_qualify() {
     assert!(!is_strict_compatible(&json!({})));
 }
 
-fn own_origin() -> Option<Origin> {
-    Some(Origin { dialect: "openai_responses".into(), provider: "openai".into(), model: "gpt-5".into() })
+fn own_origin() -> Option<Box<Origin>> {
+    Some(Box::new(Origin { dialect: "openai_responses".into(), provider: "openai".into(), model: "gpt-5".into() }))
 }
 
 #[test]
@@ -375,7 +375,7 @@ fn own_items_round_trip() {
     // The same message presented as another dialect's loses every opaque field.
     let mut foreign = context.messages[1].clone();
     foreign.origin =
-        Some(Origin { dialect: "anthropic_messages".into(), provider: String::new(), model: String::new() });
+        Some(Box::new(Origin { dialect: "anthropic_messages".into(), provider: String::new(), model: String::new() }));
     let context = Context::from(vec![Message::user("q"), foreign]);
     let (body, _) = build(&model("gpt-5", true), &context, &Options::default());
     assert_eq!(

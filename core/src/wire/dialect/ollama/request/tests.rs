@@ -74,7 +74,8 @@ fn tool_conversation_round_trips_ids_names_and_errors() {
     };
     let mut assistant =
         Message::new(Role::Assistant, vec![Block::text("Checking."), call("a", "Paris"), call("b", "Oslo")]);
-    assistant.origin = Some(Origin { dialect: "ollama_chat".into(), provider: String::new(), model: String::new() });
+    assistant.origin =
+        Some(Box::new(Origin { dialect: "ollama_chat".into(), provider: String::new(), model: String::new() }));
     let results = Message::new(
         Role::User,
         vec![
@@ -190,8 +191,9 @@ fn own_thinking_goes_back_foreign_thinking_is_dropped() {
             Block::Text(Text { text: "Answer.".into(), signature: None }),
         ]
     };
-    let origin =
-        |dialect: &str| Some(Origin { dialect: dialect.into(), provider: String::new(), model: String::new() });
+    let origin = |dialect: &str| {
+        Some(Box::new(Origin { dialect: dialect.into(), provider: String::new(), model: String::new() }))
+    };
     let mut own = Message::new(Role::Assistant, blocks());
     own.origin = origin("ollama_chat");
     let mut foreign = Message::new(Role::Assistant, blocks());
