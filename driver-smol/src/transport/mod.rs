@@ -38,7 +38,7 @@ const COALESCE_BODY: usize = 64 * 1024;
 /// What a client's requests share: the TLS configuration, the proxies, and the idle
 /// connections.
 pub(crate) struct Connections {
-    tls: Arc<rustls::ClientConfig>,
+    tls: connect::TlsConfig,
     proxies: ProxyRules,
     pool: pool::Pool,
 }
