@@ -63,6 +63,9 @@ use ureq::unversioned::transport::{Connector, DefaultConnector};
 /// interrupt either once started).
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// ureq's buffer for the request head and the body's pieces.
+const OUTPUT_BUFFER: usize = 16 * 1024;
+
 /// What an exchange reports, in order: `Head`, `Body`*, then `End` or `Failed` (or
 /// only `Failed`).
 #[derive(Debug)]
@@ -122,6 +125,10 @@ impl Http {
             #[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
             let TlsConfig = tls;
             builder
+                // A request head is a few hundred bytes and the body goes through in pieces:
+                // ureq's default of 128 KiB, zeroed for every new connection, cost a fresh
+                // process's first call more than its parsing.
+                .output_buffer_size(OUTPUT_BUFFER)
                 .http_status_as_error(false)
                 .max_redirects(0)
                 .timeout_resolve(Some(CONNECT_TIMEOUT))
