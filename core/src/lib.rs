@@ -29,6 +29,17 @@
 //!  (Model, Context, Options) ─► Dialect::build_request ─► HttpRequest   (driver sends it)
 //!  body bytes ─► StreamDecoder ─► StreamEvent … Done | Error, and a Response
 //! ```
+//!
+//! ## Features
+//!
+//! - `jsonschema` (default): [`JsonSchemaValidator`](data::schema::JsonSchemaValidator)
+//!   is backed by the `jsonschema` crate, every draft and keyword. Off, it is backed by
+//!   the built-in [`BuiltinValidator`](data::schema::BuiltinValidator) (the subset schemars
+//!   and typical tool schemas use), which refuses a schema with a keyword it cannot check
+//!   (`pattern` …) with [`SchemaError::Unsupported`](data::schema::SchemaError::Unsupported);
+//!   about 2.2 MB less binary.
+//! - `schemars`: schemas from Rust types (`data::schema::for_type`) and the `schemars`
+//!   re-export.
 
 #![forbid(unsafe_code)]
 
@@ -86,8 +97,8 @@ pub mod schema {
     //! each provider accepts ([`adapt`]).
     pub use crate::data::schema::adapt;
     pub use crate::data::schema::{
-        any_of, array, boolean, decode_output, enumeration, integer, number, object, string, JsonSchemaValidator,
-        Schema, SchemaError, ValidationError, Validator,
+        any_of, array, boolean, decode_output, enumeration, integer, number, object, string, BuiltinValidator,
+        JsonSchemaValidator, Schema, SchemaError, ValidationError, Validator,
     };
     #[cfg(feature = "schemars")]
     pub use crate::data::schema::{for_type, name_for, output_for};

@@ -54,6 +54,22 @@
 //! With the `schemars` feature, types give the schemas: `Tool::from_type` (the handler
 //! gets the decoded input) and `Call::generate_object` (structured output decoded into
 //! the type, with corrections asked for invalid replies).
+//!
+//! ## Features
+//!
+//! The same names in every driver:
+//!
+//! | feature | default | what it does |
+//! |---|---|---|
+//! | `jsonschema` | yes | tools' and structured output's schemas checked by the `jsonschema` crate; off, by omni-protocol's built-in validator of the common subset (a schema using another keyword, such as `pattern`, is refused when the call starts) |
+//! | `rustls-webpki-roots` | yes | https through rustls (ring), trusting Mozilla's roots |
+//! | `rustls-native-roots` | no | https through rustls, trusting the operating system's roots (rustls-native-certs, read once per process); with `rustls-webpki-roots`, both |
+//! | `native-tls` | no | https through the platform's TLS (ureq's `native-tls`: OpenSSL on Linux) and its roots; root certificates added to the client replace the system's there (ureq's rule); a rustls feature, when on too, wins |
+//! | `schemars` | no | `Tool::from_type` and `Call::generate_object` |
+//!
+//! With no TLS feature the driver speaks plain http only: an https request fails with a
+//! `Tls` transport error saying which features to enable. The smallest build:
+//! `default-features = false, features = ["rustls-webpki-roots"]`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 /// Methods that wait (the handle's own `wait`) for the shell handle's method of the same

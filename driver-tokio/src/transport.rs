@@ -1,6 +1,7 @@
 //! The shell's [`Transport`] on reqwest: one request sent, its response reported as it
 //! arrives.
 
+#[cfg(feature = "__rustls")]
 use std::sync::Arc;
 
 use std::future::Future;
@@ -21,16 +22,36 @@ impl Transport for Reqwest {
     }
 }
 
-/// Builds the reqwest client: rustls with the ring provider, Mozilla's roots plus any
-/// extra certificates, no timeouts of its own (the core owns them), no redirects followed
-/// (the core sees the 3xx and decides, the same for every driver: reqwest's default
-/// policy would carry `x-api-key` to another host), and the core's proxy rules in place
-/// of reqwest's own reading of the environment (so every driver reads it alike).
+/// Builds the reqwest client: TLS as the features choose ([`tls`]), no timeouts of its
+/// own (the core owns them), no redirects followed (the core sees the 3xx and decides,
+/// the same for every driver: reqwest's default policy would carry `x-api-key` to another
+/// host), and the core's proxy rules in place of reqwest's own reading of the environment
+/// (so every driver reads it alike).
 pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<reqwest::Client, String> {
+    let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy();
+    let mut builder = tls(builder, extra_roots)?;
+    if !proxies.is_direct() {
+        builder = builder.proxy(reqwest::Proxy::custom(move |url| {
+            let proxy = proxies.for_server(url.scheme() == "https", url.host_str()?)?;
+            reqwest::Url::parse(proxy.url().expose()).ok()
+        }));
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+/// rustls with the ring provider, trusting Mozilla's roots and/or the system's (as the
+/// features say) plus the extra PEM certificates.
+#[cfg(feature = "__rustls")]
+fn tls(builder: reqwest::ClientBuilder, extra_roots: &[Vec<u8>]) -> Result<reqwest::ClientBuilder, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
 
+    #[cfg(feature = "rustls-webpki-roots")]
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    #[cfg(not(feature = "rustls-webpki-roots"))]
+    let mut roots = rustls::RootCertStore::empty();
+    #[cfg(feature = "rustls-native-roots")]
+    roots.add_parsable_certificates(native_roots().iter().cloned());
     for pem in extra_roots {
         for cert in CertificateDer::pem_slice_iter(pem) {
             let cert = cert.map_err(|e| format!("invalid PEM certificate: {e}"))?;
@@ -43,22 +64,58 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let mut builder = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy();
-    if !proxies.is_direct() {
-        builder = builder.proxy(reqwest::Proxy::custom(move |url| {
-            let proxy = proxies.for_server(url.scheme() == "https", url.host_str()?)?;
-            reqwest::Url::parse(proxy.url().expose()).ok()
-        }));
-    }
-    builder.build().map_err(|e| e.to_string())
+    Ok(builder.tls_backend_preconfigured(tls))
 }
+
+/// The operating system's roots, read once per process: reading them opens and parses
+/// the system's certificate files, which every client would otherwise repeat. Files that
+/// cannot be read are skipped (rustls-native-certs reports them; the roots found still
+/// serve), and none found leaves only the other roots.
+#[cfg(feature = "rustls-native-roots")]
+fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// The platform's TLS (native-tls) with its own roots, plus the extra PEM certificates.
+#[cfg(all(feature = "native-tls", not(feature = "__rustls")))]
+fn tls(builder: reqwest::ClientBuilder, extra_roots: &[Vec<u8>]) -> Result<reqwest::ClientBuilder, String> {
+    let mut builder = builder.tls_backend_native();
+    for pem in extra_roots {
+        let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| format!("invalid PEM certificate: {e}"))?;
+        if certs.is_empty() {
+            return Err("no PEM certificate found in a root certificate".into());
+        }
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    Ok(builder)
+}
+
+/// No TLS in this build: plain http only; an https request fails with [`NO_TLS`].
+#[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+fn tls(builder: reqwest::ClientBuilder, extra_roots: &[Vec<u8>]) -> Result<reqwest::ClientBuilder, String> {
+    if extra_roots.is_empty() {
+        Ok(builder)
+    } else {
+        Err(NO_TLS.into())
+    }
+}
+
+/// Why an https request cannot be sent by a build without TLS.
+#[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+const NO_TLS: &str = "this build of omni-tokio has no TLS (plain http only): enable one of its features \
+                      `rustls-webpki-roots` (the default), `rustls-native-roots` or `native-tls` for https";
 
 /// Sends `request` and streams its response into `sink`. The sink is bounded: while it is
 /// full the next chunk is not read, so an application that does not read holds the server back.
 async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
+    #[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+    if request.url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
+        sink.fail(TransportError { kind: TransportErrorKind::Tls, message: NO_TLS.into() }).await;
+        return;
+    }
     let build = |http: &reqwest::Client| {
         let method = match request.method {
             omni_protocol::dialect::Method::Get => reqwest::Method::GET,
@@ -179,7 +236,12 @@ fn proxy_wants_credentials(e: &reqwest::Error) -> bool {
 /// True when a rustls error is anywhere in the chain. rustls errors travel inside
 /// (possibly nested) `io::Error`s, whose `source()` skips the wrapped error itself.
 fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    #[cfg(feature = "__rustls")]
     if e.is::<rustls::Error>() {
+        return true;
+    }
+    #[cfg(feature = "native-tls")]
+    if e.is::<native_tls::Error>() {
         return true;
     }
     if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {

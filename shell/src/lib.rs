@@ -18,6 +18,10 @@
 //!     effects ─► Executor ─► Transport::send / tool runs             │  one input
 //!     reports (bounded) ◄─ ResponseSink, tool outcomes ◄─────────────┘
 //! ```
+//!
+//! Features: `jsonschema` (default), omni-protocol's feature of that name (the `jsonschema`
+//! crate validates tool inputs and structured output; off, the built-in validator of the
+//! common subset); `schemars`, `Call::generate_object` for `schemars::JsonSchema` types.
 
 mod agent;
 mod agent_builder;

@@ -10,6 +10,10 @@
 //! feed of changes over `LISTEN`/`NOTIFY`). The first two
 //! block while they read or write: the drivers call them off their executor's threads.
 //!
+//! Features: `sqlite` (default), `SqliteStore` (rusqlite, with the SQLite library
+//! bundled and compiled from source); `postgres`, `PgStore` (the `postgres` crate, and
+//! tokio through it).
+//!
 //! Every store enforces one writer per session ([`Claim`]): the file and SQLite stores
 //! with a lock on a per-session lock file that the operating system drops when the
 //! owner's process ends ([`lock`]), so a crashed owner never leaves a session locked.
@@ -20,6 +24,7 @@ pub mod lock;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 pub mod suite;
 
@@ -30,4 +35,5 @@ pub use omni_protocol::session::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{testing as postgres_testing, PgStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

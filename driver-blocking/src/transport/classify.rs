@@ -27,9 +27,13 @@ pub(super) fn classify_before_head(error: &ureq::Error) -> TransportError {
     let kind = match error {
         ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => TransportErrorKind::Connect,
         ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => TransportErrorKind::Connect,
-        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) | ureq::Error::TlsRequired => {
-            TransportErrorKind::Tls
-        }
+        ureq::Error::Tls(_) | ureq::Error::TlsRequired => TransportErrorKind::Tls,
+        #[cfg(any(feature = "__rustls", feature = "native-tls"))]
+        ureq::Error::Pem(_) => TransportErrorKind::Tls,
+        #[cfg(feature = "__rustls")]
+        ureq::Error::Rustls(_) => TransportErrorKind::Tls,
+        #[cfg(feature = "native-tls")]
+        ureq::Error::NativeTls(_) => TransportErrorKind::Tls,
         ureq::Error::Io(e) => classify_io(e, TransportErrorKind::Other),
         // ureq's message: "proxy server responded 407/Proxy Authentication Required".
         ureq::Error::ConnectProxyFailed(why) if why.contains("responded 407") => TransportErrorKind::ProxyAuth,
@@ -50,6 +54,7 @@ pub(super) fn classify_in_body(error: &io::Error) -> TransportError {
 
 fn classify_io(error: &io::Error, fallback: TransportErrorKind) -> TransportErrorKind {
     if let Some(inner) = error.get_ref() {
+        #[cfg(feature = "__rustls")]
         if inner.is::<rustls::Error>() {
             return TransportErrorKind::Tls;
         }

@@ -51,12 +51,20 @@ use keep_alive::{IdleAgents, Server, IDLE_LIMIT};
 use resolve::AddressFirst;
 use splice::{take_sensitive, Secrets, SpliceHeaders};
 use ureq::http;
-use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
+#[cfg(any(feature = "__rustls", feature = "native-tls"))]
+use ureq::tls::TlsConfig;
+/// No TLS configuration in a build without TLS.
+#[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+#[derive(Debug, Clone, Copy)]
+struct TlsConfig;
 use ureq::unversioned::transport::{Connector, DefaultConnector};
 
 /// Longest a name resolution, and then a TCP connect, may take (a cancel cannot
 /// interrupt either once started).
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// ureq's buffer for the request head and the body's pieces.
+const OUTPUT_BUFFER: usize = 16 * 1024;
 
 /// What an exchange reports, in order: `Head`, `Body`*, then `End` or `Failed` (or
 /// only `Failed`).
@@ -109,18 +117,22 @@ impl Http {
     /// trusted on top of the Mozilla roots, and servers are reached as `proxies` say (ureq's own reading of the environment is
     /// off, so every driver reads it alike).
     pub(crate) fn new(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<Self, String> {
-        let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
-        if !extra_roots.is_empty() {
-            tls = tls.root_certs(root_certs(extra_roots)?);
-        }
-        let tls = tls.build();
+        let tls = tls_config(extra_roots)?;
         let config = |proxy: Option<ureq::Proxy>| {
-            ureq::Agent::config_builder()
+            let builder = ureq::Agent::config_builder();
+            #[cfg(any(feature = "__rustls", feature = "native-tls"))]
+            let builder = builder.tls_config(tls.clone());
+            #[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+            let TlsConfig = tls;
+            builder
+                // A request head is a few hundred bytes and the body goes through in pieces:
+                // ureq's default of 128 KiB, zeroed for every new connection, cost a fresh
+                // process's first call more than its parsing.
+                .output_buffer_size(OUTPUT_BUFFER)
                 .http_status_as_error(false)
                 .max_redirects(0)
                 .timeout_resolve(Some(CONNECT_TIMEOUT))
                 .timeout_connect(Some(CONNECT_TIMEOUT))
-                .tls_config(tls.clone())
                 .proxy(proxy)
                 // One connection per agent (an agent carries one request at a time), kept
                 // idle as long as the agent is.
@@ -146,6 +158,14 @@ impl Http {
     /// arrives. Stopping the task this runs in ([`crate::runtime::on_stop`]) shuts the
     /// request's sockets down at once.
     fn exchange(&self, request: HttpRequest, sink: ResponseSink) {
+        #[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+        if request.url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
+            report(
+                &mut Some(sink),
+                HttpEvent::Failed(TransportError { kind: TransportErrorKind::Tls, message: NO_TLS.into() }),
+            );
+            return;
+        }
         let mut request = request;
         let secret = take_sensitive(&mut request);
         let server = secret.as_ref().ok().and_then(|secrets| Server::of(&request.url, &secrets.key()));
@@ -252,19 +272,80 @@ fn report(sink: &mut Option<ResponseSink>, event: HttpEvent) -> bool {
     }
 }
 
-/// The Mozilla roots plus every certificate in `pems`.
-fn root_certs(pems: &[Vec<u8>]) -> Result<RootCerts, String> {
-    let mut certs: Vec<Certificate<'static>> =
-        webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
+/// Why an https request cannot be sent by a build without TLS.
+#[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+const NO_TLS: &str = "this build of omni-blocking has no TLS (plain http only): enable one of its features \
+                      `rustls-webpki-roots` (the default), `rustls-native-roots` or `native-tls` for https";
+
+/// rustls with the ring provider; Mozilla's roots alone are ureq's own (`RootCerts::WebPki`,
+/// set up at the first https connection), any other set is listed.
+#[cfg(feature = "__rustls")]
+fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
+    use ureq::tls::{RootCerts, TlsProvider};
+    let tls = TlsConfig::builder().provider(TlsProvider::Rustls);
+    if cfg!(not(feature = "rustls-native-roots")) && extra_roots.is_empty() {
+        return Ok(tls.root_certs(RootCerts::WebPki).build());
+    }
+    #[cfg(feature = "rustls-webpki-roots")]
+    let mut certs: Vec<ureq::tls::Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    #[cfg(not(feature = "rustls-webpki-roots"))]
+    let mut certs = Vec::new();
+    #[cfg(feature = "rustls-native-roots")]
+    certs.extend(native_roots().iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()));
+    certs.extend(extra_certs(extra_roots)?);
+    Ok(tls.root_certs(RootCerts::new_with_certs(&certs)).build())
+}
+
+/// The operating system's roots, read once per process: reading them opens and parses
+/// the system's certificate files, which every client would otherwise repeat. Files that
+/// cannot be read are skipped (the roots found still serve).
+#[cfg(feature = "rustls-native-roots")]
+fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// The platform's TLS with its roots; extra certificates, when given, replace them (ureq's
+/// rule for native-tls).
+#[cfg(all(feature = "native-tls", not(feature = "__rustls")))]
+fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
+    use ureq::tls::{RootCerts, TlsProvider};
+    let tls = TlsConfig::builder().provider(TlsProvider::NativeTls);
+    let roots = if extra_roots.is_empty() {
+        RootCerts::PlatformVerifier
+    } else {
+        RootCerts::new_with_certs(&extra_certs(extra_roots)?)
+    };
+    Ok(tls.root_certs(roots).build())
+}
+
+/// No TLS: plain http only (an https request fails with [`NO_TLS`]).
+#[cfg(not(any(feature = "__rustls", feature = "native-tls")))]
+fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
+    if extra_roots.is_empty() {
+        Ok(TlsConfig)
+    } else {
+        Err(NO_TLS.into())
+    }
+}
+
+/// Every certificate in `pems`, each checked now rather than at the first handshake.
+#[cfg(any(feature = "__rustls", feature = "native-tls"))]
+fn extra_certs(pems: &[Vec<u8>]) -> Result<Vec<ureq::tls::Certificate<'static>>, String> {
+    use ureq::tls::PemItem;
+    let mut certs = Vec::new();
     for pem in pems {
         let mut found = 0;
         for item in ureq::tls::parse_pem(pem) {
             match item {
                 Ok(PemItem::Certificate(cert)) => {
                     // Check it parses as a trust anchor now, not at the first handshake.
-                    let der = rustls::pki_types::CertificateDer::from(cert.der());
+                    #[cfg(feature = "__rustls")]
                     rustls::RootCertStore::empty()
-                        .add(der)
+                        .add(rustls::pki_types::CertificateDer::from(cert.der()))
                         .map_err(|e| format!("the root certificate is not usable: {e}"))?;
                     certs.push(cert);
                     found += 1;
@@ -277,7 +358,7 @@ fn root_certs(pems: &[Vec<u8>]) -> Result<RootCerts, String> {
             return Err("the root certificate PEM contains no certificate".into());
         }
     }
-    Ok(RootCerts::new_with_certs(&certs))
+    Ok(certs)
 }
 
 /// How a request thread's exchange ended.

@@ -3,14 +3,31 @@
 //! for https.
 
 use std::fmt;
+#[cfg(feature = "__rustls")]
 use std::sync::Arc;
 
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+#[cfg(feature = "__rustls")]
 use futures_rustls::TlsConnector;
 use omni_protocol::generate::{TransportError, TransportErrorKind};
 use omni_protocol::transport::Proxy;
+#[cfg(feature = "__rustls")]
 use rustls::pki_types::ServerName;
 use smol::net::TcpStream;
+
+/// What https connections are made with: the rustls configuration, or nothing in a build
+/// without TLS.
+#[cfg(feature = "__rustls")]
+pub(crate) type TlsConfig = Arc<rustls::ClientConfig>;
+/// What https connections are made with: the rustls configuration, or nothing in a build
+/// without TLS.
+#[cfg(not(feature = "__rustls"))]
+pub(crate) type TlsConfig = ();
+
+/// Why an https request cannot be sent by a build without TLS.
+#[cfg(not(feature = "__rustls"))]
+const NO_TLS: &str = "this build of omni-smol has no TLS (plain http only): enable its feature \
+                      `rustls-webpki-roots` (the default) or `rustls-native-roots` for https";
 use ureq_proto::http::Uri;
 
 /// A byte stream to the server, plain or TLS.
@@ -62,7 +79,7 @@ const MAX_PROXY_HEAD: usize = 64 * 1024;
 /// Connects to `target`, through `proxy`'s tunnel when given: DNS, TCP and tunnel
 /// failures are `Connect`, handshake failures `Tls`.
 pub(crate) async fn open(
-    tls: &Arc<rustls::ClientConfig>,
+    tls: &TlsConfig,
     target: &Target,
     proxy: Option<&Proxy>,
 ) -> Result<Box<dyn Connection>, TransportError> {
@@ -79,6 +96,20 @@ pub(crate) async fn open(
     if !target.tls {
         return Ok(Box::new(tcp));
     }
+    #[cfg(not(feature = "__rustls"))]
+    {
+        let () = tls;
+        Err(failure(TransportErrorKind::Tls, NO_TLS))
+    }
+    #[cfg(feature = "__rustls")]
+    {
+        handshake(tls, target, tcp).await
+    }
+}
+
+/// The TLS handshake over `tcp`.
+#[cfg(feature = "__rustls")]
+async fn handshake(tls: &TlsConfig, target: &Target, tcp: TcpStream) -> Result<Box<dyn Connection>, TransportError> {
     let name = ServerName::try_from(target.host.clone())
         .map_err(|e| failure(TransportErrorKind::Tls, format_args!("invalid server name {}: {e}", target.host)))?;
     let stream = TlsConnector::from(tls.clone()).connect(name, tcp).await.map_err(|e| {
@@ -139,13 +170,39 @@ async fn tunnel(tcp: &mut TcpStream, proxy: &Proxy, target: &Target) -> Result<(
     }
 }
 
-/// The rustls configuration: the ring provider, Mozilla's roots plus any extra PEM
-/// certificates, HTTP/1.1 announced through ALPN (the only protocol spoken here).
-pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> Result<Arc<rustls::ClientConfig>, String> {
+/// No TLS in this build: extra roots cannot be used, and https requests fail.
+#[cfg(not(feature = "__rustls"))]
+pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
+    if extra_roots.is_empty() {
+        Ok(())
+    } else {
+        Err(NO_TLS.into())
+    }
+}
+
+/// The operating system's roots, read once per process: reading them opens and parses
+/// the system's certificate files, which every client would otherwise repeat. Files that
+/// cannot be read are skipped (the roots found still serve).
+#[cfg(feature = "rustls-native-roots")]
+fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// The rustls configuration: the ring provider, Mozilla's roots and/or the system's (as
+/// the features say) plus any extra PEM certificates, HTTP/1.1 announced through ALPN
+/// (the only protocol spoken here).
+#[cfg(feature = "__rustls")]
+pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
 
+    #[cfg(feature = "rustls-webpki-roots")]
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    #[cfg(not(feature = "rustls-webpki-roots"))]
+    let mut roots = rustls::RootCertStore::empty();
+    #[cfg(feature = "rustls-native-roots")]
+    roots.add_parsable_certificates(native_roots().iter().cloned());
     for pem in extra_roots {
         let mut found = false;
         for cert in CertificateDer::pem_slice_iter(pem) {

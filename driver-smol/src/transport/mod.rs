@@ -32,13 +32,15 @@ use connect::{failure, Connection, Target};
 const READ_SIZE: usize = omni_shell::delivery::BODY_CHUNK;
 /// Largest request or response head accepted (a header line longer than the buffer grows it).
 const MAX_HEAD: usize = 1024 * 1024;
+/// The first buffer a request head is written into (doubled up to [`MAX_HEAD`]).
+const HEAD_BUFFER: usize = 4 * 1024;
 /// A body up to this size goes out in the head's write.
 const COALESCE_BODY: usize = 64 * 1024;
 
 /// What a client's requests share: the TLS configuration, the proxies, and the idle
 /// connections.
 pub(crate) struct Connections {
-    tls: Arc<rustls::ClientConfig>,
+    tls: connect::TlsConfig,
     proxies: ProxyRules,
     pool: pool::Pool,
 }
@@ -165,8 +167,10 @@ async fn write_request(
     let io = |e: std::io::Error| failure(TransportErrorKind::Connect, format_args!("sending the request: {e}"));
     let protocol = |e: ureq_proto::Error| failure(TransportErrorKind::Other, format_args!("request: {e}"));
     let mut call = call.proceed();
-    let mut buffer = vec![0u8; READ_SIZE];
-    let mut head = Vec::with_capacity(READ_SIZE);
+    // A request head is a few hundred bytes: a small buffer, doubled when one is longer.
+    // Zeroing a read-sized one cost a fresh process's first call as much as its parsing.
+    let mut buffer = vec![0u8; HEAD_BUFFER];
+    let mut head = Vec::with_capacity(HEAD_BUFFER);
     while !call.can_proceed() {
         match call.write(&mut buffer) {
             Ok(0) => return Err(failure(TransportErrorKind::Other, "the request head could not be written")),
@@ -295,8 +299,13 @@ async fn read_body(
     sink: &ResponseSink,
 ) -> Result<Option<Call<Cleanup>>, TransportError> {
     let close_delimited = call.body_mode() == BodyMode::CloseDelimited;
-    let mut decoded = vec![0u8; READ_SIZE];
+    // Grown to what the socket gives (at most READ_SIZE): a short reply never zeroes a
+    // whole read's worth, a long stream reaches READ_SIZE at its first full read.
+    let mut decoded = Vec::new();
     loop {
+        if decoded.len() < carry.len().min(READ_SIZE) {
+            decoded.resize(carry.len().min(READ_SIZE), 0);
+        }
         let mut start = 0;
         while start < carry.len() {
             let rest = carry.get(start..).unwrap_or_default();

@@ -17,10 +17,12 @@
 
 pub mod adapt;
 mod builder;
+mod builtin;
 mod typed;
 mod validate;
 
 pub use builder::{any_of, array, boolean, enumeration, integer, number, object, string, Schema};
+pub use builtin::BuiltinValidator;
 pub use typed::decode_output;
 #[cfg(feature = "schemars")]
 pub use typed::{for_type, name_for, output_for};

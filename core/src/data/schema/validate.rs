@@ -1,5 +1,6 @@
-//! Validation behind a trait: the `jsonschema` crate by default, anything else a user
-//! plugs in. A schema is compiled once and reused for every value.
+//! Validation behind a trait: the `jsonschema` crate (feature `jsonschema`, on by
+//! default) or the [built-in subset](super::BuiltinValidator), anything else a user plugs
+//! in. A schema is compiled once and reused for every value.
 
 use std::fmt;
 
@@ -8,7 +9,7 @@ use serde_json::Value;
 use crate::data::depth::{self, MAX_DEPTH};
 
 /// At most this many problems are reported at once: enough to fix, short enough for a model.
-const MAX_REPORTED: usize = 3;
+pub(super) const MAX_REPORTED: usize = 3;
 
 /// Why a value does not match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,11 +34,31 @@ impl std::error::Error for ValidationError {}
 
 /// A schema that cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError(pub String);
+#[non_exhaustive]
+pub enum SchemaError {
+    /// Not a valid JSON Schema (or nested too deeply): what is wrong.
+    Invalid(String),
+    /// A valid schema using a keyword the [built-in validator](super::BuiltinValidator)
+    /// does not check (`pattern`, `patternProperties`, a remote `$ref` …). Refused rather
+    /// than let values through unchecked; the `jsonschema` feature checks them.
+    Unsupported {
+        /// The keyword, as written in the schema (a `$ref` with its target).
+        keyword: String,
+        /// JSON Pointer of the keyword in the schema.
+        path: String,
+    },
+}
 
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid JSON Schema: {}", self.0)
+        match self {
+            Self::Invalid(problem) => write!(f, "invalid JSON Schema: {problem}"),
+            Self::Unsupported { keyword, path } => write!(
+                f,
+                "the JSON Schema keyword `{keyword}` (at {path}) is not supported by omni's built-in validator; \
+                 enable omni's `jsonschema` feature to check it"
+            ),
+        }
     }
 }
 
@@ -53,11 +74,19 @@ pub trait Validator: Send + Sync + fmt::Debug {
     fn validate(&self, value: &Value) -> Result<Value, ValidationError>;
 }
 
-/// The default validator: the `jsonschema` crate, compiled once.
+/// The default validator, compiled once: the `jsonschema` crate with the `jsonschema`
+/// feature (on by default, every draft and keyword), else the
+/// [built-in validator](super::BuiltinValidator) (the common subset; a schema with a
+/// keyword outside it is refused with [`SchemaError::Unsupported`]).
 pub struct JsonSchemaValidator {
     schema: Value,
-    compiled: jsonschema::Validator,
+    compiled: Compiled,
 }
+
+#[cfg(feature = "jsonschema")]
+type Compiled = jsonschema::Validator;
+#[cfg(not(feature = "jsonschema"))]
+type Compiled = super::BuiltinValidator;
 
 impl fmt::Debug for JsonSchemaValidator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -71,9 +100,12 @@ impl JsonSchemaValidator {
     /// level (see [`MAX_DEPTH`](crate::data::depth::MAX_DEPTH)).
     pub fn new(schema: Value) -> Result<Self, SchemaError> {
         if depth::exceeds(&schema, MAX_DEPTH) {
-            return Err(SchemaError(format!("the schema is nested deeper than {MAX_DEPTH} levels")));
+            return Err(SchemaError::Invalid(format!("the schema is nested deeper than {MAX_DEPTH} levels")));
         }
-        let compiled = jsonschema::validator_for(&schema).map_err(|e| SchemaError(e.to_string()))?;
+        #[cfg(feature = "jsonschema")]
+        let compiled = jsonschema::validator_for(&schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
+        #[cfg(not(feature = "jsonschema"))]
+        let compiled = super::BuiltinValidator::new(schema.clone())?;
         Ok(Self { schema, compiled })
     }
 }
@@ -83,8 +115,14 @@ impl Validator for JsonSchemaValidator {
         &self.schema
     }
 
+    #[cfg(not(feature = "jsonschema"))]
+    fn validate(&self, value: &Value) -> Result<Value, ValidationError> {
+        self.compiled.validate(value)
+    }
+
     /// Checks `value`; a value nested deeper than [`MAX_DEPTH`] levels is refused before
     /// `jsonschema` walks it (it recurses once per level).
+    #[cfg(feature = "jsonschema")]
     fn validate(&self, value: &Value) -> Result<Value, ValidationError> {
         refuse_too_deep(value)?;
         let mut errors = self.compiled.iter_errors(value).peekable();
@@ -109,9 +147,15 @@ pub(crate) fn refuse_too_deep(value: &Value) -> Result<(), ValidationError> {
 }
 
 /// The error's message, with long instance values cut so a huge input stays readable.
+#[cfg(feature = "jsonschema")]
 fn describe(e: &jsonschema::ValidationError<'_>) -> String {
+    truncate(e.to_string())
+}
+
+/// `text` cut to 200 bytes (at a character boundary) with `…`: a message quotes the
+/// offending value, which may be huge.
+pub(super) fn truncate(text: String) -> String {
     const MAX: usize = 200;
-    let text = e.to_string();
     if text.len() <= MAX {
         return text;
     }

@@ -34,7 +34,7 @@ impl ToolDecl {
     pub(crate) fn ensure_validator(&mut self) -> Result<(), SchemaError> {
         if self.validator.is_none() && self.executable {
             let compiled = JsonSchemaValidator::new(self.spec.input_schema.clone())
-                .map_err(|e| SchemaError(format!("tool {:?}: {}", self.spec.name, e.0)))?;
+                .map_err(|e| SchemaError::Invalid(format!("tool {:?}: {e}", self.spec.name)))?;
             self.validator = Some(Arc::new(compiled));
         }
         Ok(())
