@@ -33,7 +33,7 @@
 //! | `jsonschema` | yes | tools' and structured output's schemas checked by the `jsonschema` crate; off, by omni-protocol's built-in validator of the common subset (a schema using another keyword, such as `pattern`, is refused when the call starts) |
 //! | `rustls-webpki-roots` | yes | https through rustls (ring), trusting Mozilla's roots |
 //! | `rustls-native-roots` | no | https through rustls, trusting the operating system's roots (rustls-native-certs, read once per process); with `rustls-webpki-roots`, both |
-//! | `schemars` | no | `Tool::from_type` and `Call::generate_object` |
+//! | `schemars` | yes | `Tool::from_type` and `Call::generate_object` |
 //!
 //! With no TLS feature the driver speaks plain http only: an https request fails with a
 //! `Tls` transport error saying which features to enable. The smallest build:

@@ -30,7 +30,7 @@
 //! | `rustls-webpki-roots` | yes | https through rustls (ring), trusting Mozilla's roots (webpki-roots) |
 //! | `rustls-native-roots` | no | https through rustls, trusting the operating system's roots (rustls-native-certs, read once per process); with `rustls-webpki-roots`, both |
 //! | `native-tls` | no | https through the platform's TLS (reqwest's `native-tls`: OpenSSL on Linux) and its roots; a rustls feature, when on too, wins |
-//! | `schemars` | no | `Tool::from_type` and `Call::generate_object` |
+//! | `schemars` | yes | `Tool::from_type` and `Call::generate_object` |
 //!
 //! With no TLS feature the driver speaks plain http only: an https request fails with a
 //! `Tls` transport error saying which features to enable. The smallest build:
