@@ -1,13 +1,13 @@
 //! hello-stream through omni-blocking: one streamed reply from a Chat Completions server (the groq provider pointed at it)
 //! at the given http URL, its text printed.
-use omni_blocking::{Client, Options};
+use omni_blocking::Client;
 
 fn main() {
     let url = std::env::args().nth(1).unwrap_or_else(|| "http://127.0.0.1:8080".into());
     let client = Client::builder().base_url("groq", format!("{url}/v1")).api_key("groq", "key").build();
     let mut stream = client
         .expect("a client")
-        .stream_text("groq:llama-3.1-8b-instant", "Say hello.", Options::default())
+        .stream_text("groq:llama-3.1-8b-instant", "Say hello.")
         .expect("a stream");
     while let Some(text) = stream.next_text() {
         print!("{text}");

@@ -65,7 +65,7 @@ const TYPES: &[&str] = &["null", "boolean", "object", "array", "number", "intege
 /// the `jsonschema` feature, and can be used on its own in any build.
 ///
 /// ```
-/// use omni_protocol::data::schema::{BuiltinValidator, SchemaError, Validator};
+/// use omni_protocol::schema::{BuiltinValidator, SchemaError, Validator};
 /// use serde_json::json;
 ///
 /// let v = BuiltinValidator::new(json!({
