@@ -40,42 +40,31 @@ pub trait Machine {
     fn handle_report(&mut self, report: Report<'_>, now: Instant);
 }
 
-impl Machine for Generate {
-    type Event = GenerateEvent;
-    fn poll_effect(&mut self) -> Option<Effect> {
-        Self::poll_effect(self)
-    }
-    fn poll_event(&mut self) -> Option<GenerateEvent> {
-        Self::poll_event(self)
-    }
-    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Self::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        Self::handle_timeout(self, now)
-    }
-    fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        // Reports are never refused (unknown ids are ignored).
-        let _ = self.handle_input(Input::Report(report), now);
-    }
+/// The contract written once for a machine whose own methods have the trait's names and
+/// whose reports come as one of its inputs (`$report`).
+macro_rules! machine_by_its_own_methods {
+    ($machine:ty, $event:ty, $report:path $(, $generic:ident: $bound:path)?) => {
+        impl$(<$generic: $bound>)? Machine for $machine {
+            type Event = $event;
+            fn poll_effect(&mut self) -> Option<Effect> {
+                Self::poll_effect(self)
+            }
+            fn poll_event(&mut self) -> Option<$event> {
+                Self::poll_event(self)
+            }
+            fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+                Self::poll_timeout(self)
+            }
+            fn handle_timeout(&mut self, now: Instant) {
+                Self::handle_timeout(self, now)
+            }
+            fn handle_report(&mut self, report: Report<'_>, now: Instant) {
+                // Reports are never refused (unknown ids are ignored).
+                let _ = self.handle_input($report(report), now);
+            }
+        }
+    };
 }
 
-impl<C: AgentCallbacks> Machine for Agent<C> {
-    type Event = AgentEvent;
-    fn poll_effect(&mut self) -> Option<Effect> {
-        Self::poll_effect(self)
-    }
-    fn poll_event(&mut self) -> Option<AgentEvent> {
-        Self::poll_event(self)
-    }
-    fn poll_timeout(&self) -> Option<(Instant, Timer)> {
-        Self::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        Self::handle_timeout(self, now)
-    }
-    fn handle_report(&mut self, report: Report<'_>, now: Instant) {
-        // Reports are never refused (unknown ids are ignored).
-        let _ = self.handle_input(AgentInput::Report(report), now);
-    }
-}
+machine_by_its_own_methods!(Generate, GenerateEvent, Input::Report);
+machine_by_its_own_methods!(Agent<C>, AgentEvent, AgentInput::Report, C: AgentCallbacks);
