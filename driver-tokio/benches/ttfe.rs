@@ -32,7 +32,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use divan::Bencher;
@@ -118,12 +118,7 @@ fn fixture() -> &'static Fixture {
 
 /// reqwest configured as omni-tokio configures it (rustls with ring, Mozilla roots).
 fn bare_client() -> reqwest::Client {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("tls versions")
-        .with_root_certificates(rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() })
-        .with_no_client_auth();
+    let tls = omni_shell::tls::rustls_config(&[]).expect("tls configuration");
     reqwest::Client::builder().tls_backend_preconfigured(tls).build().expect("reqwest client")
 }
 

@@ -1,9 +1,6 @@
 //! The shell's [`Transport`] on reqwest: one request sent, its response reported as it
 //! arrives.
 
-#[cfg(feature = "__rustls")]
-use std::sync::Arc;
-
 use std::future::Future;
 
 use omni_protocol::dialect::HttpRequest;
@@ -39,42 +36,11 @@ pub(crate) fn client(extra_roots: &[Vec<u8>], proxies: ProxyRules) -> Result<req
     builder.build().map_err(|e| e.to_string())
 }
 
-/// rustls with the ring provider, trusting Mozilla's roots and/or the system's (as the
-/// features say) plus the extra PEM certificates.
+/// rustls as omni-shell sets it up for every driver (the ring provider, the roots the
+/// features choose, the extra PEM certificates).
 #[cfg(feature = "__rustls")]
 fn tls(builder: reqwest::ClientBuilder, extra_roots: &[Vec<u8>]) -> Result<reqwest::ClientBuilder, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-
-    #[cfg(feature = "rustls-webpki-roots")]
-    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    #[cfg(not(feature = "rustls-webpki-roots"))]
-    let mut roots = rustls::RootCertStore::empty();
-    #[cfg(feature = "rustls-native-roots")]
-    roots.add_parsable_certificates(native_roots().iter().cloned());
-    for pem in extra_roots {
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| format!("invalid PEM certificate: {e}"))?;
-            roots.add(cert).map_err(|e| format!("unusable root certificate: {e}"))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(builder.tls_backend_preconfigured(tls))
-}
-
-/// The operating system's roots, read once per process: reading them opens and parses
-/// the system's certificate files, which every client would otherwise repeat. Files that
-/// cannot be read are skipped (rustls-native-certs reports them; the roots found still
-/// serve), and none found leaves only the other roots.
-#[cfg(feature = "rustls-native-roots")]
-fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
-    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+    Ok(builder.tls_backend_preconfigured(omni_shell::tls::rustls_config(extra_roots)?))
 }
 
 /// The platform's TLS (native-tls) with its own roots, plus the extra PEM certificates.

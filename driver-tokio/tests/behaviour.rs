@@ -11,7 +11,7 @@ use omni_conformance::replay::ReplayServer;
 use omni_conformance::scenarios::{self, paced, text_events, tool_events};
 use omni_conformance::sim::{BodyStep, Reply};
 use omni_protocol::generate::GenerateEvent;
-use omni_tokio::{Client, Error, StopReason, Tool, ToolError, ToolOutput};
+use omni_tokio::{Client, Error, SetupError, StopReason, Tool, ToolError, ToolOutput};
 
 fn client(server: &ReplayServer) -> Client {
     Client::builder()
@@ -140,6 +140,9 @@ async fn setup_errors_are_typed_and_never_show_the_key() {
     if std::env::var("VENICE_API_KEY").is_err() {
         assert!(err.unwrap_err().to_string().contains("VENICE_API_KEY"));
     }
+    // A root certificate with no certificate in it is refused at build, as in every driver.
+    let err = Client::builder().root_certificate(b"not a certificate".to_vec()).build().unwrap_err();
+    assert!(matches!(err, Error::Setup(SetupError::HttpClient { .. })), "{err}");
 }
 
 #[test]

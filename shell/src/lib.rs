@@ -51,6 +51,8 @@ mod subscription;
 mod sync_tool;
 #[cfg(test)]
 mod threads;
+#[cfg(feature = "rustls")]
+pub mod tls;
 mod tool;
 mod tool_runs;
 

@@ -294,18 +294,11 @@ fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
     #[cfg(not(feature = "rustls-webpki-roots"))]
     let mut certs = Vec::new();
     #[cfg(feature = "rustls-native-roots")]
-    certs.extend(native_roots().iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()));
+    certs.extend(
+        omni_shell::tls::native_roots().iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()),
+    );
     certs.extend(extra_certs(extra_roots)?);
     Ok(tls.root_certs(RootCerts::new_with_certs(&certs)).build())
-}
-
-/// The operating system's roots, read once per process: reading them opens and parses
-/// the system's certificate files, which every client would otherwise repeat. Files that
-/// cannot be read are skipped (the roots found still serve).
-#[cfg(feature = "rustls-native-roots")]
-fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
-    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
 /// The platform's TLS with its roots; extra certificates, when given, replace them (ureq's

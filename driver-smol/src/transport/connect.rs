@@ -180,46 +180,12 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
     }
 }
 
-/// The operating system's roots, read once per process: reading them opens and parses
-/// the system's certificate files, which every client would otherwise repeat. Files that
-/// cannot be read are skipped (the roots found still serve).
-#[cfg(feature = "rustls-native-roots")]
-fn native_roots() -> &'static [rustls::pki_types::CertificateDer<'static>] {
-    static ROOTS: std::sync::OnceLock<Vec<rustls::pki_types::CertificateDer<'static>>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
-}
-
-/// The rustls configuration: the ring provider, Mozilla's roots and/or the system's (as
-/// the features say) plus any extra PEM certificates, HTTP/1.1 announced through ALPN
-/// (the only protocol spoken here).
+/// The rustls configuration omni-shell sets up for every driver (the ring provider, the
+/// roots the features choose, the extra PEM certificates), with HTTP/1.1 announced
+/// through ALPN (the only protocol spoken here).
 #[cfg(feature = "__rustls")]
 pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> Result<TlsConfig, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-
-    #[cfg(feature = "rustls-webpki-roots")]
-    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    #[cfg(not(feature = "rustls-webpki-roots"))]
-    let mut roots = rustls::RootCertStore::empty();
-    #[cfg(feature = "rustls-native-roots")]
-    roots.add_parsable_certificates(native_roots().iter().cloned());
-    for pem in extra_roots {
-        let mut found = false;
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| format!("invalid PEM certificate: {e}"))?;
-            roots.add(cert).map_err(|e| format!("unusable root certificate: {e}"))?;
-            found = true;
-        }
-        if !found {
-            return Err("no PEM certificate found in a root certificate".into());
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut config = omni_shell::tls::rustls_config(extra_roots)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
