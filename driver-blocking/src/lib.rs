@@ -102,6 +102,7 @@ mod call;
 mod manager_handle;
 mod runtime;
 mod session_handle;
+mod sleep;
 mod subscription;
 mod tool_pool;
 mod tools;

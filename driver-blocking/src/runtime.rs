@@ -1,5 +1,6 @@
 //! The shell's [`Runtime`] on plain threads: every task is a thread running its future
-//! with `futures_lite::future::block_on`, and async-io's timer wakes `sleep_until`.
+//! in a loop that parks until the next wake or the earliest deadline it sleeps for
+//! ([`crate::sleep`]: no timer thread).
 //!
 //! A task's thread races its future against a stop channel held by the [`ThreadTask`]:
 //! dropping the handle closes the channel, so the future is dropped at its next await.
@@ -23,6 +24,8 @@ use std::time::Instant;
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
 use omni_shell::{Error, Runtime, SetupError, Task};
+
+use crate::sleep::{self, Sleep};
 
 /// Runs the shell's tasks on threads of their own.
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,10 +122,7 @@ impl Runtime for Threads {
     }
 
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
-        let timer = async_io::Timer::at(deadline);
-        async move {
-            timer.await;
-        }
+        Sleep::until(deadline)
     }
 }
 
@@ -130,21 +130,15 @@ impl Runtime for Threads {
 /// every poll. `_keep_open` keeps the channel open once the handle is detached.
 fn run(future: impl Future<Output = ()>, stopped: Receiver<()>, stop: Arc<Stop>, _keep_open: Sender<()>) {
     CURRENT.with(|current| *current.borrow_mut() = Some(stop));
-    let mut future = std::pin::pin!(future);
-    let task = future::poll_fn(|cx| {
-        let poll = future.as_mut().poll(cx);
-        run_deferred();
-        poll
-    });
     // The stop first: a task stopped before it ran never starts.
-    future::block_on(future::or(
+    let stop_or_end = future::or(
         async {
             // Nothing is ever sent: this returns when the handle closes the channel.
             let _ = stopped.recv().await;
         },
-        task,
-    ));
-    run_deferred();
+        future,
+    );
+    sleep::block_on(stop_or_end, run_deferred);
     CURRENT.with(|current| current.borrow_mut().take());
 }
 
