@@ -57,7 +57,7 @@ impl KeepAliveServer {
     /// by an authority made for this server alone; returns the authority's certificate
     /// (PEM) for the client to trust.
     pub fn start_tls(body: String, plan: Plan) -> io::Result<(Self, String)> {
-        let (config, ca) = crate::replay::tls::server_config().map_err(io::Error::other)?;
+        let (config, ca) = omni_testkit::http::tls::server_config().map_err(io::Error::other)?;
         Ok((Self::start_with(body, Vec::new(), plan, Some(config))?, ca))
     }
 

@@ -15,57 +15,7 @@ use omni_protocol::generate::{
 use omni_protocol::{dialect::HttpRequest, Response, StreamEvent};
 use omni_shell::AsyncTool;
 
-/// One scripted piece of a response body.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BodyStep {
-    /// Send these bytes.
-    Bytes(Vec<u8>),
-    /// Wait before the next step.
-    Wait(Duration),
-    /// The connection breaks here.
-    Reset,
-    /// Nothing more is ever sent (the connection stays open).
-    Hang,
-}
-
-/// What the scripted provider does with one request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// An HTTP response.
-    Http {
-        /// Status.
-        status: u16,
-        /// Headers.
-        headers: Vec<(String, String)>,
-        /// Body script; the body ends after the last step unless it resets or hangs.
-        body: Vec<BodyStep>,
-    },
-    /// The connection cannot be made.
-    ConnectFail,
-}
-
-impl Reply {
-    /// A 200 response with the body in chunks of `chunk` bytes, `gap` apart.
-    pub fn stream(body: &[u8], chunk: usize, gap: Duration) -> Self {
-        let mut steps = Vec::new();
-        for (i, piece) in body.chunks(chunk.max(1)).enumerate() {
-            if i > 0 && !gap.is_zero() {
-                steps.push(BodyStep::Wait(gap));
-            }
-            steps.push(BodyStep::Bytes(piece.to_vec()));
-        }
-        Self::Http { status: 200, headers: vec![("content-type".into(), "text/event-stream".into())], body: steps }
-    }
-
-    /// An error response with a JSON body.
-    pub fn error(status: u16, headers: &[(&str, &str)], body: &str) -> Self {
-        Self::Http {
-            status,
-            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
-            body: vec![BodyStep::Bytes(body.as_bytes().to_vec())],
-        }
-    }
-}
+pub use omni_testkit::http::{BodyStep, Reply};
 
 /// What a scripted tool does.
 #[derive(Debug, Clone, PartialEq)]

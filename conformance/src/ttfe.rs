@@ -56,7 +56,7 @@ impl Captured {
         let skip = ["host", "content-length", "connection", "transfer-encoding"];
         Self {
             url: format!("{}{}", server.base_url(), recorded.path),
-            headers: recorded.headers.into_iter().filter(|(n, _)| !skip.contains(&n.as_str())).collect(),
+            headers: recorded.raw_headers().iter().filter(|(n, _)| !skip.contains(&n.as_str())).cloned().collect(),
             body: recorded.body,
         }
     }
