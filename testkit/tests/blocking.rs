@@ -1,0 +1,33 @@
+//! The mock provider through omni-blocking: every case of every dialect.
+
+mod common;
+
+use omni_blocking::Client;
+use omni_testkit::MockProvider;
+
+fn run(dialect: omni_blocking::Dialect, case: common::Case) -> Result<(), String> {
+    let mock = MockProvider::start(dialect).map_err(|e| e.to_string())?;
+    for turn in case.turns {
+        mock.push(turn);
+    }
+    let client = Client::builder()
+        .provider(mock.provider())
+        .stall_timeout(common::STALL)
+        .retry(common::retry())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let outcome = client.call(mock.model(), common::PROMPT).options(case.options).generate();
+    (case.check)(&mock, &outcome).map_err(|e| format!("{}: {e}", case.name))
+}
+
+#[test]
+fn every_case_of_every_dialect() {
+    let failures: Vec<String> = common::cases().into_iter().filter_map(|(d, case)| run(d, case).err()).collect();
+    common::report(failures).unwrap_or_else(|report| panic!("{report}"));
+}
+
+#[test]
+fn a_stall_ends_by_the_stall_limit() {
+    let dialect = omni_blocking::Dialect::OllamaChat;
+    run(dialect, common::stall(dialect)).unwrap_or_else(|report| panic!("{report}"));
+}
