@@ -12,7 +12,6 @@ pub mod async_session;
 pub mod blocking_work;
 pub mod connect_proxy;
 pub mod custom_wire;
-pub mod demo;
 pub mod divergences;
 pub mod faults;
 pub mod fixtures;

@@ -14,8 +14,8 @@
 //!
 //! The database is `omni-chat.db` (`--db PATH` for another). With `OMNI_CHAT_MODEL`
 //! (`provider:model`) and that provider's key in the environment it talks to the
-//! provider; without, it says so on stderr and replays canned answers from an embedded
-//! server on loopback, through the real HTTP stack.
+//! provider; without, it says so on stderr and plays canned answers from omni-testkit's
+//! mock provider on loopback, through the real HTTP stack.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::io::{BufRead, Write};
@@ -25,9 +25,8 @@ use std::time::Duration;
 use omni_blocking::{
     AgentEvent, Client, NodeId, Role, Session, SessionEvent, SessionId, Store, StreamEvent, Subscription, Tree,
 };
-use omni_conformance::replay::ReplayServer;
-use omni_conformance::scenarios::{paced, text_events};
 use omni_store::SqliteStore;
+use omni_testkit::{MockProvider, Turn};
 
 /// What the replayed model says, in turn.
 const CANNED: [&str; 6] = [
@@ -58,15 +57,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, model, _server) = match std::env::var("OMNI_CHAT_MODEL").ok().filter(|m| !m.is_empty()) {
         Some(model) => (Client::new()?, model, None),
         None => {
-            eprintln!("chat: OMNI_CHAT_MODEL is not set: replaying canned answers from a local server");
-            let replies =
-                (0..200).map(|i| paced(&text_events(&words(CANNED[i % CANNED.len()])), Duration::from_millis(15)));
-            let server = ReplayServer::start(replies.collect())?;
-            let client = Client::builder()
-                .base_url("anthropic", format!("{}/v1", server.base_url()))
-                .api_key("anthropic", "sk-replay")
-                .build()?;
-            (client, "anthropic:claude-sonnet-4-5".to_string(), Some(server))
+            eprintln!("chat: OMNI_CHAT_MODEL is not set: playing canned answers from a mock provider");
+            let mock = MockProvider::start(omni_blocking::Dialect::AnthropicMessages)?;
+            for i in 0..200 {
+                let turn = words(CANNED[i % CANNED.len()]).into_iter().fold(Turn::reply(), Turn::then_text);
+                mock.push(turn.gap(Duration::from_millis(15)));
+            }
+            let client = Client::builder().provider(mock.provider()).build()?;
+            (client, "mock:mock-model".to_string(), Some(mock))
         }
     };
     let builder = client.agent(model).system("You are a concise, friendly assistant.").session(store);

@@ -2,13 +2,15 @@
 //!
 //! With a provider key in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
 //! GEMINI_API_KEY) it talks to that provider; with `OMNI_DEMO_MODEL=ollama:<model>` to a
-//! local Ollama. With none, it starts an embedded replay server on loopback and replays
-//! a recorded tool-calling conversation through the real HTTP stack.
+//! local Ollama. With none, it starts omni-testkit's mock provider on loopback, speaking
+//! Anthropic's Messages stream, and plays a tool-calling conversation through the real
+//! HTTP stack.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::io::Write;
+use std::time::Duration;
 
-use omni_conformance::replay::ReplayServer;
+use omni_testkit::{MockProvider, Turn};
 use omni_tokio::{Client, GenerateEvent, Options, StreamEvent, Tool, ToolError};
 use serde_json::json;
 
@@ -31,6 +33,23 @@ async fn local_ollama_model() -> Option<String> {
     tags["models"].get(0)?["name"].as_str().map(str::to_string)
 }
 
+/// The conversation the mock plays: thinking, a tool call, then the answer, a word per
+/// streamed delta.
+fn conversation() -> [Turn; 2] {
+    let words = |turn: Turn, text: &str, thinking: bool| {
+        text.split_inclusive(' ').fold(turn, |turn, w| if thinking { turn.then_thinking(w) } else { turn.then_text(w) })
+    };
+    let first =
+        words(Turn::reply(), "The user wants the weather in Paris. I should call get_weather rather than guess.", true);
+    let first = words(first, "Let me look that up for you.", false)
+        .then_tool_call_with_id("toolu_demo_01", "get_weather", json!({"city": "Paris", "unit": "celsius"}))
+        .usage(412, 96);
+    let answer =
+        "It is 18 °C and partly cloudy in Paris right now, with a light westerly breeze. A light jacket will do.";
+    let second = words(Turn::reply(), answer, false).usage(540, 31);
+    [first, second].map(|turn| turn.gap(Duration::from_millis(25)))
+}
+
 /// ANSI styling, only on a terminal.
 fn style(code: &str) -> &str {
     use std::io::IsTerminal;
@@ -45,7 +64,7 @@ fn style(code: &str) -> &str {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut builder = Client::builder();
-    let mut _server = None;
+    let mut _mock = None;
     let model = if let Some(m) = env("OMNI_DEMO_MODEL") {
         m
     } else if env("ANTHROPIC_API_KEY").is_some() {
@@ -57,11 +76,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else if let Some(local) = local_ollama_model().await {
         format!("ollama:{local}")
     } else {
-        let server = ReplayServer::start(omni_conformance::demo::conversation())?;
-        eprintln!("omni demo: no provider key found; replaying a recorded conversation from {}", server.base_url());
-        builder = builder.base_url("anthropic", format!("{}/v1", server.base_url())).api_key("anthropic", "replay");
-        _server = Some(server);
-        "anthropic:claude-sonnet-4-5".into()
+        let mock = MockProvider::start(omni_tokio::Dialect::AnthropicMessages)?;
+        for turn in conversation() {
+            mock.push(turn);
+        }
+        eprintln!(
+            "omni demo: no provider key found; playing a conversation from a mock provider at {}",
+            mock.base_url()
+        );
+        builder = builder.provider(mock.provider());
+        _mock = Some(mock);
+        format!("{}:{}", omni_testkit::PROVIDER_ID, omni_testkit::MODEL_ID)
     };
     let client = builder.build()?;
     let weather = Tool::new(

@@ -14,7 +14,7 @@
 
 use std::io::Write;
 
-use omni_conformance::replay::ReplayServer;
+use omni_testkit::{MockProvider, Turn};
 use omni_tokio::{
     AgentCallbacks, AgentEvent, Client, Options, Response, StreamEvent, Tool, ToolDecision, ToolError, ToolUse,
     TurnDecision,
@@ -105,6 +105,47 @@ fn tools() -> Vec<Tool> {
     vec![search, fetch, complete]
 }
 
+/// The session the mock plays: a search, a page fetch that needs the user's approval,
+/// partial findings (the agent is told to go on), then the completion tool and a closing
+/// line.
+fn research_conversation() -> Vec<Turn> {
+    let step = |text: &str, call: Option<(&str, &str, serde_json::Value)>, input: u64| {
+        let turn = text.split_inclusive(' ').fold(Turn::reply(), Turn::then_text);
+        let turn = match call {
+            Some((id, name, arguments)) => turn.then_tool_call_with_id(id, name, arguments),
+            None => turn,
+        };
+        turn.usage(input, 40).gap(std::time::Duration::from_millis(15))
+    };
+    vec![
+        step(
+            "I'll start by searching the library for sources on heat pumps in cold climates.",
+            Some(("toolu_research_1", "search", json!({"query": "heat pump efficiency cold climate"}))),
+            620,
+        ),
+        step(
+            "The second result looks most relevant; let me read it in full.",
+            Some(("toolu_research_2", "fetch_page", json!({"url": "https://example.org/cold-climate-heat-pumps"}))),
+            810,
+        ),
+        step(
+            "Modern cold-climate heat pumps keep a coefficient of performance above 2 down to about -15 °C.",
+            None,
+            1040,
+        ),
+        step(
+            "I have enough to conclude.",
+            Some((
+                "toolu_research_3",
+                "complete",
+                json!({"summary": "Cold-climate heat pumps stay efficient (COP > 2) down to about -15 °C; below that, backup heat helps."}),
+            )),
+            1120,
+        ),
+        step("Research complete.", None, 1210),
+    ]
+}
+
 /// Asks on the terminal; `false` without an answer.
 async fn approve(question: String) -> bool {
     tokio::task::spawn_blocking(move || {
@@ -124,7 +165,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let topic = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or("heat pumps in cold climates".into());
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut builder = Client::builder();
-    let mut _server = None;
+    let mut _mock = None;
     let model = if env("ANTHROPIC_API_KEY").is_some() {
         "anthropic:claude-sonnet-4-5"
     } else if env("OPENAI_API_KEY").is_some() {
@@ -132,11 +173,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else if env("GEMINI_API_KEY").is_some() {
         "google:gemini-2.5-flash"
     } else {
-        let server = ReplayServer::start(omni_conformance::demo::research_conversation())?;
-        eprintln!("research agent: no provider key found; replaying a recorded session from {}", server.base_url());
-        builder = builder.base_url("anthropic", format!("{}/v1", server.base_url())).api_key("anthropic", "replay");
-        _server = Some(server);
-        "anthropic:claude-sonnet-4-5"
+        let mock = MockProvider::start(omni_tokio::Dialect::AnthropicMessages)?;
+        for turn in research_conversation() {
+            mock.push(turn);
+        }
+        eprintln!(
+            "research agent: no provider key found; playing a session from a mock provider at {}",
+            mock.base_url()
+        );
+        builder = builder.provider(mock.provider());
+        _mock = Some(mock);
+        "mock:mock-model"
     };
     let agent = builder
         .build()?
