@@ -3,6 +3,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod agent_drive;
+pub mod agent_requests;
 pub mod agent_scenarios;
 pub mod agent_script;
 pub mod agent_sim;

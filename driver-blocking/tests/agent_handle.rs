@@ -314,3 +314,43 @@ fn init_adds_a_registered_tool_with_its_handler() {
     assert!(lines.iter().any(|l| l == r#"tool_result toolu_1 "kept""#), "{lines:#?}");
     assert!(ran.load(Ordering::SeqCst), "the handler ran");
 }
+
+/// What each of an agent's requests carried (per-prompt options, `max_steps` with a
+/// prompt, `handle_step`'s system prompt, `set_state` of model, tools and options, an event
+/// hook's change in the reply), against the mock provider: the turns of
+/// omni_conformance::agent_requests through the blocking handle, the same check.
+#[test]
+fn an_agents_requests_carry_its_prompts_steps_and_state() {
+    use omni_conformance::agent_requests as script;
+    let mock = script::mock();
+    let client = Client::builder().provider(script::hooked_provider(&mock)).build().expect("client");
+    let [lookup, search] = script::tool_specs().map(|(name, description, schema)| {
+        Tool::new(name, description, schema, |_| Ok::<_, omni_blocking::ToolError>("found"))
+    });
+    let agent = client
+        .agent(mock.model())
+        .system(script::SYSTEM)
+        .tool(lookup)
+        .options(script::agent_options())
+        .callbacks(script::StepSystem)
+        .start()
+        .expect("the agent starts");
+    let (_, events) = agent.subscribe().expect("subscribe");
+    let turn_ends = || loop {
+        match events.recv_timeout(Duration::from_secs(10)) {
+            Ok(omni_blocking::AgentEvent::Turn { .. }) => break,
+            Ok(_) => {}
+            Err(e) => panic!("the turn did not end: {e:?}"),
+        }
+    };
+    agent.prompt_with(script::first_prompt()).expect("turn 1");
+    turn_ends();
+    agent.prompt_with(script::second_prompt()).expect("turn 2");
+    turn_ends();
+    let change = StateChange::new().model(script::second_model()).tools([search]).options(script::third_options());
+    agent.set_state(change).expect("an idle agent takes the change");
+    agent.prompt("third").expect("turn 3");
+    turn_ends();
+    assert_eq!(script::last_reply(&agent.messages().expect("history")), script::HOOKED_REPLY);
+    script::check(&mock.requests()).unwrap_or_else(|failures| panic!("{failures}"));
+}

@@ -60,3 +60,13 @@ fn init_adds_a_registered_tool_with_its_handler() {
     let (_server, client) = serve(async_agent::init_tool_replies());
     assert!(smol::block_on(async_agent::init_adds_a_tool_with_its_handler(client)), "the handler ran");
 }
+
+/// What each of an agent's requests carried, against the mock provider:
+/// omni_conformance::agent_requests (shared with omni-tokio; omni-blocking runs the same turns).
+#[test]
+fn an_agents_requests_carry_its_prompts_steps_and_state() {
+    let mock = omni_conformance::agent_requests::mock();
+    let provider = omni_conformance::agent_requests::hooked_provider(&mock);
+    let client = Client::builder().provider(provider).build().expect("client");
+    smol::block_on(omni_conformance::agent_requests::run(client, &mock));
+}

@@ -54,3 +54,14 @@ async fn init_adds_a_registered_tool_with_its_handler() {
     let (_server, client) = serve(async_agent::init_tool_replies());
     assert!(async_agent::init_adds_a_tool_with_its_handler(client).await, "the handler ran");
 }
+
+/// What each of an agent's requests carried (per-prompt options, `max_steps` with a
+/// prompt, `handle_step`'s system prompt, `set_state` of model, tools and options, an event
+/// hook's change in the reply), against the mock provider: omni_conformance::agent_requests.
+#[tokio::test]
+async fn an_agents_requests_carry_its_prompts_steps_and_state() {
+    let mock = omni_conformance::agent_requests::mock();
+    let provider = omni_conformance::agent_requests::hooked_provider(&mock);
+    let client = omni_tokio::Client::builder().provider(provider).build().expect("client");
+    omni_conformance::agent_requests::run(client, &mock).await;
+}
