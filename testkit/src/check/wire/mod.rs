@@ -37,7 +37,7 @@ mod request;
 mod split;
 
 pub use cut::check_cuts;
-pub use damage::{damages, Damage};
+pub use damage::{check_damage, damages, Damage};
 pub use request::{check_request, check_requests};
 pub use split::{awkward_cuts, check_splits};
 
@@ -61,8 +61,6 @@ pub fn check_dialect(dialect: Dialect, samples: &[Sample], config: &Config) -> R
     check_damage(dialect, samples, config)?;
     check_requests(dialect, config)
 }
-
-pub use damage::check_damage;
 
 /// A body decoded: the events in order and the final response.
 #[derive(Debug, Clone, PartialEq)]
