@@ -23,6 +23,7 @@ use omni_conformance::fixtures::{fixtures_root, stream_cases};
 use omni_conformance::upstream;
 use omni_protocol::transport::MAX_DEPTH;
 use omni_protocol::{dialect::decode_body, Dialect, Response, StreamEvent};
+use omni_testkit::check::wire;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
@@ -51,70 +52,21 @@ fn seeds() -> Vec<Seed> {
     seeds
 }
 
+/// A decode by the test kit's `wire::decode`, which catches a panic: one is reported with
+/// the seed's name.
 fn decode(seed: &Seed, body: &[u8]) -> (Vec<StreamEvent>, Response) {
-    decode_body(seed.dialect, "model", body)
+    match wire::decode(seed.dialect, "model", body, &[]) {
+        Ok(decoded) => (decoded.events, decoded.response),
+        Err(panicked) => panic!("{}: {panicked}", seed.name),
+    }
 }
 
-/// The invariants every decode holds, damaged input or not.
+/// The invariants every decode holds, damaged input or not: the test kit's
+/// (`omni_testkit::check::wire::well_formed`, what users' formats are held to): exactly
+/// one terminal event, last; blocks well formed; no more events than bytes, no more
+/// content than bytes.
 fn check_well_formed(body: &[u8], events: &[StreamEvent], response: &Response) -> Result<(), String> {
-    let terminal = |e: &StreamEvent| matches!(e, StreamEvent::Done { .. } | StreamEvent::Error { .. });
-    match events.iter().position(terminal) {
-        Some(at) if at + 1 == events.len() => {}
-        Some(at) => return Err(format!("terminal event at {at} of {}: {:?}", events.len(), events.get(at + 1))),
-        None => return Err(format!("no terminal event among {} events", events.len())),
-    }
-    let mut open = BTreeSet::new();
-    for event in events {
-        let (index, step) = match event {
-            StreamEvent::TextStart { index, .. }
-            | StreamEvent::ThinkingStart { index, .. }
-            | StreamEvent::ToolUseStart { index, .. } => (*index, Step::Start),
-            StreamEvent::TextDelta { index, .. }
-            | StreamEvent::ThinkingDelta { index, .. }
-            | StreamEvent::ToolUseDelta { index, .. } => (*index, Step::Delta),
-            StreamEvent::TextEnd { index, .. }
-            | StreamEvent::ThinkingEnd { index, .. }
-            | StreamEvent::ToolUseEnd { index, .. } => (*index, Step::End),
-            _ => continue,
-        };
-        let ok = match step {
-            Step::Start => open.insert(index),
-            Step::Delta => open.contains(&index),
-            Step::End => open.remove(&index),
-        };
-        if !ok {
-            return Err(format!("{step:?} of block {index} out of order: {event:?}"));
-        }
-    }
-    if events.len() > body.len() + 1 {
-        return Err(format!("{} events from {} bytes", events.len(), body.len()));
-    }
-    let content = content_bytes(response);
-    if content > body.len() {
-        return Err(format!("{content} bytes of content from {} bytes of stream", body.len()));
-    }
-    Ok(())
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    Start,
-    Delta,
-    End,
-}
-
-/// Bytes of text, thinking and tool input the response holds.
-fn content_bytes(response: &Response) -> usize {
-    serde_json::to_value(&response.message.content).map(|content| string_bytes(&content)).unwrap_or(0)
-}
-
-fn string_bytes(value: &Value) -> usize {
-    match value {
-        Value::String(s) => s.len(),
-        Value::Array(items) => items.iter().map(string_bytes).sum(),
-        Value::Object(map) => map.iter().filter(|(k, _)| k.as_str() != "type").map(|(_, v)| string_bytes(v)).sum(),
-        _ => 0,
-    }
+    wire::well_formed(body, &wire::Decoded { events: events.to_vec(), response: response.clone() })
 }
 
 fn ends_done(events: &[StreamEvent]) -> bool {
@@ -351,6 +303,8 @@ fn on_small_stack<T: Send + 'static>(name: String, f: impl FnOnce() -> T + Send 
 /// serialises and drops (on the small stack), and no tool input in it is nested deeper
 /// than the bound. Returns the tool input errors seen.
 fn decode_deep(dialect: Dialect, body: Vec<u8>) -> Result<Vec<String>, String> {
+    // Decoded directly, not through the kit's panic-catching `decode`: this measures the
+    // decoder's own stack, and the wrapper's frames would eat into the small stack.
     let (events, response) = decode_body(dialect, "model", &body);
     check_well_formed(&body, &events, &response)?;
     serde_json::to_string(&response).map_err(|e| e.to_string())?;

@@ -4,7 +4,7 @@
 
 use omni_conformance::fixtures::*;
 use omni_protocol::{dialect::RequestSpec, ApiKey, Dialect};
-use proptest::prelude::*;
+use omni_testkit::check::{wire, Config, Sample};
 
 /// Cases every dialect must have (the list); `redacted_thinking` is Anthropic's.
 const REQUIRED_CASES: &[&str] = &[
@@ -69,18 +69,20 @@ fn streams_decode_to_their_expected_events_and_response() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
-    #[test]
-    fn any_split_of_any_fixture_gives_the_same_result(seed_splits in proptest::collection::vec(any::<u32>(), 0..24)) {
-        for case in cases() {
-            let len = case.body.len().max(1);
-            let mut splits: Vec<usize> = seed_splits.iter().map(|s| *s as usize % len).collect();
-            splits.sort_unstable();
-            let whole = decode_split(case.dialect, &case.info.model, &case.body, &[]);
-            let split = decode_split(case.dialect, &case.info.model, &case.body, &splits);
-            prop_assert_eq!(&whole, &split, "{} split at {:?}", case.name, splits);
+/// Split anywhere, every fixture gives the same events and response: the test kit's split
+/// check, the one users run on their formats (whole, byte by byte, inside every multi-byte
+/// character and CRLF pair, after every line break, and 48 generated splits per dialect).
+#[test]
+fn any_split_of_any_fixture_gives_the_same_result() {
+    let cases = cases();
+    for dialect in Dialect::ALL {
+        let samples: Vec<Sample> = cases
+            .iter()
+            .filter(|c| c.dialect == dialect)
+            .map(|c| Sample::new(c.name.clone(), c.body.clone()))
+            .collect();
+        if let Err(failure) = wire::check_splits(dialect, &samples, &Config::new().cases(48)) {
+            panic!("{failure}");
         }
     }
 }
