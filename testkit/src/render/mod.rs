@@ -113,3 +113,53 @@ pub(crate) fn argument_halves(call: &ToolCall) -> (String, String) {
 pub(crate) fn call_id(call: &ToolCall, prefix: &str, n: usize) -> String {
     call.id.clone().unwrap_or_else(|| format!("{prefix}{n:02}"))
 }
+
+#[cfg(all(test, feature = "proptest"))]
+mod tests {
+    //! The mock's bodies checked by the kit's own checks: what omni's decoders make of
+    //! them however they are split, cut or damaged, for every dialect.
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::check::{wire, Config, Sample};
+    use crate::turn::{Block, Finish};
+
+    fn answers() -> Vec<(&'static str, Answer)> {
+        let call = |name: &str, arguments| Block::Call(ToolCall { id: None, name: name.into(), arguments });
+        let text = |pieces: &[&str]| Block::Text(pieces.iter().map(|p| p.to_string()).collect());
+        let base = Answer { usage: (20, 12), ..Answer::default() };
+        vec![
+            ("text", Answer { blocks: vec![text(&["It is ", "sunny ✓"])], ..base.clone() }),
+            (
+                "thinking_and_calls",
+                Answer {
+                    blocks: vec![
+                        Block::Thinking(vec!["Hmm, ".into(), "both.".into()]),
+                        text(&["Checking."]),
+                        call("get_weather", json!({"city": "Zürich"})),
+                        call("get_time", json!({"zone": "CET", "exact": true})),
+                    ],
+                    ..base.clone()
+                },
+            ),
+            ("length", Answer { blocks: vec![text(&["One, two"])], finish: Finish::Length, ..base }),
+        ]
+    }
+
+    #[test]
+    fn every_dialects_mock_body_passes_the_wire_checks() {
+        for dialect in Dialect::ALL {
+            let samples: Vec<Sample> = answers()
+                .into_iter()
+                .filter_map(|(name, answer)| {
+                    Some(Sample::new(name, render(dialect, &answer, "mock-model")?.events.concat()))
+                })
+                .collect();
+            assert_eq!(samples.len(), 3, "{dialect:?} renders every answer");
+            if let Err(failure) = wire::check_dialect(dialect, &samples, &Config::new().cases(16)) {
+                panic!("{failure}");
+            }
+        }
+    }
+}
