@@ -124,6 +124,9 @@ impl MockProvider {
                 }
                 reply
             }
+            Kind::Events { content_type, events } => {
+                turn::streamed(&content_type, &events, events.len(), turn::Ending::Complete, delivery)
+            }
             Kind::Http(reply) => reply,
         }
     }

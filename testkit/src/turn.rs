@@ -106,6 +106,8 @@ pub(crate) enum Kind {
     Error { status: u16, message: String, retry_after: Option<u64> },
     /// A 200 with these bytes as the body and this content type (a user's own format).
     Body { content_type: String, bytes: Vec<u8> },
+    /// A 200 streaming these events (a recorded body split at its event ends).
+    Events { content_type: String, events: Vec<String> },
     /// Exactly this HTTP reply.
     Http(Reply),
 }
@@ -170,6 +172,31 @@ impl Turn {
     pub fn body(content_type: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
         let kind = Kind::Body { content_type: content_type.into(), bytes: bytes.into() };
         Self { kind, delivery: Delivery::default() }
+    }
+
+    /// A recorded body in omni's fixture layout (`<case>/body.sse`, `body.ndjson` or
+    /// `body.json`), streamed one event (SSE) or line (NDJSON) per write, as it was
+    /// received; `chunked` and `gap` apply. Recordings of real providers replay this way.
+    pub fn recorded(case_dir: impl AsRef<std::path::Path>) -> std::io::Result<Self> {
+        let dir = case_dir.as_ref();
+        let kinds = [
+            ("body.sse", "text/event-stream"),
+            ("body.ndjson", "application/x-ndjson"),
+            ("body.json", "application/json"),
+        ];
+        for (file, content_type) in kinds {
+            let path = dir.join(file);
+            if !path.is_file() {
+                continue;
+            }
+            let body = std::fs::read_to_string(&path)?;
+            let separator = if file == "body.sse" { "\n\n" } else { "\n" };
+            let events = split_after(&body, separator);
+            let kind = Kind::Events { content_type: content_type.into(), events };
+            return Ok(Self { kind, delivery: Delivery::default() });
+        }
+        let message = format!("{} has no body.sse, body.ndjson or body.json", dir.display());
+        Err(std::io::Error::new(std::io::ErrorKind::NotFound, message))
     }
 
     /// Exactly this HTTP reply (statuses, headers, body steps of your own; a refused
@@ -264,6 +291,25 @@ impl Turn {
         self.delivery.gap = gap;
         self
     }
+}
+
+/// `body` in pieces each ending with `separator` (or the end: a recording may stop mid-event),
+/// CRLF line ends kept as they are.
+fn split_after(body: &str, separator: &str) -> Vec<String> {
+    let crlf = separator.replace('\n', "\r\n");
+    let mut events = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let end = [separator, crlf.as_str()]
+            .iter()
+            .filter_map(|sep| rest.find(sep).map(|at| at + sep.len()))
+            .min()
+            .unwrap_or(rest.len());
+        let (event, tail) = rest.split_at(end);
+        events.push(event.to_string());
+        rest = tail;
+    }
+    events
 }
 
 /// A 200 streaming `events` as `delivery` says, ending as `ending` says; `complete` is
