@@ -307,3 +307,30 @@ pub fn through_a_driver(driver: &impl crate::http_suite::StreamingDriver) {
     assert_eq!(server.requests()[0].path, "/ticker/answer");
     assert_eq!(server.requests()[0].header("accept"), Some("application/json"));
 }
+
+/// An answer in `ticker`'s lines, for omni-testkit's mock (`MockProvider::custom`): text
+/// pieces, calls, and the `end` line (the one a cut leaves out). Ticker has no thinking.
+pub fn render(answer: &omni_testkit::Answer) -> (Vec<String>, usize) {
+    use omni_testkit::{Block as Part, Finish};
+    let mut lines = Vec::new();
+    let mut calls = 0;
+    for part in &answer.blocks {
+        match part {
+            Part::Text(pieces) => lines.extend(pieces.iter().map(|p| json!({"kind": "text", "text": p}))),
+            Part::Thinking(_) => {}
+            Part::Call(call) => {
+                calls += 1;
+                let id = call.id.clone().unwrap_or_else(|| format!("t{calls}"));
+                lines.push(json!({"kind": "call", "id": id, "tool": call.name, "args": call.arguments}));
+            }
+        }
+    }
+    let complete = lines.len();
+    let why = match (answer.finish, answer.has_calls()) {
+        (Finish::Length, _) => "cap",
+        (Finish::Natural, true) => "tool",
+        (Finish::Natural, false) => "done",
+    };
+    lines.push(json!({"kind": "end", "why": why, "used": {"in": answer.usage.0, "out": answer.usage.1}}));
+    (lines.into_iter().map(|line| format!("{line}\n")).collect(), complete)
+}

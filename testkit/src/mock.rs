@@ -6,6 +6,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use omni_protocol::dialect::Framing;
 use omni_protocol::{Auth, Dialect, Model, Provider, Quirks};
 
 use crate::http::{MockServer, RecordedRequest, Reply};
@@ -67,8 +68,10 @@ impl MockProvider {
         Ok(Self { server: MockServer::start(Vec::new())?, dialect, key: None, renderer: None })
     }
 
-    /// A mock speaking your own wire format: `render` writes an [`Answer`] as your
-    /// format's events (each ends with its own separator).
+    /// A mock speaking your own wire format (a registered [`Dialect::Custom`]): `render`
+    /// writes an [`Answer`] as your format's events, each ending with its own separator,
+    /// sent with the content type of the format's framing. Your format's request path
+    /// goes under [`base_url`](Self::base_url).
     pub fn custom(
         dialect: Dialect,
         render: impl Fn(&Answer) -> (Vec<String>, usize) + Send + Sync + 'static,
@@ -100,7 +103,12 @@ impl MockProvider {
                 let rendered = match &self.renderer {
                     Some(render) => {
                         let (events, complete) = render(&answer);
-                        Some(Rendered { content_type: "text/event-stream", events, complete })
+                        let content_type = match self.dialect.framing() {
+                            Framing::Sse => "text/event-stream",
+                            Framing::Ndjson => "application/x-ndjson",
+                            Framing::Json => "application/json",
+                        };
+                        Some(Rendered { content_type, events, complete })
                     }
                     None => render::render(self.dialect, &answer, MODEL_ID),
                 };
