@@ -71,6 +71,10 @@ pub struct Answer {
     pub finish: Finish,
     /// How the body stops.
     pub ending: Ending,
+    /// Parallel calls' argument fragments interleaved (Chat Completions and Responses,
+    /// whose calls are told apart by index; the other dialects send calls one after the
+    /// other or whole).
+    pub interleave_calls: bool,
 }
 
 impl Answer {
@@ -249,6 +253,12 @@ impl Turn {
     /// The input and output tokens the reply reports.
     pub fn usage(self, input: u64, output: u64) -> Self {
         self.with_answer(|answer| answer.usage = (input, output))
+    }
+
+    /// Parallel calls' argument fragments interleaved where the dialect allows it (see
+    /// [`Answer::interleave_calls`]): each call's first fragment, then each one's second.
+    pub fn interleave_calls(self) -> Self {
+        self.with_answer(|answer| answer.interleave_calls = true)
     }
 
     /// The reply ends because the output-token limit was reached.

@@ -143,6 +143,14 @@ mod tests {
                     ..base.clone()
                 },
             ),
+            (
+                "interleaved_calls",
+                Answer {
+                    blocks: vec![call("a", json!({"x": "one two"})), call("b", json!({"y": [1, 2, 3]}))],
+                    interleave_calls: true,
+                    ..base.clone()
+                },
+            ),
             ("length", Answer { blocks: vec![text(&["One, two"])], finish: Finish::Length, ..base }),
         ]
     }
@@ -156,7 +164,7 @@ mod tests {
                     Some(Sample::new(name, render(dialect, &answer, "mock-model")?.events.concat()))
                 })
                 .collect();
-            assert_eq!(samples.len(), 3, "{dialect:?} renders every answer");
+            assert_eq!(samples.len(), 4, "{dialect:?} renders every answer");
             if let Err(failure) = wire::check_dialect(dialect, &samples, &Config::new().cases(16)) {
                 panic!("{failure}");
             }

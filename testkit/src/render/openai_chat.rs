@@ -19,6 +19,8 @@ fn chunk(model: &str, delta: Value, finish: Option<&str>) -> String {
 pub(super) fn render(answer: &Answer, model: &str) -> (Vec<String>, usize) {
     let mut out = vec![chunk(model, json!({"role": "assistant", "content": "", "refusal": null}), None)];
     let mut calls = 0;
+    // With interleaved calls, each call's second fragment waits until every call started.
+    let mut later = Vec::new();
     for block in &answer.blocks {
         match block {
             Block::Text(pieces) => out.extend(pieces.iter().map(|p| chunk(model, json!({"content": p}), None))),
@@ -32,13 +34,19 @@ pub(super) fn render(answer: &Answer, model: &str) -> (Vec<String>, usize) {
                 let start = json!({"index": index, "id": id, "type": "function", "function": {"name": call.name, "arguments": ""}});
                 out.push(chunk(model, json!({"tool_calls": [start]}), None));
                 let (a, b) = argument_halves(call);
-                for fragment in [a, b] {
-                    let piece = json!({"index": index, "function": {"arguments": fragment}});
-                    out.push(chunk(model, json!({"tool_calls": [piece]}), None));
+                let piece = |fragment| {
+                    chunk(model, json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), None)
+                };
+                out.push(piece(a));
+                if answer.interleave_calls {
+                    later.push(piece(b));
+                } else {
+                    out.push(piece(b));
                 }
             }
         }
     }
+    out.append(&mut later);
     let complete = out.len();
     let finish = match (answer.finish, answer.has_calls()) {
         (Finish::Length, _) => "length",

@@ -46,6 +46,8 @@ pub(super) fn render(answer: &Answer, model: &str) -> (Vec<String>, usize) {
     );
     let mut output = Vec::new();
     let mut calls = 0;
+    // With interleaved calls, each call's second fragment and its end wait until every call started.
+    let mut later: Vec<(&str, Value)> = Vec::new();
     for (index, block) in answer.blocks.iter().enumerate() {
         let item = match block {
             Block::Text(pieces) => {
@@ -112,22 +114,28 @@ pub(super) fn render(answer: &Answer, model: &str) -> (Vec<String>, usize) {
                     json!({"output_index": index, "item": item("in_progress", "")}),
                 );
                 let (a, b) = argument_halves(call);
-                for fragment in [a, b] {
-                    events.push(
-                        "response.function_call_arguments.delta",
-                        on_item(&id, index, json!({"delta": fragment})),
-                    );
+                events.push("response.function_call_arguments.delta", on_item(&id, index, json!({"delta": a})));
+                let rest = [
+                    ("response.function_call_arguments.delta", on_item(&id, index, json!({"delta": b}))),
+                    ("response.function_call_arguments.done", on_item(&id, index, json!({"arguments": arguments}))),
+                    (
+                        "response.output_item.done",
+                        json!({"output_index": index, "item": item("completed", &arguments)}),
+                    ),
+                ];
+                if answer.interleave_calls {
+                    later.extend(rest);
+                } else {
+                    rest.into_iter().for_each(|(kind, data)| events.push(kind, data));
                 }
-                events.push(
-                    "response.function_call_arguments.done",
-                    on_item(&id, index, json!({"arguments": arguments})),
-                );
-                item("completed", &arguments)
+                output.push(item("completed", &arguments));
+                continue;
             }
         };
         events.push("response.output_item.done", json!({"output_index": index, "item": item}));
         output.push(item);
     }
+    later.into_iter().for_each(|(kind, data)| events.push(kind, data));
     let complete = events.out.len();
     let (input, output_tokens) = answer.usage;
     let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output_tokens,

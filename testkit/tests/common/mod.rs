@@ -85,13 +85,16 @@ pub(crate) fn cases() -> Vec<(Dialect, Case)> {
                 expect(response.text() == "Done.", || format!("text {:?}", response.text()))
             },
         ));
-        all.push(case(
-            "parallel_tool_calls",
-            dialect,
-            vec![Turn::text("Checking. ")
+        for interleaved in [false, true] {
+            let calls = Turn::text("Checking. ")
                 .then_tool_call("get_weather", json!({"city": "Paris"}))
-                .then_tool_call("get_time", json!({"zone": "CET", "precise": true}))],
-            |_, outcome| {
+                .then_tool_call("get_time", json!({"zone": "CET", "precise": true}));
+            let (name, turn) = if interleaved {
+                ("parallel_tool_calls_interleaved", calls.interleave_calls())
+            } else {
+                ("parallel_tool_calls", calls)
+            };
+            all.push(case(name, dialect, vec![turn], |_, outcome| {
                 let response = ok(outcome)?;
                 let calls: Vec<_> = response
                     .message
@@ -108,11 +111,11 @@ pub(crate) fn cases() -> Vec<(Dialect, Case)> {
                 ];
                 expect(calls == want, || format!("calls {calls:?}"))?;
                 expect(response.stop_reason == Some(StopReason::ToolUse), || format!("stop {:?}", response.stop_reason))
-            },
-        ));
-        // No tool is registered: one step, which ends with the calls.
-        if let Some((_, case)) = all.last_mut() {
-            case.options.max_steps = Some(1);
+            }));
+            // No tool is registered: one step, which ends with the calls.
+            if let Some((_, case)) = all.last_mut() {
+                case.options.max_steps = Some(1);
+            }
         }
         all.push(case("length", dialect, vec![Turn::text("One, two").max_tokens_reached()], |_, outcome| {
             let response = ok(outcome)?;
