@@ -7,10 +7,10 @@
 //! - `omni`: from calling `client.stream_text(..)` to the iterator yielding the first
 //!   `GenerateEvent::Stream { event: TextDelta, .. }`. This covers resolving the model
 //!   and key, building the request in the core, starting the loop thread and the request
-//!   thread (with a fresh ureq agent per request, as the driver does for cancellation),
+//!   thread (omni-shell's HTTP/1.1 exchange over a std socket),
 //!   the HTTP exchange, SSE framing and JSON decoding of the events before the delta, and
 //!   the two channel hops back to the application thread.
-//! - `baseline`: ureq configured as the driver configures it (built once), on the bench
+//! - `baseline`: ureq configured as the driver configured it before issue 25 (built once), on the bench
 //!   thread, sending the very bytes omni sent (method, URL, headers, body captured by the
 //!   server in a warm-up call) and reading the body reader in 16 KiB reads (the driver's
 //!   size) until the bytes read contain the first `text_delta`: no parsing at all.
@@ -21,9 +21,9 @@
 //!
 //! - `tls_*`: the same over HTTPS (the server's own authority trusted through
 //!   `root_certificate`, the Mozilla roots plus one), with `tls_baseline_fresh_agent`
-//!   making a fresh agent per request as the driver does: ureq builds the rustls
-//!   configuration per agent, so each request parses the roots again and starts with an
-//!   empty session cache (no resumption), the price of cancelling through
+//!   making a fresh agent per request as the driver did before issue 25: ureq builds the
+//!   rustls configuration per agent, so each request parses the roots again and starts
+//!   with an empty session cache (no resumption), the price it paid to cancel through
 //!   `Agent::shutdown`.
 //!
 //! The ratio `omni / baseline` (medians) is what omni adds over the bare client. One
@@ -123,7 +123,7 @@ fn build_fixture(tls: bool) -> Fixture {
     Fixture { server, reply, client, agent: bare_agent(ca.as_deref()), request }
 }
 
-/// ureq configured as omni-blocking configures it: statuses are responses, no
+/// ureq configured as omni-blocking configured it before issue 25: statuses are responses, no
 /// redirects, rustls, no timeouts beyond resolve and connect; with `ca`, the Mozilla
 /// roots plus that certificate, as `root_certificate` sets them.
 fn bare_agent(ca: Option<&str>) -> ureq::Agent {
@@ -255,8 +255,8 @@ fn tls_baseline(bencher: Bencher) {
     bencher.with_inputs(|| f.prepare()).bench_local_values(|()| bare_first_delta(&f.agent, &f.request));
 }
 
-/// HTTPS: a fresh agent from the same configuration per request, as the driver makes
-/// one per request (so that a cancel can shut its sockets down). ureq builds the
+/// HTTPS: a fresh agent from the same configuration per request, as the driver made one
+/// per request before issue 25 (so that a cancel could shut its sockets down). ureq builds the
 /// rustls configuration per agent, so each request parses the roots again and starts
 /// with an empty TLS session cache.
 #[divan::bench(sample_size = 1, sample_count = SAMPLES)]

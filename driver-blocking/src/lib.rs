@@ -1,12 +1,13 @@
 //! # omni-blocking
 //!
-//! The omni driver for plain threads: a blocking HTTP client ([ureq] with rustls),
-//! std threads, and an [`Iterator`] of events. No async runtime.
+//! The omni driver for plain threads: blocking HTTP/1.1 (omni-shell's exchange on
+//! ureq-proto over std's sockets, rustls), std threads, and an [`Iterator`] of events. No
+//! async runtime.
 //!
 //! The core ([`omni_protocol`], re-exported here) decides everything, and omni-shell's one
 //! call loop and agent loop drive it; this crate gives that loop a runtime of threads
 //! (`runtime.rs`: every task a thread running its future, async-io's timer for
-//! deadlines) and a transport over ureq (`transport/`: the body streamed as it arrives,
+//! deadlines) and a transport over std's sockets (`transport/`: the body streamed as it arrives,
 //! connections kept alive between requests), runs tool handlers on a bounded pool of
 //! threads with panics caught, and hands the events out through [`TextStream`], an
 //! [`Iterator`].
@@ -16,8 +17,8 @@
 //! for the whole process ([`MAX_RUNNING_TOOLS`] at once, queued beyond; at most
 //! [`MAX_TOOL_THREADS`] alive counting handlers that ignored a cancel). Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
-//! thread) cancels the call: the request's sockets are shut down through
-//! `ureq::Agent::shutdown` (a read blocked on a silent server returns at once) and
+//! thread) cancels the call: the request's socket is shut down (a read blocked on a
+//! silent server returns at once) and
 //! running tools get their [`CancelToken`] tripped. A tool thread cannot be killed;
 //! its late answer is ignored.
 //!
@@ -64,7 +65,7 @@
 //! | `jsonschema` | yes | tools' and structured output's schemas checked by the `jsonschema` crate; off, by omni-protocol's built-in validator of the common subset (a schema using another keyword, such as `pattern`, is refused when the call starts) |
 //! | `rustls-webpki-roots` | yes | https through rustls (ring), trusting Mozilla's roots |
 //! | `rustls-native-roots` | no | https through rustls, trusting the operating system's roots (rustls-native-certs, read once per process); with `rustls-webpki-roots`, both |
-//! | `native-tls` | no | https through the platform's TLS (ureq's `native-tls`: OpenSSL on Linux) and its roots; root certificates added to the client replace the system's there (ureq's rule); a rustls feature, when on too, wins |
+//! | `native-tls` | no | https through the platform's TLS (the `native-tls` crate: OpenSSL on Linux) and its roots; root certificates added to the client replace the system's there; a rustls feature, when on too, wins |
 //! | `schemars` | yes | `Tool::from_type` and `Call::generate_object` |
 //!
 //! With no TLS feature the driver speaks plain http only: an https request fails with a
@@ -121,6 +122,6 @@ pub use subscription::{Subscriber, Subscription};
 pub use tool_pool::{live_tool_threads, MAX_RUNNING_TOOLS, MAX_TOOL_THREADS};
 pub use tools::{CancelToken, Tool, ToolPool};
 
-/// Longest a name resolution, and a TCP connect, may take; everything else is timed
+/// Longest a name resolution, and then a TCP connect, may take; everything else is timed
 /// by the core.
 pub const CONNECT_TIMEOUT: std::time::Duration = transport::CONNECT_TIMEOUT;

@@ -3,7 +3,8 @@
 //!
 //! - A request is a task of its own, held by its handle so that a cancel effect (or
 //!   dropping the executor when the loop ends) stops it: a transport may block inside a
-//!   poll (omni-blocking's ureq exchange), which must not hold up the loop.
+//!   poll (omni-blocking's exchange), which must not hold up the loop; the request's
+//!   [`ResponseSink::on_stop`] hooks run first, to unblock it.
 //! - A tool run is not a task: the executor holds each run's future (boxed, by
 //!   [`ToolRunId`]) and polls the runs itself, concurrently, inside
 //!   [`Executor::next_report`] or [`Executor::poll_tools`]. So a run costs no task (on
@@ -31,7 +32,7 @@ use omni_protocol::tool::no_handler;
 
 use crate::machine::{self, Machine, SPARE_BUFFERS};
 use crate::reports::{ReportReceiver, ReportSender};
-use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Task, Transport};
+use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
 use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
@@ -106,8 +107,23 @@ pub(crate) struct Executor<R: Runtime, T> {
     channels: Option<Channels>,
     /// Reports made here rather than by a request, taken before the channel's.
     ready: VecDeque<Report>,
-    requests: BTreeMap<RequestId, R::Task>,
+    requests: BTreeMap<RequestId, Running<R::Task>>,
     runs: ToolRuns,
+}
+
+/// A request's task and its stop signal: dropped, it runs the hooks, then stops the task.
+struct Running<T: Task> {
+    stop: Stop,
+    /// `None` once detached.
+    task: Option<T>,
+}
+
+impl<T: Task> Drop for Running<T> {
+    fn drop(&mut self) {
+        if self.task.is_some() {
+            self.stop.stop();
+        }
+    }
 }
 
 impl<R: Runtime, T: Transport> Executor<R, T> {
@@ -134,10 +150,11 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         match effect {
             Effect::SendRequest { id, request } => {
                 let channels = self.channels.get_or_insert_with(Channels::new);
-                let sink = ResponseSink::new(id, channels.reports.clone(), channels.buffers.clone());
+                let stop = Stop::new();
+                let sink = ResponseSink::new(id, channels.reports.clone(), channels.buffers.clone(), stop.clone());
                 let send = self.transport.send(request, sink);
                 match self.runtime.spawn(send) {
-                    Ok(task) => drop(self.requests.insert(id, task)),
+                    Ok(task) => drop(self.requests.insert(id, Running { stop, task: Some(task) })),
                     Err(error) => {
                         let error = TransportError { kind: TransportErrorKind::Other, message: error.to_string() };
                         self.ready.push_back(Report::Failed { id, error });
@@ -240,7 +257,7 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
 
     /// A request that sent its last report is returning: detached rather than dropped.
     fn finished(&mut self, id: RequestId) {
-        if let Some(task) = self.requests.remove(&id) {
+        if let Some(task) = self.requests.remove(&id).and_then(|mut running| running.task.take()) {
             task.detach();
         }
     }

@@ -38,6 +38,8 @@ mod error;
 mod executor;
 pub mod exports;
 mod host;
+#[cfg(feature = "http1")]
+pub mod http1;
 pub mod machine;
 mod manager;
 mod manager_builder;

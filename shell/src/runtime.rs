@@ -7,14 +7,14 @@
 //! thread that runs the future with `futures_lite::future::block_on`, its task handle
 //! holding the sending end of a channel the thread's future races against (so dropping
 //! the handle stops the future at its next await, and `detach` forgets the channel);
-//! `sleep_until` is a future woken by a timer thread; and a transport's `send` is a
-//! future whose blocking HTTP exchange (ureq) runs on its own thread and hands the
-//! response over through a channel the future awaits.
+//! `sleep_until` is a future the thread parks for; and a transport's `send` is a future
+//! that blocks inside its poll on the request's own thread, unblocked by the hook it gave
+//! [`ResponseSink::on_stop`] (shutting its socket down) when the shell stops the request.
 
 use std::fmt;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use async_channel::Receiver;
@@ -76,7 +76,8 @@ pub trait Transport: Clone + Send + Sync + 'static {
     /// as it arrives, then the end or a failure. The sink is bounded: while the loop has
     /// not taken the last report the next one waits, so the transport stops reading and
     /// TCP slows the server down. Dropping the future stops the request and closes its
-    /// connection (the shell does so on a cancel).
+    /// connection (the shell does so on a cancel, after running the sink's
+    /// [`on_stop`](ResponseSink::on_stop) hooks, for a future that blocks inside a poll).
     fn send(&self, request: HttpRequest, sink: ResponseSink) -> impl Future<Output = ()> + Send + 'static;
 }
 
@@ -88,6 +89,35 @@ pub struct ResponseSink {
     buffers: BodyBuffers,
     /// The head, until the next report takes it along.
     head: Mutex<Option<Report>>,
+    stop: Stop,
+}
+
+/// What unblocks a request's blocking code, run when the shell stops the request.
+type StopHook = Box<dyn FnOnce() + Send>;
+
+/// A request's stop signal, shared by its sink and the executor's hold on its task:
+/// `None` once stopped (a hook given later runs at once).
+#[derive(Clone)]
+pub(crate) struct Stop(Arc<Mutex<Option<Vec<StopHook>>>>);
+
+impl Stop {
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(Mutex::new(Some(Vec::new()))))
+    }
+
+    /// Runs the hooks, on this thread, once.
+    pub(crate) fn stop(&self) {
+        let hooks = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        for hook in hooks.into_iter().flatten() {
+            hook();
+        }
+    }
+}
+
+impl fmt::Debug for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stop")
+    }
 }
 
 /// Buffers for pieces of body, recycled: the loop gives back each piece's buffer once it
@@ -126,8 +156,24 @@ impl BodyBuffers {
 }
 
 impl ResponseSink {
-    pub(crate) fn new(id: RequestId, reports: ReportSender, buffers: BodyBuffers) -> Self {
-        Self { id, reports, buffers, head: Mutex::new(None) }
+    pub(crate) fn new(id: RequestId, reports: ReportSender, buffers: BodyBuffers, stop: Stop) -> Self {
+        Self { id, reports, buffers, head: Mutex::new(None), stop }
+    }
+
+    /// Runs `hook` when the shell stops this request (a cancel, or its loop ending), on
+    /// the thread that stops it and before the request's future is dropped; at once when
+    /// it already was; never once the shell has taken its end or failure. For a
+    /// transport that blocks inside a poll (omni-blocking's): the hook unblocks it, e.g.
+    /// by shutting its socket down, where dropping the future could not.
+    pub fn on_stop(&self, hook: impl FnOnce() + Send + 'static) {
+        let mut hooks = self.stop.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match hooks.as_mut() {
+            Some(hooks) => hooks.push(Box::new(hook)),
+            None => {
+                drop(hooks);
+                hook();
+            }
+        }
     }
 
     /// Where the next pieces of body should be read (or copied) into: see [`BodyBuffers`].
@@ -135,8 +181,8 @@ impl ResponseSink {
         self.buffers.clone()
     }
 
-    /// The status and headers arrived. False once nobody listens (the call ended): the
-    /// transport then stops.
+    /// The status and headers arrived. False once nobody listens (the call ended, or the
+    /// request was stopped): the transport then stops.
     ///
     /// The head is held until the next report (the first piece of body, the end or a
     /// failure) and goes with it: the reader of a call's events is woken once for both
@@ -146,12 +192,20 @@ impl ResponseSink {
     pub async fn head(&self, status: u16, headers: Vec<(String, String)>) -> bool {
         let mut held = self.head.lock().unwrap_or_else(PoisonError::into_inner);
         *held = Some(Report::Head { id: self.id, status, headers });
-        !self.reports.is_closed()
+        self.listened()
     }
 
     /// Body bytes arrived; false once nobody listens.
     pub async fn body(&self, bytes: impl Into<Bytes>) -> bool {
-        self.send_head().await && self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await
+        self.listened()
+            && self.send_head().await
+            && self.reports.send(Report::Body { id: self.id, bytes: bytes.into() }).await
+    }
+
+    /// Whether the loop still listens to this request: neither ended nor stopped it (a
+    /// transport that never waits, reading a server that never stops, learns it here).
+    fn listened(&self) -> bool {
+        !self.reports.is_closed() && self.stop.0.lock().unwrap_or_else(PoisonError::into_inner).is_some()
     }
 
     /// The body ended.
