@@ -1,0 +1,951 @@
+//! The MCP client: a sans-IO machine that speaks the Model Context Protocol to one server,
+//! in both protocol eras, over stdio or streamable HTTP. Bytes and time in; messages to
+//! send, events and deadlines out. The driver only moves bytes: it writes
+//! [`McpEffect::WriteLine`] to a child's stdin and feeds its stdout as
+//! [`McpInput::Stdout`], or sends [`McpEffect::HttpSend`] and feeds the response's head,
+//! body and end.
+//!
+//! ```text
+//!   new ──(era unknown)──► Probing ── DiscoverResult with our version ─────────────► Ready(Modern)
+//!    │                     server/discover   (modern error without our version, but a
+//!    │                        │               legacy version listed: ─┐)
+//!    │                        │ any other error, an HTTP 4xx without a │
+//!    │                        │ modern error body, or the probe timeout│
+//!    │                        ▼                                        ▼
+//!    ├──(era legacy)──────► Initializing ── InitializeResult ──► notifications/initialized ──► Ready(Legacy)
+//!    │                     initialize           (legacy HTTP: a 404 on the session ─► Initializing again)
+//!    └──(era modern)──────────────────────────────────────────────────────────────────► Ready(Modern)
+//!
+//!   any state ── stdout closed / handshake failed / no common version / close() ──► Closed
+//! ```
+//!
+//! Tool calls and pings made before `Ready` wait in a queue (their deadlines run from when
+//! they were made) and go out when the era is known: the era decides their shape. Once
+//! ready, the client lists the tools (every page) and keeps the list current: legacy
+//! servers send `notifications/tools/list_changed` unasked; modern ones only on a
+//! `subscriptions/listen` stream, which the client opens when the server's
+//! `capabilities.tools.listChanged` says it will use it.
+//!
+//! Every request has a deadline: the request timeout, which progress notifications on a
+//! tool call push back, capped by a hard maximum from when it was made. A request that
+//! runs out is cancelled as the transport requires (stdio: `notifications/cancelled`; HTTP:
+//! the response stream closed, plus the notification for a legacy server, which does not
+//! take a disconnect for a cancellation). Answers to cancelled or timed-out requests are
+//! ignored quietly; answers to ids never used are counted and warned about.
+//!
+//! Everything a server controls is bounded ([`McpLimits`]): a line or event, the number of
+//! tools, pages and pending requests, a schema's depth and size, and unsolicited messages
+//! per second.
+//!
+//! This machine does not implement [`Machine`](crate::machines::Machine): that trait's
+//! effects are the generate machine's ([`Effect`](crate::machines::common::Effect): HTTP
+//! requests of a model call, tool runs) and its reports the same, while an MCP connection's
+//! effects are lines for a child and POSTs of its own. It keeps the contract's shape
+//! (`handle_input(input, now)`, `handle_timeout(now)`, `poll_effect`, `poll_event`,
+//! `poll_timeout` with its [`Timer`]), as the session manager does.
+//!
+//! Its transcripts on a virtual clock are in `conformance/tests/mcp_machine.rs` (the core
+//! reads no clock, even in tests). The current revision's messages are read from the specification repository, revision
+//! `2026-07-28`; they are kept in `modern.rs`, the legacy ones in `legacy.rs`.
+
+mod http;
+mod io;
+mod jsonrpc;
+mod legacy;
+mod lines;
+mod modern;
+mod tools;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+pub use io::{
+    CallError, ClientInfo, ConnectionError, Era, ExchangeId, McpConfig, McpEffect, McpError, McpEvent, McpInput,
+    McpLimits, McpTransport, McpWarning, OpId, ServerInfo, DEFAULT_MAX_REQUEST_TIME, DEFAULT_PROBE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+};
+pub use jsonrpc::RpcError;
+pub use tools::{Content, McpTool, ResourceBody, ToolCallResult, ToolRejection};
+
+use self::http::Exchange;
+use self::jsonrpc::{Incoming, Malformed, WireId};
+use self::lines::{Line, LineSplitter};
+use self::modern::{ProbeVerdict, ResultKind};
+use self::tools::SchemaBounds;
+use crate::machines::timer::Timer;
+
+/// Where the connection is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// `server/discover` is out; the era is unknown.
+    Probing,
+    /// `initialize` is out.
+    Initializing,
+    /// Connected, in this era, at this protocol version.
+    Ready {
+        era: Era,
+        version: String,
+    },
+    Closed,
+}
+
+/// What a request is for.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Probe,
+    Initialize,
+    ListPage,
+    Call,
+    Ping,
+    /// The modern list-change subscription: long-lived, no deadline.
+    Listen,
+}
+
+/// A request the client made and waits on.
+#[derive(Debug)]
+struct Pending {
+    kind: Kind,
+    method: &'static str,
+    params: Map<String, Value>,
+    /// When made: the hard maximum runs from here.
+    made: Instant,
+    deadline: Option<Instant>,
+    /// Sent (else queued until the connection is ready).
+    sent: bool,
+    exchange: Option<ExchangeId>,
+}
+
+/// A tool listing in progress: the pages so far.
+#[derive(Debug, Default)]
+struct Listing {
+    tools: Vec<McpTool>,
+    names: BTreeSet<String>,
+    cursors: BTreeSet<String>,
+    pages: usize,
+    dropped: usize,
+    truncated: bool,
+    /// A change was announced meanwhile: list again when this one ends.
+    again: bool,
+}
+
+/// Counts of what the client set aside, for diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpStats {
+    /// Answers to ids never used.
+    pub unknown_responses: u64,
+    /// Lines or events that were not messages.
+    pub malformed: u64,
+    /// Lines past the limit.
+    pub too_long: u64,
+    /// Unsolicited messages dropped past the per-second budget.
+    pub dropped: u64,
+}
+
+/// How many recently cancelled or timed-out ids are remembered, so that their late
+/// answers are dropped quietly rather than counted as unknown.
+const FORGOTTEN_IDS: usize = 1024;
+
+/// The MCP client machine for one server.
+#[derive(Debug)]
+pub struct McpClient {
+    config: McpConfig,
+    state: State,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Ids whose answers no longer matter, oldest first.
+    forgotten: VecDeque<u64>,
+    effects: VecDeque<McpEffect>,
+    events: VecDeque<McpEvent>,
+    lines: LineSplitter,
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    next_exchange: u64,
+    /// The legacy HTTP session.
+    session: Option<String>,
+    tools: Vec<McpTool>,
+    listing: Option<Listing>,
+    /// The modern subscription's request id.
+    listen: Option<u64>,
+    window: Option<Instant>,
+    window_used: usize,
+    warned_flood: bool,
+    stats: McpStats,
+}
+
+impl McpClient {
+    /// A client that starts connecting at `now`: it probes the era, or starts with the
+    /// remembered one.
+    pub fn new(config: McpConfig, now: Instant) -> Self {
+        let lines = LineSplitter::new(config.limits.max_message_bytes);
+        let era = config.era;
+        let mut client = Self {
+            config,
+            state: State::Probing,
+            next_id: 1,
+            pending: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            forgotten: VecDeque::new(),
+            effects: VecDeque::new(),
+            events: VecDeque::new(),
+            lines,
+            exchanges: BTreeMap::new(),
+            next_exchange: 1,
+            session: None,
+            tools: Vec::new(),
+            listing: None,
+            listen: None,
+            window: None,
+            window_used: 0,
+            warned_flood: false,
+            stats: McpStats::default(),
+        };
+        match era {
+            None => {
+                let timeout = client.config.probe_timeout;
+                client.request(Kind::Probe, modern::DISCOVER, Map::new(), now, Some(timeout));
+            }
+            Some(Era::Legacy) => client.start_legacy(now),
+            Some(Era::Modern) => {
+                // Remembered: no probe. What the server is comes with the first answers.
+                let info = ServerInfo {
+                    era: Era::Modern,
+                    protocol_version: modern::VERSION.into(),
+                    implementation: None,
+                    capabilities: json!({ "tools": {} }),
+                    instructions: None,
+                };
+                client.become_ready(info, now);
+            }
+        }
+        client
+    }
+
+    /// The era, once known.
+    pub fn era(&self) -> Option<Era> {
+        match &self.state {
+            State::Ready { era, .. } => Some(*era),
+            _ => None,
+        }
+    }
+
+    /// The current tool list (empty until the first listing ends).
+    pub fn tools(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    /// What was set aside so far.
+    pub fn stats(&self) -> McpStats {
+        self.stats
+    }
+
+    /// True once the connection is over.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Calls tool `name` with `arguments` (a JSON object, or null for none).
+    pub fn call_tool(&mut self, name: &str, arguments: Value, now: Instant) -> Result<OpId, McpError> {
+        self.admit()?;
+        let mut params = Map::new();
+        params.insert("name".into(), name.into());
+        match arguments {
+            Value::Null => {}
+            args @ Value::Object(_) => {
+                params.insert("arguments".into(), args);
+            }
+            _ => return Err(McpError::ArgumentsNotObject),
+        }
+        let timeout = self.config.request_timeout;
+        Ok(OpId(self.request(Kind::Call, "tools/call", params, now, Some(timeout))))
+    }
+
+    /// Pings the server (legacy era only: the modern revision removed `ping`).
+    pub fn ping(&mut self, now: Instant) -> Result<OpId, McpError> {
+        self.admit()?;
+        if self.era() != Some(Era::Legacy) {
+            return Err(McpError::PingUnsupported);
+        }
+        let timeout = self.config.request_timeout;
+        Ok(OpId(self.request(Kind::Ping, legacy::PING, Map::new(), now, Some(timeout))))
+    }
+
+    /// Cancels a tool call or ping: it ends with [`CallError::Cancelled`] at once, and the
+    /// server is told as its transport requires.
+    pub fn cancel(&mut self, op: OpId, now: Instant) -> Result<(), McpError> {
+        match self.pending.get(&op.0) {
+            Some(p) if matches!(p.kind, Kind::Call | Kind::Ping) => {}
+            _ => return Err(McpError::UnknownOp(op)),
+        }
+        self.abandon(op.0, "cancelled by the client", CallError::Cancelled, now);
+        Ok(())
+    }
+
+    /// Lists the tools again (at once, or after the listing in progress).
+    pub fn refresh_tools(&mut self, now: Instant) -> Result<(), McpError> {
+        match &self.state {
+            State::Closed => Err(McpError::Closed),
+            State::Ready { .. } => {
+                self.start_listing(now);
+                Ok(())
+            }
+            // Connecting: the first listing follows anyway.
+            State::Probing | State::Initializing => Ok(()),
+        }
+    }
+
+    /// Ends the connection: every pending operation ends cancelled, open HTTP exchanges
+    /// are aborted, and the driver shuts the server down ([`McpEffect::Shutdown`]).
+    pub fn close(&mut self, now: Instant) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.shut(None, CallError::Cancelled, now);
+    }
+
+    /// Feeds what the transport reported. Never refused: input for an unknown exchange or
+    /// after the end is ignored.
+    pub fn handle_input(&mut self, input: McpInput<'_>, now: Instant) {
+        if self.state == State::Closed {
+            return;
+        }
+        match input {
+            McpInput::Stdout(bytes) => self.on_stdout(bytes, now),
+            McpInput::StdoutClosed => self.on_stdout_closed(now),
+            McpInput::HttpHead { exchange, status, headers } => self.on_head(exchange, status, headers, now),
+            McpInput::HttpBody { exchange, bytes } => self.on_body(exchange, bytes, now),
+            McpInput::HttpEnd { exchange } => self.on_end(exchange, now),
+            McpInput::HttpFailed { exchange, reason } => self.on_failed(exchange, reason, now),
+        }
+    }
+
+    /// Acts on the deadlines that have passed by `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, id)) = self.deadlines.first() {
+            if at > now || self.state == State::Closed {
+                break;
+            }
+            self.deadlines.pop_first();
+            let Some(p) = self.pending.get(&id) else { continue };
+            let hard = at >= p.made + self.config.max_request_time;
+            match p.kind {
+                Kind::Probe => {
+                    // Silence is a legacy server's answer too (`stdio.mdx`).
+                    self.abandon_quietly(id);
+                    self.start_legacy(now);
+                }
+                _ => self.abandon(id, "timeout", CallError::Timeout { hard }, now),
+            }
+        }
+    }
+
+    /// The next effect to execute.
+    pub fn poll_effect(&mut self) -> Option<McpEffect> {
+        self.effects.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<McpEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline and why.
+    pub fn poll_timeout(&self) -> Option<(Instant, Timer)> {
+        self.deadlines.first().map(|&(at, _)| (at, Timer::McpRequest))
+    }
+
+    // ---- requests ----------------------------------------------------------------------
+
+    fn admit(&self) -> Result<(), McpError> {
+        if self.state == State::Closed {
+            return Err(McpError::Closed);
+        }
+        let limit = self.config.limits.max_pending;
+        if self.pending.len() >= limit {
+            return Err(McpError::TooManyPending { limit });
+        }
+        Ok(())
+    }
+
+    /// Makes a request; sends it now if the connection allows, else queues it.
+    fn request(
+        &mut self,
+        kind: Kind,
+        method: &'static str,
+        params: Map<String, Value>,
+        now: Instant,
+        timeout: Option<Duration>,
+    ) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let deadline = timeout.map(|t| (now + t).min(now + self.config.max_request_time));
+        if let Some(at) = deadline {
+            self.deadlines.insert((at, id));
+        }
+        // Before the era is known only the request that finds it out may go.
+        let sendable = matches!(
+            (&self.state, &kind),
+            (State::Ready { .. }, _) | (State::Probing, Kind::Probe) | (State::Initializing, Kind::Initialize)
+        );
+        self.pending.insert(id, Pending { kind, method, params, made: now, deadline, sent: false, exchange: None });
+        if sendable {
+            self.send(id);
+        }
+        id
+    }
+
+    /// Puts request `id` on the wire, shaped for the era.
+    fn send(&mut self, id: u64) {
+        let era = match &self.state {
+            State::Ready { era, .. } => Some(*era),
+            State::Probing => Some(Era::Modern),
+            State::Initializing => Some(Era::Legacy),
+            State::Closed => None,
+        };
+        let Some(era) = era else { return };
+        let Some(p) = self.pending.get_mut(&id) else { return };
+        p.sent = true;
+        let mut params = p.params.clone();
+        let (method, kind) = (p.method, p.kind.clone());
+        let mut meta = match era {
+            Era::Modern => modern::request_meta(&self.config.client.name, &self.config.client.version),
+            Era::Legacy => Map::new(),
+        };
+        if kind == Kind::Call {
+            // The request's own id is its progress token: unique among active requests.
+            meta.insert("progressToken".into(), id.into());
+        }
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        let body = jsonrpc::request(id, method, Value::Object(params));
+        let exchange = self.send_bytes(body, era, method, name.as_deref(), http::Purpose::Request(id));
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.exchange = exchange;
+        }
+    }
+
+    /// Sends a notification (never answered).
+    fn notify(&mut self, method: &'static str, params: Value) {
+        let era = self.era().unwrap_or(Era::Legacy);
+        let body = jsonrpc::notification(method, params);
+        self.send_bytes(body, era, method, None, http::Purpose::Notification);
+    }
+
+    /// Writes a message on the transport: a line, or a POST (whose exchange is returned).
+    fn send_bytes(
+        &mut self,
+        mut body: Vec<u8>,
+        era: Era,
+        method: &str,
+        name: Option<&str>,
+        purpose: http::Purpose,
+    ) -> Option<ExchangeId> {
+        match &self.config.transport {
+            McpTransport::Stdio => {
+                body.push(b'\n');
+                self.effects.push_back(McpEffect::WriteLine(body));
+                None
+            }
+            McpTransport::Http { url, headers } => {
+                let version = match &self.state {
+                    State::Ready { version, .. } => Some(version.as_str()),
+                    State::Probing => Some(modern::VERSION),
+                    State::Initializing | State::Closed => None,
+                };
+                let request = http::post(url, headers, body, era, version, method, name, self.session.as_deref());
+                let exchange = ExchangeId(self.next_exchange);
+                self.next_exchange += 1;
+                self.exchanges.insert(exchange, Exchange::new(purpose));
+                self.effects.push_back(McpEffect::HttpSend { exchange, request });
+                Some(exchange)
+            }
+        }
+    }
+
+    /// Forgets request `id` without a word to anyone (a probe that timed out or failed).
+    fn abandon_quietly(&mut self, id: u64) {
+        if let Some(p) = self.pending.remove(&id) {
+            if let Some(at) = p.deadline {
+                self.deadlines.remove(&(at, id));
+            }
+            if let Some(exchange) = p.exchange {
+                self.abort_exchange(exchange);
+            }
+            self.forget(id);
+        }
+    }
+
+    /// Gives up on request `id`: tells the server (if it was sent) and reports `error`.
+    fn abandon(&mut self, id: u64, reason: &str, error: CallError, now: Instant) {
+        let Some(p) = self.pending.get(&id) else { return };
+        let (sent, exchange, kind) = (p.sent, p.exchange, p.kind.clone());
+        self.abandon_quietly(id);
+        if sent {
+            let tell = match (&self.config.transport, self.era()) {
+                (McpTransport::Stdio, _) => true,
+                // A modern server takes the closed stream for the cancellation; a legacy
+                // one does not ("Disconnection SHOULD NOT be interpreted as the client
+                // cancelling its request", 2025-11-25 `transports.mdx`).
+                (McpTransport::Http { .. }, era) => era == Some(Era::Legacy) && exchange.is_some(),
+            };
+            // `initialize` itself "MUST NOT be cancelled by clients" (2025-11-25
+            // `cancellation.mdx`).
+            if tell && kind != Kind::Initialize {
+                self.notify("notifications/cancelled", json!({ "requestId": id, "reason": reason }));
+            }
+        }
+        self.finish(id, kind, Err(error), now);
+    }
+
+    fn forget(&mut self, id: u64) {
+        if self.forgotten.len() == FORGOTTEN_IDS {
+            self.forgotten.pop_front();
+        }
+        self.forgotten.push_back(id);
+    }
+
+    /// Reports the end of request `id` (already removed from `pending`).
+    fn finish(&mut self, id: u64, kind: Kind, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
+        match kind {
+            Kind::Call => {
+                let result = outcome.and_then(|r| match modern::result_kind(&r) {
+                    ResultKind::Complete => Ok(tools::read_result(r)),
+                    ResultKind::InputRequired => Err(CallError::InputRequired),
+                    ResultKind::Unknown(t) => Err(CallError::UnknownResultType(t)),
+                });
+                self.events.push_back(McpEvent::CallDone { op: OpId(id), result });
+            }
+            Kind::Ping => self.events.push_back(McpEvent::Pong { op: OpId(id), result: outcome.map(drop) }),
+            Kind::ListPage => self.on_page(outcome, now),
+            Kind::Probe => self.on_probe(outcome, now),
+            Kind::Initialize => self.on_initialized(outcome, now),
+            Kind::Listen => {
+                // The server ended the subscription (gracefully or not), or it failed.
+                self.listen = None;
+                if self.state != State::Closed {
+                    self.events.push_back(McpEvent::Warning(McpWarning::SubscriptionEnded));
+                }
+            }
+        }
+    }
+
+    // ---- the era -----------------------------------------------------------------------
+
+    fn on_probe(&mut self, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
+        let verdict = match &outcome {
+            Ok(result) => modern::judge_discover(result),
+            Err(CallError::Rpc(error)) => modern::judge_error(error),
+            // An HTTP 4xx without a JSON-RPC error body, an exchange that ended without an
+            // answer, an oversized answer: not a modern server's answer.
+            Err(_) => ProbeVerdict::Legacy,
+        };
+        match verdict {
+            ProbeVerdict::Modern => {
+                let result = outcome.unwrap_or_default();
+                let info = ServerInfo {
+                    era: Era::Modern,
+                    protocol_version: modern::VERSION.into(),
+                    implementation: modern::server_info(&result).cloned(),
+                    capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+                    instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+                };
+                self.become_ready(info, now);
+            }
+            // A modern server without our modern version. The spec says not to fall back
+            // to `initialize` from a modern error; but when the server itself lists a
+            // legacy version we speak, it is dual-era and `initialize` is what it asks for.
+            ProbeVerdict::ModernWithout { supported } => {
+                if supported.iter().any(|v| legacy::ACCEPTED.contains(&v.as_str())) {
+                    self.start_legacy(now);
+                } else {
+                    self.shut(Some(ConnectionError::NoCommonVersion { supported }), CallError::Closed, now);
+                }
+            }
+            ProbeVerdict::ModernRefused(error) => {
+                self.shut(Some(ConnectionError::Refused(error)), CallError::Closed, now)
+            }
+            ProbeVerdict::Legacy => self.start_legacy(now),
+        }
+    }
+
+    fn start_legacy(&mut self, now: Instant) {
+        self.state = State::Initializing;
+        self.session = None;
+        let Value::Object(params) = legacy::initialize_params(&self.config.client.name, &self.config.client.version)
+        else {
+            return;
+        };
+        let timeout = self.config.request_timeout;
+        self.request(Kind::Initialize, legacy::INITIALIZE, params, now, Some(timeout));
+    }
+
+    fn on_initialized(&mut self, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
+        let result = match outcome {
+            Ok(result) => result,
+            Err(error) => return self.shut(Some(ConnectionError::Handshake(error)), CallError::Closed, now),
+        };
+        let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if !legacy::ACCEPTED.contains(&version.as_str()) {
+            // "If the client does not support the version in the server's response, it
+            // SHOULD disconnect" (2025-11-25 `lifecycle.mdx`).
+            let error = ConnectionError::NoCommonVersion { supported: vec![version] };
+            return self.shut(Some(error), CallError::Closed, now);
+        }
+        let info = ServerInfo {
+            era: Era::Legacy,
+            protocol_version: version,
+            implementation: result.get("serverInfo").cloned(),
+            capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        };
+        self.notify(legacy::INITIALIZED, json!({}));
+        self.become_ready(info, now);
+    }
+
+    fn become_ready(&mut self, info: ServerInfo, now: Instant) {
+        self.state = State::Ready { era: info.era, version: info.protocol_version.clone() };
+        let tools = info.capabilities.get("tools").cloned();
+        self.events.push_back(McpEvent::Connected(info.clone()));
+        // Requests made while connecting go out now, in the order they were made.
+        let queued: Vec<u64> = self.pending.iter().filter(|(_, p)| !p.sent).map(|(&id, _)| id).collect();
+        for id in queued {
+            self.send(id);
+        }
+        match tools {
+            Some(tools) => {
+                self.start_listing(now);
+                let follows = tools.get("listChanged").and_then(Value::as_bool) == Some(true);
+                if info.era == Era::Modern && follows && self.config.watch_tools && self.listen.is_none() {
+                    let Value::Object(params) = modern::listen_params() else { return };
+                    self.listen = Some(self.request(Kind::Listen, modern::LISTEN, params, now, None));
+                }
+            }
+            // No tools capability: nothing to list, and a `tools/list` would be an error.
+            None => self.events.push_back(McpEvent::Tools { tools: Vec::new(), dropped: 0 }),
+        }
+    }
+
+    /// Ends the connection.
+    fn shut(&mut self, error: Option<ConnectionError>, pending_error: CallError, now: Instant) {
+        let ids: Vec<u64> = self.pending.keys().copied().collect();
+        for id in ids {
+            if let Some(p) = self.pending.remove(&id) {
+                if let Some(at) = p.deadline {
+                    self.deadlines.remove(&(at, id));
+                }
+                if matches!(p.kind, Kind::Call | Kind::Ping) {
+                    self.finish(id, p.kind, Err(pending_error.clone()), now);
+                }
+            }
+        }
+        let exchanges: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        for exchange in exchanges {
+            self.abort_exchange(exchange);
+        }
+        self.state = State::Closed;
+        self.listing = None;
+        self.events.push_back(McpEvent::Closed(error));
+        self.effects.push_back(McpEffect::Shutdown);
+    }
+
+    // ---- tools -------------------------------------------------------------------------
+
+    fn start_listing(&mut self, now: Instant) {
+        match &mut self.listing {
+            Some(listing) => listing.again = true,
+            None => {
+                self.listing = Some(Listing::default());
+                self.request_page(None, now);
+            }
+        }
+    }
+
+    fn request_page(&mut self, cursor: Option<String>, now: Instant) {
+        let mut params = Map::new();
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor.into());
+        }
+        let timeout = self.config.request_timeout;
+        self.request(Kind::ListPage, "tools/list", params, now, Some(timeout));
+    }
+
+    fn on_page(&mut self, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
+        let Some(mut listing) = self.listing.take() else { return };
+        let mut result = match outcome {
+            Ok(result) => result,
+            Err(error) => {
+                self.events.push_back(McpEvent::Warning(McpWarning::ToolsRefreshFailed(error)));
+                if listing.again {
+                    self.start_listing(now);
+                }
+                return;
+            }
+        };
+        listing.pages += 1;
+        let limits = self.config.limits;
+        let bounds = SchemaBounds { depth: limits.max_schema_depth, bytes: limits.max_schema_bytes };
+        let entries = match result.remove("tools") {
+            Some(Value::Array(entries)) => entries,
+            _ => Vec::new(),
+        };
+        for entry in entries {
+            if listing.tools.len() >= limits.max_tools {
+                listing.dropped += 1;
+                listing.truncated = true;
+                continue;
+            }
+            match tools::read_tool(entry, bounds) {
+                Ok(tool) if listing.names.contains(&tool.name) => {
+                    listing.dropped += 1;
+                    let warning = McpWarning::ToolDropped { name: Some(tool.name), reason: ToolRejection::Duplicate };
+                    self.events.push_back(McpEvent::Warning(warning));
+                }
+                Ok(tool) => {
+                    listing.names.insert(tool.name.clone());
+                    listing.tools.push(tool);
+                }
+                Err((name, reason)) => {
+                    listing.dropped += 1;
+                    self.events.push_back(McpEvent::Warning(McpWarning::ToolDropped { name, reason }));
+                }
+            }
+        }
+        let next = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+        match next {
+            // A cursor seen before would list the same pages forever.
+            Some(cursor)
+                if !listing.truncated && listing.pages < limits.max_pages && listing.cursors.insert(cursor.clone()) =>
+            {
+                self.listing = Some(listing);
+                self.request_page(Some(cursor), now);
+            }
+            next => {
+                if listing.truncated || next.is_some() {
+                    let warning = McpWarning::ToolsTruncated { kept: listing.tools.len() };
+                    self.events.push_back(McpEvent::Warning(warning));
+                }
+                self.tools = listing.tools;
+                self.events.push_back(McpEvent::Tools { tools: self.tools.clone(), dropped: listing.dropped });
+                if listing.again {
+                    self.start_listing(now);
+                }
+            }
+        }
+    }
+
+    // ---- messages ----------------------------------------------------------------------
+
+    fn on_stdout(&mut self, bytes: &[u8], now: Instant) {
+        let mut found = Vec::new();
+        let mut too_long = 0;
+        // Lines are parsed as they are split, so only parsed messages are held, never the
+        // raw chunk twice.
+        self.lines.feed(bytes, |line| match line {
+            Line::Whole(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+            Line::Whole(bytes) => found.push(jsonrpc::parse(bytes).map_err(|e| (e, excerpt(bytes)))),
+            Line::TooLong => too_long += 1,
+        });
+        for _ in 0..too_long {
+            self.stats.too_long += 1;
+            if self.unsolicited(now) {
+                let limit = self.config.limits.max_message_bytes;
+                self.events.push_back(McpEvent::Warning(McpWarning::LineTooLong { limit }));
+            }
+        }
+        for message in found {
+            if self.state == State::Closed {
+                break;
+            }
+            self.on_message(message, None, now);
+        }
+    }
+
+    fn on_stdout_closed(&mut self, now: Instant) {
+        if let Some(rest) = self.lines.finish() {
+            match jsonrpc::parse(&rest) {
+                Ok(message) => self.on_message(Ok(message), None, now),
+                Err(_) => self.events.push_back(McpEvent::Warning(McpWarning::CutLine)),
+            }
+        }
+        if self.state != State::Closed {
+            self.shut(Some(ConnectionError::ServerClosed), CallError::Closed, now);
+        }
+    }
+
+    /// One message, from stdout or an exchange's body.
+    fn on_message(&mut self, message: Result<Incoming, (Malformed, String)>, via: Option<ExchangeId>, now: Instant) {
+        match message {
+            Err((malformed, excerpt)) => {
+                self.stats.malformed += 1;
+                if self.unsolicited(now) {
+                    let warning = match malformed {
+                        Malformed::NotJson => McpWarning::NotJson { excerpt },
+                        Malformed::NotJsonRpc(reason) => McpWarning::NotJsonRpc { reason },
+                    };
+                    self.events.push_back(McpEvent::Warning(warning));
+                }
+            }
+            Ok(Incoming::Result { id, result }) => self.on_response(id, Ok(result), now),
+            Ok(Incoming::Error { id: Some(id), error }) => self.on_response(id, Err(CallError::Rpc(error)), now),
+            Ok(Incoming::Error { id: None, error }) => {
+                // An error without an id answers the request whose exchange carried it, if
+                // any (the spec allows it when the server could not read our id).
+                match via.and_then(|e| self.exchanges.get(&e)).and_then(Exchange::request) {
+                    Some(id) => self.on_response(WireId::Number(id), Err(CallError::Rpc(error)), now),
+                    None => self.on_unknown_response(now),
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                if self.unsolicited(now) {
+                    self.on_notification(&method, params, now);
+                }
+            }
+            Ok(Incoming::Request { id, method }) => {
+                if self.unsolicited(now) {
+                    self.on_server_request(id, method);
+                }
+            }
+        }
+    }
+
+    fn on_response(&mut self, id: WireId, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
+        let WireId::Number(id) = id else { return self.on_unknown_response(now) };
+        let Some(p) = self.pending.remove(&id) else {
+            if !self.forgotten.contains(&id) {
+                self.on_unknown_response(now);
+            }
+            return;
+        };
+        if let Some(at) = p.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        if !p.sent {
+            // An answer to a request still queued is a guess at our next id, not an answer.
+            self.pending.insert(id, p);
+            return self.on_unknown_response(now);
+        }
+        if let Some(exchange) = p.exchange {
+            if let Some(e) = self.exchanges.get_mut(&exchange) {
+                e.answered();
+            }
+        }
+        self.finish(id, p.kind, outcome, now);
+    }
+
+    fn on_unknown_response(&mut self, now: Instant) {
+        self.stats.unknown_responses += 1;
+        if self.unsolicited(now) {
+            self.events.push_back(McpEvent::Warning(McpWarning::UnknownResponse));
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Map<String, Value>, now: Instant) {
+        match method {
+            "notifications/progress" => self.on_progress(&params, now),
+            "notifications/tools/list_changed" => {
+                let ours = match self.era() {
+                    Some(Era::Legacy) => self.config.watch_tools,
+                    // Modern servers send it only on the subscription's stream; on stdio its
+                    // `subscriptionId` tells it from anything else.
+                    Some(Era::Modern) => self.listen.is_some() && modern::subscription_of(&params) == self.listen,
+                    None => false,
+                };
+                if ours {
+                    self.start_listing(now);
+                }
+            }
+            "notifications/message" => {
+                let level = params.get("level").and_then(Value::as_str).unwrap_or("info").to_owned();
+                let data = params.get("data").cloned().unwrap_or(Value::Null);
+                self.events.push_back(McpEvent::Log { level, data });
+            }
+            // A modern server tearing down our subscription.
+            "notifications/cancelled" => {
+                let id = params.get("requestId").and_then(Value::as_u64);
+                if id.is_some() && id == self.listen {
+                    if let Some(id) = id {
+                        self.abandon_quietly(id);
+                    }
+                    self.listen = None;
+                    self.events.push_back(McpEvent::Warning(McpWarning::SubscriptionEnded));
+                }
+            }
+            // The subscription is open; whether the server agreed to `toolsListChanged` shows
+            // in what it sends later, so the acknowledgement itself changes nothing.
+            modern::ACKNOWLEDGED => {}
+            // The rest (resource and prompt changes, ...) need nothing from a tools client.
+            _ => {}
+        }
+    }
+
+    fn on_progress(&mut self, params: &Map<String, Value>, now: Instant) {
+        let Some(id) = params.get("progressToken").and_then(Value::as_u64) else { return };
+        let Some(p) = self.pending.get_mut(&id) else { return };
+        if p.kind != Kind::Call {
+            return;
+        }
+        // Progress shows the work goes on: the timeout restarts, capped by the hard
+        // maximum from when the call was made.
+        let hard = p.made + self.config.max_request_time;
+        let next = (now + self.config.request_timeout).min(hard);
+        if let Some(at) = p.deadline.replace(next) {
+            self.deadlines.remove(&(at, id));
+        }
+        self.deadlines.insert((next, id));
+        let progress = params.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
+        let total = params.get("total").and_then(Value::as_f64);
+        let message = params.get("message").and_then(Value::as_str).map(str::to_owned);
+        self.events.push_back(McpEvent::Progress { op: OpId(id), progress, total, message });
+    }
+
+    fn on_server_request(&mut self, id: WireId, method: String) {
+        match self.era() {
+            // Legacy servers may ask; `ping` must be answered, the rest are capabilities this
+            // client did not declare.
+            Some(Era::Legacy) | None => {
+                let body = if method == legacy::PING {
+                    jsonrpc::result(&id, json!({}))
+                } else {
+                    self.events.push_back(McpEvent::Warning(McpWarning::ServerRequestRefused { method }));
+                    jsonrpc::error(&id, jsonrpc::METHOD_NOT_FOUND, "Method not found")
+                };
+                self.send_bytes(body, Era::Legacy, "", None, http::Purpose::Notification);
+            }
+            // Modern servers "MUST NOT" send requests, and the client "MUST NOT" write
+            // responses on stdio: set aside.
+            Some(Era::Modern) => {
+                self.events.push_back(McpEvent::Warning(McpWarning::ServerRequestRefused { method }));
+            }
+        }
+    }
+
+    /// Counts an unsolicited message against the per-second budget: true if it may be
+    /// handled. The first drop of each window is warned about, with the running total.
+    fn unsolicited(&mut self, now: Instant) -> bool {
+        let fresh = self.window.is_none_or(|start| now >= start + Duration::from_secs(1));
+        if fresh {
+            self.window = Some(now);
+            self.window_used = 0;
+            self.warned_flood = false;
+        }
+        if self.window_used < self.config.limits.max_unsolicited_per_second {
+            self.window_used += 1;
+            return true;
+        }
+        self.stats.dropped += 1;
+        if !self.warned_flood {
+            self.warned_flood = true;
+            self.events.push_back(McpEvent::Warning(McpWarning::Flood { dropped: self.stats.dropped }));
+        }
+        false
+    }
+}
+
+/// The first bytes of a line that was not a message, for a warning.
+fn excerpt(bytes: &[u8]) -> String {
+    let cut = bytes.len().min(80);
+    String::from_utf8_lossy(&bytes[..cut]).into_owned()
+}
