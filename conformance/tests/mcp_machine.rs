@@ -696,3 +696,277 @@ fn close_cancels_what_is_pending() {
     assert_eq!(call_done(&events), Some(&Err(CallError::Cancelled)));
     assert_eq!(events.last(), Some(&McpEvent::Closed(None)));
 }
+
+// ---- streamable HTTP ---------------------------------------------------------------------
+
+use omni_protocol::dialect::HttpRequest;
+
+const URL: &str = "https://mcp.example/mcp";
+
+fn http() -> Script {
+    let headers = vec![omni_protocol::dialect::Header::secret("authorization", "Bearer sk-secret")];
+    Script::new(McpConfig::new(McpTransport::Http { url: URL.into(), headers }))
+}
+
+/// A POST the client sent: its exchange, request and body.
+struct Post {
+    exchange: ExchangeId,
+    request: HttpRequest,
+    body: Value,
+}
+
+impl Post {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.request.header(name)
+    }
+}
+
+impl Script {
+    fn posts(&mut self) -> Vec<Post> {
+        let mut out = Vec::new();
+        for effect in std::mem::take(&mut self.effects) {
+            match effect {
+                McpEffect::HttpSend { exchange, request } => {
+                    let body = serde_json::from_slice(&request.body).unwrap();
+                    out.push(Post { exchange, request, body });
+                }
+                other => self.effects.push(other),
+            }
+        }
+        out
+    }
+
+    fn post(&mut self) -> Post {
+        let mut posts = self.posts();
+        assert_eq!(posts.len(), 1, "{:#?}", posts.iter().map(|p| &p.body).collect::<Vec<_>>());
+        posts.remove(0)
+    }
+
+    fn respond(&mut self, exchange: ExchangeId, status: u16, headers: &[(&str, &str)], body: &[u8]) {
+        self.client.handle_input(McpInput::HttpHead { exchange, status, headers }, self.now);
+        if !body.is_empty() {
+            self.client.handle_input(McpInput::HttpBody { exchange, bytes: body }, self.now);
+        }
+        self.client.handle_input(McpInput::HttpEnd { exchange }, self.now);
+        self.drain();
+    }
+
+    fn respond_json(&mut self, post: &Post, headers: &[(&str, &str)], result: Value) {
+        let body = serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": post.body["id"], "result": result })).unwrap();
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        self.respond(post.exchange, 200, &all, &body);
+    }
+
+    fn aborted(&mut self) -> Vec<ExchangeId> {
+        let mut out = Vec::new();
+        self.effects.retain(|e| match e {
+            McpEffect::HttpAbort { exchange } => {
+                out.push(*exchange);
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+}
+
+#[test]
+fn http_modern_requests_carry_the_era_s_headers_and_an_sse_answer_streams_progress() {
+    let mut s = http();
+    let discover = s.post();
+    assert_eq!(discover.request.url, URL);
+    assert_eq!(discover.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(discover.header("content-type"), Some("application/json"));
+    assert_eq!(discover.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(discover.header("mcp-method"), Some("server/discover"));
+    assert_eq!(discover.header("authorization"), Some("Bearer sk-secret"));
+    assert!(!format!("{:?}", discover.request).contains("sk-secret"), "the token stays secret");
+    s.respond_json(
+        &discover,
+        &[],
+        json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } }),
+    );
+    let list = s.post();
+    assert_eq!(list.header("mcp-method"), Some("tools/list"));
+    assert!(list.header("mcp-session-id").is_none());
+    s.respond_json(&list, &[], json!({ "resultType": "complete", "tools": [tool("héllo wörld")] }));
+    assert_eq!(tool_names(&s.events()), Some(vec!["héllo wörld".into()]));
+
+    let op = s.client.call_tool("héllo wörld", json!({}), s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    assert_eq!(call.header("mcp-method"), Some("tools/call"));
+    assert_eq!(call.header("mcp-name"), Some("=?base64?aMOpbGxvIHfDtnJsZA==?="));
+    let stream = format!(
+        ": keep-alive\n\nevent: message\ndata: {}\n\ndata: {}\n\n",
+        json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": op.0, "progress": 0.5 } }),
+        json!({ "jsonrpc": "2.0", "id": op.0, "result": { "resultType": "complete", "content": [{ "type": "text", "text": "ok" }] } }),
+    );
+    let (head, tail) = stream.as_bytes().split_at(30);
+    s.client.handle_input(
+        McpInput::HttpHead { exchange: call.exchange, status: 200, headers: &[("content-type", "text/event-stream")] },
+        s.now,
+    );
+    s.client.handle_input(McpInput::HttpBody { exchange: call.exchange, bytes: head }, s.now);
+    s.client.handle_input(McpInput::HttpBody { exchange: call.exchange, bytes: tail }, s.now);
+    s.client.handle_input(McpInput::HttpEnd { exchange: call.exchange }, s.now);
+    s.drain();
+    let events = s.events();
+    assert!(matches!(events[0], McpEvent::Progress { progress, .. } if progress == 0.5), "{events:#?}");
+    assert_eq!(call_done(&events).unwrap().as_ref().unwrap().content, vec![Content::Text("ok".into())]);
+    assert_eq!(events.len(), 2);
+}
+
+#[test]
+fn http_a_400_without_a_modern_error_falls_back_to_a_legacy_session() {
+    let mut s = http();
+    let discover = s.post();
+    s.respond(discover.exchange, 400, &[("content-type", "text/plain")], b"Bad Request: No valid session ID provided");
+    let init = s.post();
+    assert_eq!(init.body["method"], "initialize");
+    assert!(init.header("mcp-protocol-version").is_none(), "the header comes after initialization");
+    assert!(init.header("mcp-method").is_none(), "a legacy request");
+    s.respond_json(
+        &init,
+        &[("Mcp-Session-Id", "sess-1234")],
+        json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": { "listChanged": true } } }),
+    );
+    let posts = s.posts();
+    assert_eq!(posts[0].body["method"], "notifications/initialized");
+    assert_eq!(posts[1].body["method"], "tools/list");
+    for post in &posts {
+        assert_eq!(post.header("mcp-session-id"), Some("sess-1234"));
+        assert_eq!(post.header("mcp-protocol-version"), Some("2025-11-25"));
+        assert!(
+            post.request.headers.iter().any(|h| h.name == "mcp-session-id" && h.sensitive),
+            "the session id is a credential"
+        );
+    }
+    s.respond(posts[0].exchange, 202, &[], b"");
+    s.respond_json(&posts[1], &[], json!({ "tools": [tool("a")] }));
+    let events = s.events();
+    assert!(matches!(&events[0], McpEvent::Connected(info) if info.era == Era::Legacy));
+    assert_eq!(tool_names(&events), Some(vec!["a".into()]));
+    assert!(warnings(&events).is_empty(), "{events:#?}");
+}
+
+#[test]
+fn http_a_400_with_a_modern_error_is_no_reason_to_fall_back() {
+    let mut s = http();
+    let discover = s.post();
+    let body = json!({ "jsonrpc": "2.0", "id": discover.body["id"], "error": { "code": -32022, "message": "Unsupported protocol version",
+        "data": { "supported": ["2027-03-01"], "requested": "2026-07-28" } } });
+    s.respond(discover.exchange, 400, &[("content-type", "application/json")], &serde_json::to_vec(&body).unwrap());
+    assert!(s.posts().is_empty(), "no initialize");
+    assert!(matches!(s.events().last(), Some(McpEvent::Closed(Some(ConnectionError::NoCommonVersion { .. })))));
+
+    let mut s = http();
+    let discover = s.post();
+    let body = json!({ "jsonrpc": "2.0", "id": discover.body["id"], "error": { "code": -32020, "message": "Header mismatch" } });
+    s.respond(discover.exchange, 400, &[], &serde_json::to_vec(&body).unwrap());
+    assert!(s.posts().is_empty());
+    assert!(matches!(s.events().last(), Some(McpEvent::Closed(Some(ConnectionError::Refused(e)))) if e.code == -32020));
+}
+
+fn http_legacy() -> Script {
+    let mut s = Script::new(McpConfig {
+        era: Some(Era::Legacy),
+        ..McpConfig::new(McpTransport::Http { url: URL.into(), headers: Vec::new() })
+    });
+    let init = s.post();
+    s.respond_json(
+        &init,
+        &[("mcp-session-id", "s1")],
+        json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} } }),
+    );
+    let posts = s.posts();
+    s.respond(posts[0].exchange, 202, &[], b"");
+    s.respond_json(&posts[1], &[], json!({ "tools": [] }));
+    s.events();
+    s
+}
+
+#[test]
+fn http_a_legacy_session_the_server_forgot_is_started_again() {
+    let mut s = http_legacy();
+    s.client.call_tool("a", Value::Null, s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    s.respond(call.exchange, 404, &[], b"");
+    assert_eq!(call_done(&s.events()), Some(&Err(CallError::SessionExpired)));
+    let init = s.post();
+    assert_eq!(init.body["method"], "initialize");
+    assert!(init.header("mcp-session-id").is_none(), "a new session starts without the old id");
+    s.respond_json(&init, &[("mcp-session-id", "s2")], json!({ "protocolVersion": "2025-11-25", "capabilities": {} }));
+    let posts = s.posts();
+    assert_eq!(posts[0].header("mcp-session-id"), Some("s2"));
+}
+
+#[test]
+fn http_cancelling_closes_the_stream_and_tells_a_legacy_server() {
+    let mut s = http_legacy();
+    let op = s.client.call_tool("slow", Value::Null, s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    s.client.cancel(op, s.now).unwrap();
+    s.drain();
+    assert_eq!(s.aborted(), vec![call.exchange]);
+    let note = s.post();
+    assert_eq!(note.body["method"], "notifications/cancelled");
+    assert_eq!(note.body["params"]["requestId"], op.0);
+
+    // A modern server takes the closed stream for the cancellation: no notification.
+    let mut s = Script::new(McpConfig {
+        era: Some(Era::Modern),
+        ..McpConfig::new(McpTransport::Http { url: URL.into(), headers: Vec::new() })
+    });
+    s.posts();
+    let op = s.client.call_tool("slow", Value::Null, s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    s.client.cancel(op, s.now).unwrap();
+    s.drain();
+    assert_eq!(s.aborted(), vec![call.exchange]);
+    assert!(s.posts().is_empty());
+}
+
+#[test]
+fn http_an_oversized_answer_a_failed_exchange_and_a_stream_without_an_answer_are_typed() {
+    let mut s = Script::new(McpConfig {
+        era: Some(Era::Modern),
+        limits: McpLimits { max_message_bytes: 256, ..McpLimits::default() },
+        ..McpConfig::new(McpTransport::Http { url: URL.into(), headers: Vec::new() })
+    });
+    s.posts();
+    let big = s.client.call_tool("big", Value::Null, s.now).unwrap();
+    let failed = s.client.call_tool("fail", Value::Null, s.now).unwrap();
+    let cut = s.client.call_tool("cut", Value::Null, s.now).unwrap();
+    let error = s.client.call_tool("err", Value::Null, s.now).unwrap();
+    s.drain();
+    let posts = s.posts();
+    let sse = [("content-type", "text/event-stream")];
+    s.client.handle_input(McpInput::HttpHead { exchange: posts[0].exchange, status: 200, headers: &sse }, s.now);
+    let huge = format!("data: {}\n\n", "x".repeat(1000));
+    s.client.handle_input(McpInput::HttpBody { exchange: posts[0].exchange, bytes: huge.as_bytes() }, s.now);
+    s.client.handle_input(McpInput::HttpFailed { exchange: posts[1].exchange, reason: "connection reset" }, s.now);
+    s.respond(posts[2].exchange, 200, &sse, b": only a comment\n\n");
+    s.respond(posts[3].exchange, 500, &[], b"Internal Server Error");
+    s.drain();
+    let events = s.events();
+    let result = |op: OpId| {
+        events.iter().find_map(|e| match e {
+            McpEvent::CallDone { op: o, result } if *o == op => Some(result.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(result(big), Some(Err(CallError::TooLarge { limit: 256 })));
+    assert_eq!(result(failed), Some(Err(CallError::NoAnswer("connection reset".into()))));
+    assert!(matches!(result(cut), Some(Err(CallError::NoAnswer(_)))));
+    assert_eq!(result(error), Some(Err(CallError::Http { status: 500, body: "Internal Server Error".into() })));
+    assert_eq!(s.aborted(), vec![posts[0].exchange]);
+    // Input for exchanges that are over is ignored.
+    s.client.handle_input(McpInput::HttpBody { exchange: posts[0].exchange, bytes: b"data: {}\n\n" }, s.now);
+    s.drain();
+    assert!(s.events().is_empty());
+}

@@ -248,8 +248,10 @@ impl McpClient {
     }
 
     pub(super) fn on_failed(&mut self, id: ExchangeId, reason: &str, now: Instant) {
-        if self.exchanges.contains_key(&id) {
-            self.fail_exchange(id, CallError::NoAnswer(reason.to_owned()), now);
+        // The transport is done with it already: nothing to abort.
+        let request = self.exchanges.remove(&id).and_then(|e| e.request());
+        if let Some(request) = request {
+            self.answer(request, Err(CallError::NoAnswer(reason.to_owned())), now);
         }
     }
 

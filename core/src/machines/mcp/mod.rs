@@ -601,6 +601,9 @@ impl McpClient {
             capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
             instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
         };
+        // Ready first, so that the notification carries the negotiated version's header;
+        // it goes out before anything queued, as the handshake requires.
+        self.state = State::Ready { era: Era::Legacy, version: info.protocol_version.clone() };
         self.notify(legacy::INITIALIZED, json!({}));
         self.become_ready(info, now);
     }
