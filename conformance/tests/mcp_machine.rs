@@ -804,18 +804,21 @@ fn http_modern_requests_carry_the_era_s_headers_and_an_sse_answer_streams_progre
         json!({ "jsonrpc": "2.0", "id": op.0, "result": { "resultType": "complete", "content": [{ "type": "text", "text": "ok" }] } }),
     );
     let (head, tail) = stream.as_bytes().split_at(30);
+    // The answer is in the second piece; a server that then keeps the stream open has it
+    // closed by the client.
+    s.effects.clear();
     s.client.handle_input(
         McpInput::HttpHead { exchange: call.exchange, status: 200, headers: &[("content-type", "text/event-stream")] },
         s.now,
     );
     s.client.handle_input(McpInput::HttpBody { exchange: call.exchange, bytes: head }, s.now);
     s.client.handle_input(McpInput::HttpBody { exchange: call.exchange, bytes: tail }, s.now);
-    s.client.handle_input(McpInput::HttpEnd { exchange: call.exchange }, s.now);
     s.drain();
     let events = s.events();
     assert!(matches!(events[0], McpEvent::Progress { progress, .. } if progress == 0.5), "{events:#?}");
     assert_eq!(call_done(&events).unwrap().as_ref().unwrap().content, vec![Content::Text("ok".into())]);
     assert_eq!(events.len(), 2);
+    assert_eq!(s.aborted(), vec![call.exchange]);
 }
 
 #[test]
@@ -969,4 +972,35 @@ fn http_an_oversized_answer_a_failed_exchange_and_a_stream_without_an_answer_are
     s.client.handle_input(McpInput::HttpBody { exchange: posts[0].exchange, bytes: b"data: {}\n\n" }, s.now);
     s.drain();
     assert!(s.events().is_empty());
+}
+
+#[test]
+fn http_x_mcp_header_parameters_are_mirrored_and_a_bad_annotation_drops_its_tool() {
+    let sql = json!({ "name": "execute_sql", "inputSchema": { "type": "object", "properties": {
+        "region": { "type": "string", "x-mcp-header": "Region" }, "query": { "type": "string" } } } });
+    let bad = json!({ "name": "bad", "inputSchema": { "type": "object", "properties": {
+        "ratio": { "type": "number", "x-mcp-header": "Ratio" } } } });
+    let mut s = Script::new(McpConfig {
+        era: Some(Era::Modern),
+        ..McpConfig::new(McpTransport::Http { url: URL.into(), headers: Vec::new() })
+    });
+    let list = s.post();
+    s.respond_json(&list, &[], json!({ "tools": [sql.clone(), bad.clone()] }));
+    let events = s.events();
+    assert_eq!(tool_names(&events), Some(vec!["execute_sql".into()]));
+    assert!(
+        matches!(warnings(&events)[..], [McpWarning::ToolDropped { name: Some(n), reason: ToolRejection::BadHeaderAnnotation(_) }] if n == "bad")
+    );
+    s.client.call_tool("execute_sql", json!({ "region": "us-west1", "query": "SELECT 1" }), s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    assert_eq!(call.header("mcp-param-region"), Some("us-west1"));
+    assert_eq!(call.header("mcp-name"), Some("execute_sql"));
+    s.client.call_tool("execute_sql", json!({ "query": "SELECT 1" }), s.now).unwrap();
+    s.drain();
+    assert_eq!(s.post().header("mcp-param-region"), None, "no value, no header");
+
+    // Over stdio the annotations mean nothing: both tools stay.
+    let s = Script::modern(json!({ "tools": {} }), json!([sql, bad]));
+    assert_eq!(s.client.tools().len(), 2);
 }

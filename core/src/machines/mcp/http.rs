@@ -205,6 +205,10 @@ impl McpClient {
         }
         if overflow {
             self.fail_exchange(id, CallError::TooLarge { limit: max }, now);
+        } else if self.exchanges.get(&id).is_some_and(|e| e.answered) {
+            // The final response "SHOULD terminate the stream"; a server that keeps it open
+            // gets it closed, so that a connection is not held for nothing.
+            self.abort_exchange(id);
         }
     }
 

@@ -75,6 +75,7 @@ use self::lines::{Line, LineSplitter};
 use self::modern::{ProbeVerdict, ResultKind};
 use self::tools::SchemaBounds;
 use crate::machines::timer::Timer;
+use crate::wire::http::Header;
 
 /// Where the connection is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +122,7 @@ struct Pending {
 #[derive(Debug, Default)]
 struct Listing {
     tools: Vec<McpTool>,
+    param_headers: BTreeMap<String, Vec<modern::ParamHeader>>,
     names: BTreeSet<String>,
     cursors: BTreeSet<String>,
     pages: usize,
@@ -165,6 +167,8 @@ pub struct McpClient {
     /// The legacy HTTP session.
     session: Option<String>,
     tools: Vec<McpTool>,
+    /// The `x-mcp-header` annotations of the listed tools (streamable HTTP only).
+    param_headers: BTreeMap<String, Vec<modern::ParamHeader>>,
     listing: Option<Listing>,
     /// The modern subscription's request id.
     listen: Option<u64>,
@@ -194,6 +198,7 @@ impl McpClient {
             next_exchange: 1,
             session: None,
             tools: Vec::new(),
+            param_headers: BTreeMap::new(),
             listing: None,
             listen: None,
             window: None,
@@ -420,8 +425,17 @@ impl McpClient {
             params.insert("_meta".into(), Value::Object(meta));
         }
         let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        let mirrored = match (&kind, era, &name) {
+            (Kind::Call, Era::Modern, Some(name)) => self
+                .param_headers
+                .get(name)
+                .map(|headers| modern::param_header_values(headers, params.get("arguments")))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         let body = jsonrpc::request(id, method, Value::Object(params));
-        let exchange = self.send_bytes(body, era, method, name.as_deref(), http::Purpose::Request(id));
+        let purpose = http::Purpose::Request(id);
+        let exchange = self.send_bytes(body, era, method, name.as_deref(), mirrored, purpose);
         if let Some(p) = self.pending.get_mut(&id) {
             p.exchange = exchange;
         }
@@ -431,7 +445,7 @@ impl McpClient {
     fn notify(&mut self, method: &'static str, params: Value) {
         let era = self.era().unwrap_or(Era::Legacy);
         let body = jsonrpc::notification(method, params);
-        self.send_bytes(body, era, method, None, http::Purpose::Notification);
+        self.send_bytes(body, era, method, None, Vec::new(), http::Purpose::Notification);
     }
 
     /// Writes a message on the transport: a line, or a POST (whose exchange is returned).
@@ -441,6 +455,7 @@ impl McpClient {
         era: Era,
         method: &str,
         name: Option<&str>,
+        mirrored: Vec<(String, String)>,
         purpose: http::Purpose,
     ) -> Option<ExchangeId> {
         match &self.config.transport {
@@ -455,7 +470,10 @@ impl McpClient {
                     State::Probing => Some(modern::VERSION),
                     State::Initializing | State::Closed => None,
                 };
-                let request = http::post(url, headers, body, era, version, method, name, self.session.as_deref());
+                let mut request = http::post(url, headers, body, era, version, method, name, self.session.as_deref());
+                for (header, value) in mirrored {
+                    request.set_header(Header::new(header, value));
+                }
                 let exchange = ExchangeId(self.next_exchange);
                 self.next_exchange += 1;
                 self.exchanges.insert(exchange, Exchange::new(purpose));
@@ -707,6 +725,23 @@ impl McpClient {
                     self.events.push_back(McpEvent::Warning(warning));
                 }
                 Ok(tool) => {
+                    // Over HTTP a client "MUST reject" a tool with an invalid `x-mcp-header`;
+                    // over stdio the annotations mean nothing and are ignored.
+                    if matches!(self.config.transport, McpTransport::Http { .. }) {
+                        match modern::param_headers(&tool.input_schema) {
+                            Ok(headers) if headers.is_empty() => {}
+                            Ok(headers) => {
+                                listing.param_headers.insert(tool.name.clone(), headers);
+                            }
+                            Err(why) => {
+                                listing.dropped += 1;
+                                let reason = ToolRejection::BadHeaderAnnotation(why);
+                                let warning = McpWarning::ToolDropped { name: Some(tool.name), reason };
+                                self.events.push_back(McpEvent::Warning(warning));
+                                continue;
+                            }
+                        }
+                    }
                     listing.names.insert(tool.name.clone());
                     listing.tools.push(tool);
                 }
@@ -731,6 +766,7 @@ impl McpClient {
                     self.events.push_back(McpEvent::Warning(warning));
                 }
                 self.tools = listing.tools;
+                self.param_headers = listing.param_headers;
                 self.events.push_back(McpEvent::Tools { tools: self.tools.clone(), dropped: listing.dropped });
                 if listing.again {
                     self.start_listing(now);
@@ -915,7 +951,7 @@ impl McpClient {
                     self.events.push_back(McpEvent::Warning(McpWarning::ServerRequestRefused { method }));
                     jsonrpc::error(&id, jsonrpc::METHOD_NOT_FOUND, "Method not found")
                 };
-                self.send_bytes(body, Era::Legacy, "", None, http::Purpose::Notification);
+                self.send_bytes(body, Era::Legacy, "", None, Vec::new(), http::Purpose::Notification);
             }
             // Modern servers "MUST NOT" send requests, and the client "MUST NOT" write
             // responses on stdio: set aside.

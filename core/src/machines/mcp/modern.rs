@@ -163,6 +163,94 @@ pub(crate) fn header_value(value: &str) -> String {
     }
 }
 
+/// One `x-mcp-header` annotation: the argument's path (a chain of `properties` keys) and
+/// the header it is mirrored into (`Mcp-Param-{name}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ParamHeader {
+    pub(crate) path: Vec<String>,
+    pub(crate) name: String,
+}
+
+/// The `x-mcp-header` annotations of a tool's input schema, checked as
+/// `streamable-http.mdx` ("Schema Extension") requires of a client over HTTP: a token name,
+/// unique regardless of case, on an integer, string or boolean property reachable from
+/// the root through `properties` keys only. Any violation rejects the tool. The schema's
+/// depth is already bounded (`tools::read_tool`), so the walk is too.
+pub(crate) fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, &'static str> {
+    let mut found = Vec::new();
+    let mut stack: Vec<(&Value, Vec<String>)> = vec![(schema, Vec::new())];
+    while let Some((node, path)) = stack.pop() {
+        let Some(properties) = node.get("properties").and_then(Value::as_object) else { continue };
+        for (key, property) in properties {
+            let mut at = path.clone();
+            at.push(key.clone());
+            if let Some(annotation) = property.get("x-mcp-header") {
+                let name = annotation.as_str().ok_or("an x-mcp-header value is not a string")?;
+                if name.is_empty() || !name.bytes().all(is_tchar) {
+                    return Err("an x-mcp-header value is not a header name token");
+                }
+                let primitive =
+                    matches!(property.get("type").and_then(Value::as_str), Some("integer" | "string" | "boolean"));
+                if !primitive {
+                    return Err("x-mcp-header on a property that is not an integer, string or boolean");
+                }
+                if found.iter().any(|h: &ParamHeader| h.name.eq_ignore_ascii_case(name)) {
+                    return Err("two x-mcp-header values differ only in case");
+                }
+                found.push(ParamHeader { path: at.clone(), name: name.to_owned() });
+            }
+            stack.push((property, at));
+        }
+    }
+    // An annotation anywhere else (under `items`, `anyOf`, `$defs` ...) invalidates the tool.
+    // A property *named* `x-mcp-header` has an object schema, an annotation a string: only
+    // the latter is counted.
+    if count_annotations(schema) != found.len() {
+        return Err("x-mcp-header on a property not reachable through properties alone");
+    }
+    Ok(found)
+}
+
+fn count_annotations(schema: &Value) -> usize {
+    let mut count = 0;
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                count += usize::from(map.get("x-mcp-header").is_some_and(|v| !v.is_object()));
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    count
+}
+
+/// RFC 9110's `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// The `Mcp-Param-*` headers of a call's arguments: a value present at the annotated path
+/// is mirrored; an absent or null one is omitted, as is one of another type (the server
+/// rejects that call with `HeaderMismatch`, which is the spec's answer to it).
+pub(crate) fn param_header_values(headers: &[ParamHeader], arguments: Option<&Value>) -> Vec<(String, String)> {
+    const SAFE: u64 = (1 << 53) - 1;
+    let mut out = Vec::new();
+    for header in headers {
+        let value = header.path.iter().try_fold(arguments, |v, key| v.map(|v| v.get(key)));
+        let text = match value.flatten() {
+            Some(Value::String(s)) => header_value(s),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|i| i.unsigned_abs() <= SAFE) => n.to_string(),
+            _ => continue,
+        };
+        out.push((format!("Mcp-Param-{}", header.name), text));
+    }
+    out
+}
+
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
@@ -192,6 +280,39 @@ mod tests {
         assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
         assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
         assert_eq!(header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+    }
+
+    #[test]
+    fn x_mcp_header_annotations_are_checked_and_mirrored() {
+        let schema = json!({ "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "opts": { "type": "object", "properties": { "n": { "type": "integer", "x-mcp-header": "N" } } },
+            "query": { "type": "string" },
+        } });
+        let headers = param_headers(&schema).unwrap();
+        assert_eq!(headers.len(), 2);
+        let args = json!({ "region": "Hello, 世界", "opts": { "n": 42 }, "query": "select" });
+        let mut values = param_header_values(&headers, Some(&args));
+        values.sort();
+        assert_eq!(
+            values,
+            vec![
+                ("Mcp-Param-N".to_string(), "42".to_string()),
+                ("Mcp-Param-Region".to_string(), "=?base64?SGVsbG8sIOS4lueVjA==?=".to_string()),
+            ]
+        );
+        assert!(param_header_values(&headers, Some(&json!({ "region": null }))).is_empty());
+        let bad = [
+            json!({ "properties": { "x": { "type": "number", "x-mcp-header": "X" } } }),
+            json!({ "properties": { "x": { "type": "string", "x-mcp-header": "a b" } } }),
+            json!({ "properties": { "x": { "type": "string", "x-mcp-header": "" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "H" }, "b": { "type": "string", "x-mcp-header": "h" } } }),
+            json!({ "properties": { "x": { "type": "array", "items": { "type": "string", "x-mcp-header": "X" } } } }),
+            json!({ "anyOf": [{ "properties": { "x": { "type": "string", "x-mcp-header": "X" } } }] }),
+        ];
+        for schema in bad {
+            assert!(param_headers(&schema).is_err(), "{schema}");
+        }
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub enum ToolRejection {
     },
     /// A second tool of a name already listed.
     Duplicate,
+    /// An `x-mcp-header` annotation the spec forbids (streamable HTTP only).
+    BadHeaderAnnotation(&'static str),
 }
 
 impl fmt::Display for ToolRejection {
@@ -55,6 +57,7 @@ impl fmt::Display for ToolRejection {
             Self::SchemaTooDeep { limit } => write!(f, "a schema nests deeper than {limit} levels"),
             Self::SchemaTooLarge { limit } => write!(f, "a schema is larger than {limit} bytes"),
             Self::Duplicate => f.write_str("a tool of that name is already listed"),
+            Self::BadHeaderAnnotation(why) => f.write_str(why),
         }
     }
 }
