@@ -37,6 +37,41 @@
 //! tools, pages and pending requests, a schema's depth and size, and unsolicited messages
 //! per second.
 //!
+//! # Driving it
+//!
+//! One loop, as for every machine: after each `handle_*` or command, execute every
+//! [`poll_effect`](McpClient::poll_effect), deliver every
+//! [`poll_event`](McpClient::poll_event), then wait for the next input or
+//! [`poll_timeout`](McpClient::poll_timeout) and call
+//! [`handle_timeout`](McpClient::handle_timeout) with a fresh `now`. What each transport's
+//! driver does (the next step of issue 27, not built yet):
+//!
+//! - **stdio.** Spawn the server (command, arguments, environment, working directory from
+//!   the application), then create the client (`McpTransport::Stdio`). A task reads the
+//!   child's stdout in chunks and feeds each as [`McpInput::Stdout`] (any chunking: the
+//!   machine splits lines and bounds them), and [`McpInput::StdoutClosed`] at end of file.
+//!   [`McpEffect::WriteLine`] is written to stdin in order (one write per effect; a write
+//!   that fails means the child is gone: close its stdout side too). stderr is the
+//!   server's log, read into a bounded buffer the application can see, never an error.
+//!   [`McpEffect::Shutdown`]: close stdin, wait a grace period, then terminate and kill,
+//!   and reap the child so no zombie is left (also on drop).
+//! - **Streamable HTTP.** [`McpEffect::HttpSend`] is a POST through the driver's existing
+//!   HTTP transport (its redirect, proxy, secret-header and size rules apply); report its
+//!   head as [`McpInput::HttpHead`] (status and headers), each body chunk as
+//!   [`McpInput::HttpBody`] and the end as [`McpInput::HttpEnd`], or
+//!   [`McpInput::HttpFailed`] if the transport fails. Exchanges run concurrently (a
+//!   `subscriptions/listen` stream stays open for the connection's life). On
+//!   [`McpEffect::HttpAbort`] drop the response (closing the stream is a modern server's
+//!   cancellation); input for an aborted exchange is ignored, so a race is harmless.
+//!   [`McpEffect::Shutdown`] aborts what is open; nothing else is owed (a legacy session's
+//!   `DELETE` is not sent yet: the core's [`Method`](crate::wire::http::Method) has no
+//!   `DELETE`).
+//!
+//! The application's operations are methods: [`call_tool`](McpClient::call_tool),
+//! [`cancel`](McpClient::cancel), [`refresh_tools`](McpClient::refresh_tools),
+//! [`ping`](McpClient::ping), [`close`](McpClient::close); each returns at once and its
+//! outcome arrives as an event.
+//!
 //! This machine does not implement [`Machine`](crate::machines::Machine): that trait's
 //! effects are the generate machine's ([`Effect`](crate::machines::common::Effect): HTTP
 //! requests of a model call, tool runs) and its reports the same, while an MCP connection's
