@@ -1004,3 +1004,81 @@ fn http_x_mcp_header_parameters_are_mirrored_and_a_bad_annotation_drops_its_tool
     let s = Script::modern(json!({ "tools": {} }), json!([sql, bad]));
     assert_eq!(s.client.tools().len(), 2);
 }
+
+// ---- any bytes, any chunking -------------------------------------------------------------
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A server's stdout after the client connected (modern, no list yet answered): the
+    /// listing's answer, a log line, progress and the call's answer, junk in between.
+    fn transcript() -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend(line(&json!({ "jsonrpc": "2.0", "id": 1, "result": { "tools": [tool("a")] } })));
+        out.extend(b"not json at all\r\n\n");
+        out.extend(line(&json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": "hi ✓" } })));
+        out.extend(line(&json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": 2, "progress": 1 } })));
+        out.extend(line(
+            &json!({ "jsonrpc": "2.0", "id": 2, "result": { "content": [{ "type": "text", "text": "done" }] } }),
+        ));
+        out
+    }
+
+    fn run(chunks: &[&[u8]]) -> Vec<McpEvent> {
+        let mut s = Script::stdio_with(|c| c.era = Some(Era::Modern));
+        s.client.call_tool("a", Value::Null, s.now).unwrap();
+        s.drain();
+        s.events();
+        for chunk in chunks {
+            s.bytes(chunk);
+        }
+        s.events()
+    }
+
+    proptest! {
+        #[test]
+        fn events_do_not_depend_on_how_stdout_is_chunked(cuts in proptest::collection::vec(0usize..1000, 0..8)) {
+            let bytes = transcript();
+            let whole = run(&[&bytes]);
+            prop_assert_eq!(whole.len(), 5, "{:#?}", whole);
+            let answered = matches!(whole.last(), Some(McpEvent::CallDone { result: Ok(_), .. }));
+            prop_assert!(answered, "the call's answer comes last");
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % bytes.len()).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for cut in cuts {
+                chunks.push(&bytes[at..cut]);
+                at = cut;
+            }
+            chunks.push(&bytes[at..]);
+            prop_assert_eq!(run(&chunks), whole);
+        }
+
+        #[test]
+        fn any_stdout_bytes_are_an_outcome_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let mut s = Script::stdio();
+            s.bytes(&bytes);
+            s.client.handle_input(McpInput::StdoutClosed, s.now);
+            s.drain();
+            prop_assert!(s.client.is_closed());
+        }
+
+        #[test]
+        fn any_http_answer_is_an_outcome_never_a_panic(
+            status in 100u16..600,
+            sse in any::<bool>(),
+            body in proptest::collection::vec(any::<u8>(), 0..2000),
+        ) {
+            let mut s = http();
+            let discover = s.post();
+            let content_type = if sse { "text/event-stream" } else { "application/json" };
+            s.respond(discover.exchange, status, &[("content-type", content_type)], &body);
+            // Whatever came back, the client either knows the era, is initializing, or gave up.
+            let next = s.posts();
+            prop_assert!(s.client.era().is_some() || s.client.is_closed() || next.iter().any(|p| p.body["method"] == "initialize"));
+        }
+    }
+}

@@ -813,28 +813,29 @@ impl McpClient {
     // ---- messages ----------------------------------------------------------------------
 
     fn on_stdout(&mut self, bytes: &[u8], now: Instant) {
-        let mut found = Vec::new();
-        let mut too_long = 0;
-        // Lines are parsed as they are split, so only parsed messages are held, never the
-        // raw chunk twice.
-        self.lines.feed(bytes, |line| match line {
-            Line::Whole(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
-            Line::Whole(bytes) => found.push(jsonrpc::parse(bytes).map_err(|e| (e, excerpt(bytes)))),
-            Line::TooLong => too_long += 1,
-        });
-        for _ in 0..too_long {
-            self.stats.too_long += 1;
-            if self.unsolicited(now) {
-                let limit = self.config.limits.max_message_bytes;
-                self.events.push_back(McpEvent::Warning(McpWarning::LineTooLong { limit }));
-            }
-        }
-        for message in found {
+        // Each line is handled as it is split, so a chunk of a million tiny lines never
+        // becomes a million parsed messages held at once. The splitter is moved out for the
+        // call so the handler may borrow the machine; `LineSplitter::new` does not allocate.
+        let mut lines = std::mem::replace(&mut self.lines, LineSplitter::new(0));
+        lines.feed(bytes, |line| {
             if self.state == State::Closed {
-                break;
+                return;
             }
-            self.on_message(message, None, now);
-        }
+            match line {
+                Line::Whole(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+                Line::Whole(bytes) => {
+                    self.on_message(jsonrpc::parse(bytes).map_err(|e| (e, excerpt(bytes))), None, now);
+                }
+                Line::TooLong => {
+                    self.stats.too_long += 1;
+                    if self.unsolicited(now) {
+                        let limit = self.config.limits.max_message_bytes;
+                        self.events.push_back(McpEvent::Warning(McpWarning::LineTooLong { limit }));
+                    }
+                }
+            }
+        });
+        self.lines = lines;
     }
 
     fn on_stdout_closed(&mut self, now: Instant) {
