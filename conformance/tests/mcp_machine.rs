@@ -1082,3 +1082,45 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_remembered_era_that_fails_is_probed_again_once() {
+    // Remembered legacy, now modern: `initialize` is refused, the probe finds the era.
+    let mut s = Script::stdio_with(|c| c.era = Some(Era::Legacy));
+    let init = s.wrote();
+    s.fail(&init, -32601, "Method not found");
+    let discover = s.wrote();
+    assert_eq!(discover["method"], "server/discover");
+    s.answer(&discover, json!({ "supportedVersions": ["2026-07-28"], "capabilities": {} }));
+    assert!(matches!(s.events().first(), Some(McpEvent::Connected(info)) if info.era == Era::Modern));
+
+    // Remembered modern, now legacy: the first listing is refused, the probe is too, and
+    // the handshake follows; a call made meanwhile goes out in the legacy shape.
+    let mut s = Script::stdio_with(|c| c.era = Some(Era::Modern));
+    let list = s.wrote();
+    s.fail(&list, -32600, "Server not initialized");
+    let discover = s.wrote();
+    assert_eq!(discover["method"], "server/discover");
+    let op = s.client.call_tool("a", Value::Null, s.now).unwrap();
+    s.drain();
+    assert!(s.written().is_empty());
+    s.fail(&discover, -32601, "Method not found");
+    let init = s.wrote();
+    assert_eq!(init["method"], "initialize");
+    s.answer(&init, json!({ "protocolVersion": "2025-11-25", "capabilities": {} }));
+    let written = s.written();
+    let call = written.iter().find(|m| m["method"] == "tools/call").unwrap();
+    assert_eq!(call["id"], op.0);
+    assert!(call["params"]["_meta"].get("io.modelcontextprotocol/protocolVersion").is_none());
+
+    // Once only: a legacy server that refuses `initialize` after the re-probe is left.
+    let mut s = Script::stdio_with(|c| c.era = Some(Era::Legacy));
+    let init = s.wrote();
+    s.fail(&init, -32603, "broken");
+    let discover = s.wrote();
+    s.fail(&discover, -32601, "Method not found");
+    let init = s.wrote();
+    s.fail(&init, -32603, "broken");
+    assert!(matches!(s.events().last(), Some(McpEvent::Closed(Some(ConnectionError::Handshake(CallError::Rpc(_)))))));
+    assert!(s.written().is_empty());
+}

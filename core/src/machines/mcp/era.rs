@@ -60,6 +60,7 @@ impl McpClient {
     pub(super) fn on_initialized(&mut self, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
         let result = match outcome {
             Ok(result) => result,
+            Err(error) if self.may_reprobe(&error) => return self.reprobe(now),
             Err(error) => return self.shut(Some(ConnectionError::Handshake(error)), CallError::Closed, now),
         };
         let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -127,5 +128,29 @@ impl McpClient {
         self.listing = None;
         self.events.push_back(McpEvent::Closed(error));
         self.effects.push_back(McpEffect::Shutdown);
+    }
+
+    /// Whether a failure in a remembered era (never a probed one) is the server saying it
+    /// now speaks the other: the spec lets a client persist the era, "re-probing if the
+    /// cached assumption later fails" (`basic/versioning.mdx`). An answer is such a failure
+    /// when it is a JSON-RPC error or an HTTP 4xx, and it counts only before anything
+    /// succeeded in that era, and only once.
+    pub(super) fn may_reprobe(&self, error: &CallError) -> bool {
+        let refused = match error {
+            CallError::Rpc(_) => true,
+            CallError::Http { status, .. } => (400..500).contains(status),
+            _ => false,
+        };
+        refused && self.config.era.is_some() && !self.reprobed && !self.confirmed
+    }
+
+    /// Probes again: calls made meanwhile wait for the verdict.
+    pub(super) fn reprobe(&mut self, now: Instant) {
+        self.reprobed = true;
+        self.state = State::Probing;
+        self.session = None;
+        self.listing = None;
+        let timeout = self.config.probe_timeout;
+        self.request(Kind::Probe, modern::DISCOVER, Map::new(), now, Some(timeout));
     }
 }

@@ -113,6 +113,9 @@ impl McpClient {
                 e.answered();
             }
         }
+        if outcome.is_ok() && p.kind != Kind::Probe {
+            self.confirmed = true;
+        }
         self.finish(id, p.kind, outcome, now);
     }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::io::{CallError, McpEvent, McpTransport, McpWarning};
+use super::io::{CallError, Era, McpEvent, McpTransport, McpWarning};
 use super::tools::{self, SchemaBounds, ToolRejection};
 use super::{modern, Kind, Listing, McpClient};
 
@@ -33,6 +33,17 @@ impl McpClient {
         let Some(mut listing) = self.listing.take() else { return };
         let mut result = match outcome {
             Ok(result) => result,
+            // A remembered modern era whose first request is refused: the server may have
+            // changed eras.
+            Err(error) if self.era() == Some(Era::Modern) && self.may_reprobe(&error) => {
+                let modern_error =
+                    matches!(&error, CallError::Rpc(e) if modern::judge_error(e) != modern::ProbeVerdict::Legacy);
+                if !modern_error {
+                    return self.reprobe(now);
+                }
+                self.events.push_back(McpEvent::Warning(McpWarning::ToolsRefreshFailed(error)));
+                return;
+            }
             Err(error) => {
                 self.events.push_back(McpEvent::Warning(McpWarning::ToolsRefreshFailed(error)));
                 if listing.again {

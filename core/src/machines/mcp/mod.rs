@@ -19,6 +19,10 @@
 //!   any state ── stdout closed / handshake failed / no common version / close() ──► Closed
 //! ```
 //!
+//! A remembered era whose first request is refused (a JSON-RPC error or an HTTP 4xx before
+//! anything succeeded: `initialize` in the legacy era, the first listing in the modern one)
+//! goes back to `Probing`, once.
+//!
 //! Tool calls and pings made before `Ready` wait in a queue (their deadlines run from when
 //! they were made) and go out when the era is known: the era decides their shape. Once
 //! ready, the client lists the tools (every page) and keeps the list current: legacy
@@ -212,6 +216,10 @@ pub struct McpClient {
     window_used: usize,
     warned_flood: bool,
     stats: McpStats,
+    /// The remembered era was checked again (a probe after it failed); once is enough.
+    reprobed: bool,
+    /// A request succeeded in the era we are in.
+    confirmed: bool,
 }
 
 impl McpClient {
@@ -241,6 +249,8 @@ impl McpClient {
             window_used: 0,
             warned_flood: false,
             stats: McpStats::default(),
+            reprobed: false,
+            confirmed: false,
         };
         match era {
             None => {
