@@ -1124,3 +1124,29 @@ fn a_remembered_era_that_fails_is_probed_again_once() {
     assert!(matches!(s.events().last(), Some(McpEvent::Closed(Some(ConnectionError::Handshake(CallError::Rpc(_)))))));
     assert!(s.written().is_empty());
 }
+
+#[test]
+fn durations_too_large_for_the_clock_mean_no_limit_not_a_panic() {
+    let mut s = Script::stdio_with(|c| {
+        c.era = Some(Era::Modern);
+        c.request_timeout = Duration::MAX;
+        c.max_request_time = Duration::MAX;
+        c.probe_timeout = Duration::MAX;
+    });
+    let list = s.wrote();
+    assert_eq!(s.client.poll_timeout(), None);
+    s.say(json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": list["id"], "progress": 1 } }));
+    let op = s.client.call_tool("a", Value::Null, s.now).unwrap();
+    s.drain();
+    s.say(json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": op.0, "progress": 1 } }));
+    assert_eq!(s.client.poll_timeout(), None);
+    // Only the soft limit too large: the hard maximum still holds.
+    let mut s = Script::stdio_with(|c| {
+        c.era = Some(Era::Modern);
+        c.request_timeout = Duration::MAX;
+        c.max_request_time = Duration::from_secs(5);
+    });
+    assert_eq!(s.client.poll_timeout().map(|(at, _)| at - s.start), Some(Duration::from_secs(5)));
+    s.advance_to(5.0);
+    assert!(matches!(warnings(&s.events())[..], [McpWarning::ToolsRefreshFailed(CallError::Timeout { hard: true })]));
+}

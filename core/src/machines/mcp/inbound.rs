@@ -10,7 +10,7 @@ use super::http::{self, Exchange};
 use super::io::{CallError, ConnectionError, Era, ExchangeId, McpEvent, McpWarning, OpId};
 use super::jsonrpc::{self, Incoming, Malformed, WireId};
 use super::lines::{Line, LineSplitter};
-use super::{excerpt, legacy, modern, Kind, McpClient, State};
+use super::{deadline, excerpt, legacy, modern, Kind, McpClient, State};
 
 impl McpClient {
     pub(super) fn on_stdout(&mut self, bytes: &[u8], now: Instant) {
@@ -173,12 +173,13 @@ impl McpClient {
         }
         // Progress shows the work goes on: the timeout restarts, capped by the hard
         // maximum from when the call was made.
-        let hard = p.made + self.config.max_request_time;
-        let next = (now + self.config.request_timeout).min(hard);
-        if let Some(at) = p.deadline.replace(next) {
+        let next = deadline(p.made, now, self.config.request_timeout, self.config.max_request_time);
+        if let Some(at) = std::mem::replace(&mut p.deadline, next) {
             self.deadlines.remove(&(at, id));
         }
-        self.deadlines.insert((next, id));
+        if let Some(next) = next {
+            self.deadlines.insert((next, id));
+        }
         let progress = params.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
         let total = params.get("total").and_then(Value::as_f64);
         let message = params.get("message").and_then(Value::as_str).map(str::to_owned);
@@ -209,7 +210,8 @@ impl McpClient {
     /// Counts an unsolicited message against the per-second budget: true if it may be
     /// handled. The first drop of each window is warned about, with the running total.
     pub(super) fn unsolicited(&mut self, now: Instant) -> bool {
-        let fresh = self.window.is_none_or(|start| now >= start + Duration::from_secs(1));
+        let fresh =
+            self.window.is_none_or(|start| start.checked_add(Duration::from_secs(1)).is_none_or(|end| now >= end));
         if fresh {
             self.window = Some(now);
             self.window_used = 0;

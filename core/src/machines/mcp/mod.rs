@@ -379,7 +379,7 @@ impl McpClient {
             }
             self.deadlines.pop_first();
             let Some(p) = self.pending.get(&id) else { continue };
-            let hard = at >= p.made + self.config.max_request_time;
+            let hard = p.made.checked_add(self.config.max_request_time).is_some_and(|hard| at >= hard);
             match p.kind {
                 Kind::Probe => {
                     // Silence is a legacy server's answer too (`stdio.mdx`).
@@ -430,7 +430,7 @@ impl McpClient {
     ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let deadline = timeout.map(|t| (now + t).min(now + self.config.max_request_time));
+        let deadline = timeout.and_then(|t| deadline(now, now, t, self.config.max_request_time));
         if let Some(at) = deadline {
             self.deadlines.insert((at, id));
         }
@@ -594,6 +594,16 @@ impl McpClient {
                 }
             }
         }
+    }
+}
+
+/// A request's next deadline: `timeout` from `now`, capped by `max` from when it was
+/// `made`. A duration too large for the clock means no limit of that kind (a configured
+/// `Duration::MAX` is "never", not a panic).
+fn deadline(made: Instant, now: Instant, timeout: Duration, max: Duration) -> Option<Instant> {
+    match (now.checked_add(timeout), made.checked_add(max)) {
+        (Some(soft), Some(hard)) => Some(soft.min(hard)),
+        (one, other) => one.or(other),
     }
 }
 
