@@ -16,7 +16,7 @@
 //!   calls as text, for models without native tool calling; [`tool`]: what a tool
 //!   returns, for drivers running tools.
 //! - The machines a driver runs, one module each: [`generate`], [`agent`], [`session`],
-//!   [`manager`], with [`client`] (configuration and model references) and [`machine`]
+//!   [`manager`], [`mcp`], with [`client`] (configuration and model references) and [`machine`]
 //!   (the timer vocabulary they share); [`transport`]: the rules a driver's HTTP client
 //!   follows (redirects, proxies, secret names, limits).
 //!
@@ -159,6 +159,18 @@ pub mod manager {
         Answer, CloseReason, FeedEvent, IdleShutdown, Manager, ManagerConfig, ManagerEffect, ManagerError,
         ManagerInput, OpenSession, Opening, RenewalId, RequestId, Started, TitleId, TitleMode, DEFAULT_IDLE_AFTER,
         DEFAULT_MAX_SESSIONS,
+    };
+}
+
+pub mod mcp {
+    //! A Model Context Protocol client as a sans-IO machine: one server's tools, over
+    //! stdio or streamable HTTP, in both protocol eras (2026-07-28 and the legacy
+    //! 2025-11-25), for a driver to run.
+    pub use crate::machines::mcp::{
+        CallError, ClientInfo, ConnectionError, Content, Era, ExchangeId, McpClient, McpConfig, McpEffect, McpError,
+        McpEvent, McpInput, McpLimits, McpStats, McpTool, McpTransport, McpWarning, OpId, ResourceBody, RpcError,
+        ServerInfo, ToolCallResult, ToolRejection, DEFAULT_MAX_REQUEST_TIME, DEFAULT_PROBE_TIMEOUT,
+        DEFAULT_REQUEST_TIMEOUT,
     };
 }
 

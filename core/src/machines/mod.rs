@@ -12,7 +12,8 @@
 //! parallel runs with deadlines, results in call order). [`client`] turns a client's
 //! configuration and a call's arguments into a machine's configuration. [`session`] holds
 //! a session's message tree, what a store keeps of it, and the session machine;
-//! [`manager`] the bookkeeping of many running sessions.
+//! [`manager`] the bookkeeping of many running sessions. [`mcp`] is a Model Context
+//! Protocol client: one server's tools, over stdio or streamable HTTP, in both protocol eras.
 
 pub(crate) mod agent;
 pub(crate) mod client;
@@ -20,6 +21,7 @@ pub(crate) mod common;
 pub(crate) mod generate;
 mod machine;
 pub(crate) mod manager;
+pub(crate) mod mcp;
 mod request;
 pub(crate) mod session;
 pub(crate) mod timer;

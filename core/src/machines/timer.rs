@@ -35,11 +35,14 @@ pub enum Timer {
     IdleShutdown,
     /// A lease may have lapsed unrenewed (the session manager's).
     LeaseLapse,
+    /// An MCP request's time limit: its timeout (which progress on a tool call restarts)
+    /// or its hard maximum, whichever comes first.
+    McpRequest,
 }
 
 impl Timer {
     /// Every timer, in the table's order (the earliest deadline wins; on a tie, the first).
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::RequestTimeout,
         Self::Stall,
         Self::RetryBackoff,
@@ -48,6 +51,7 @@ impl Timer {
         Self::LeaseRenewal,
         Self::IdleShutdown,
         Self::LeaseLapse,
+        Self::McpRequest,
     ];
 
     /// A short name for logs.
@@ -61,6 +65,7 @@ impl Timer {
             Self::LeaseRenewal => "lease renewal",
             Self::IdleShutdown => "idle shutdown",
             Self::LeaseLapse => "lease lapse",
+            Self::McpRequest => "mcp request",
         }
     }
 
@@ -74,6 +79,7 @@ impl Timer {
             Self::LeaseRenewal => 5,
             Self::IdleShutdown => 6,
             Self::LeaseLapse => 7,
+            Self::McpRequest => 8,
         }
     }
 }
