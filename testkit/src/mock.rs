@@ -142,18 +142,12 @@ impl MockProvider {
     /// The provider to register on a client (`ClientBuilder::provider`): id
     /// [`PROVIDER_ID`], this mock's dialect and base URL.
     pub fn provider(&self) -> Provider {
-        let auth = match (&self.key, self.dialect) {
-            (None, _) | (_, Dialect::OllamaChat) => Auth::None,
-            (Some(_), Dialect::AnthropicMessages) => Auth::Header { name: "x-api-key".into() },
-            (Some(_), Dialect::GoogleGemini) => Auth::Header { name: "x-goog-api-key".into() },
-            (Some(_), _) => Auth::Bearer,
-        };
         Provider {
             id: PROVIDER_ID.into(),
             name: format!("mock ({})", self.dialect.name()),
             base_url: self.base_url(),
             dialect: self.dialect,
-            auth,
+            auth: self.auth(),
             api_key_env: None,
             headers: Vec::new(),
             secret_headers: Vec::new(),
@@ -200,16 +194,27 @@ impl MockProvider {
     /// Whether every request so far carried the key given to [`with_key`](Self::with_key)
     /// where the dialect puts it (true when the mock has no key and none was sent).
     pub fn sent_key(&self) -> bool {
-        let expected = match (&self.key, self.dialect) {
-            (None, _) | (_, Dialect::OllamaChat) => None,
-            (Some(key), Dialect::AnthropicMessages) => Some(("x-api-key", key.clone())),
-            (Some(key), Dialect::GoogleGemini) => Some(("x-goog-api-key", key.clone())),
-            (Some(key), _) => Some(("authorization", format!("Bearer {key}"))),
-        };
+        let expected = self.key.as_ref().and_then(|key| match self.auth() {
+            // The mock never puts the key in the query.
+            Auth::None | Auth::Query { .. } => None,
+            Auth::Bearer => Some(("authorization".to_string(), format!("Bearer {key}"))),
+            Auth::Header { name } => Some((name, key.clone())),
+        });
         self.requests().iter().all(|request| match &expected {
             Some((name, value)) => request.header(name) == Some(value.as_str()),
             None => request.header("authorization").is_none() && request.header("x-api-key").is_none(),
         })
+    }
+
+    /// How the key goes to the mock: the way the dialect's provider documents it, none
+    /// without a key (and none for Ollama, which takes none).
+    fn auth(&self) -> Auth {
+        match (&self.key, self.dialect) {
+            (None, _) | (_, Dialect::OllamaChat) => Auth::None,
+            (Some(_), Dialect::AnthropicMessages) => Auth::Header { name: "x-api-key".into() },
+            (Some(_), Dialect::GoogleGemini) => Auth::Header { name: "x-goog-api-key".into() },
+            (Some(_), _) => Auth::Bearer,
+        }
     }
 
     /// The HTTP server underneath, for replies of your own ([`MockServer::push_replies`]).

@@ -31,3 +31,32 @@ fn a_stall_ends_by_the_stall_limit() {
     let dialect = omni_blocking::Dialect::OllamaChat;
     run(dialect, common::stall(dialect)).unwrap_or_else(|report| panic!("{report}"));
 }
+
+#[test]
+fn a_keyed_mock_sees_the_key_where_the_dialect_sends_it() {
+    use omni_blocking::Dialect;
+    use omni_testkit::{Turn, PROVIDER_ID};
+    for dialect in
+        [Dialect::AnthropicMessages, Dialect::OpenaiCompletions, Dialect::OpenaiResponses, Dialect::GoogleGemini]
+    {
+        let mock = MockProvider::start(dialect).expect("a loopback port").with_key("sk-mock-right");
+        mock.push(Turn::text("ok"));
+        let client =
+            Client::builder().provider(mock.provider()).api_key(PROVIDER_ID, "sk-mock-right").build().expect("client");
+        client.generate_text(mock.model(), "Hi").expect("a reply");
+        assert!(mock.sent_key(), "{dialect:?}: {:?}", mock.requests());
+        assert!(!format!("{:?}", mock.requests()).contains("sk-mock-right"), "a printed request hides the key");
+
+        mock.push(Turn::text("ok"));
+        let wrong =
+            Client::builder().provider(mock.provider()).api_key(PROVIDER_ID, "sk-mock-wrong").build().expect("client");
+        wrong.generate_text(mock.model(), "Hi").expect("a reply");
+        assert!(!mock.sent_key(), "{dialect:?}: the second request carried another key");
+    }
+    // Ollama takes no key: none is sent.
+    let mock = MockProvider::start(Dialect::OllamaChat).expect("a loopback port").with_key("sk-unused");
+    mock.push(Turn::text("ok"));
+    let client = Client::builder().provider(mock.provider()).build().expect("client");
+    client.generate_text(mock.model(), "Hi").expect("a reply");
+    assert!(mock.sent_key());
+}
