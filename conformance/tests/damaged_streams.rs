@@ -23,7 +23,7 @@ use omni_conformance::fixtures::{fixtures_root, stream_cases};
 use omni_conformance::upstream;
 use omni_protocol::transport::MAX_DEPTH;
 use omni_protocol::{dialect::decode_body, Dialect, Response, StreamEvent};
-use omni_testkit::check::wire;
+use omni_testkit::check::wire::{self, json_pointers};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
@@ -201,7 +201,7 @@ fn damage_json(body: &[u8], params: &[u32]) -> Option<Vec<u8>> {
         1 => lines[at].clear(),
         _ => {
             let (prefix, mut value) = json_of(&lines[at])?;
-            let paths = paths(&value);
+            let paths = json_pointers(&value);
             let path = &paths[params[2] as usize % paths.len()];
             damage_value(&mut value, path, params[3], params[4]);
             lines[at] = format!("{prefix}{value}");
@@ -218,25 +218,6 @@ fn json_of(line: &str) -> Option<(&'static str, Value)> {
     };
     let value: Value = serde_json::from_str(json).ok()?;
     value.is_object().then_some((prefix, value))
-}
-
-/// JSON pointers of every value below the root.
-fn paths(value: &Value) -> Vec<String> {
-    let mut out = vec![String::new()];
-    fn walk(value: &Value, at: &str, out: &mut Vec<String>) {
-        let children: Vec<(String, &Value)> = match value {
-            Value::Object(map) => map.iter().map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v)).collect(),
-            Value::Array(items) => items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect(),
-            _ => return,
-        };
-        for (key, child) in children {
-            let path = format!("{at}/{key}");
-            out.push(path.clone());
-            walk(child, &path, out);
-        }
-    }
-    walk(value, "", &mut out);
-    out
 }
 
 /// Removes the value at `path` or replaces it with one of another shape.
@@ -339,7 +320,7 @@ fn deep_structures_in_every_field_decode_on_a_small_stack() {
         for (at, line) in lines.iter().enumerate() {
             let Some((prefix, value)) = json_of(line) else { continue };
             let kind = value.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-            for path in paths(&value).into_iter().filter(|p| !p.is_empty()) {
+            for path in json_pointers(&value).into_iter().filter(|p| !p.is_empty()) {
                 let place = path.split('/').map(|s| if s.parse::<u32>().is_ok() { "#" } else { s });
                 let place = place.collect::<Vec<_>>().join("/");
                 // Tool arguments stream as pieces of JSON text: each piece is tried (one that

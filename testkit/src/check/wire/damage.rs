@@ -130,7 +130,7 @@ impl Damage {
             }
             Self::RemoveValue { path, .. } | Self::ReplaceValue { path, .. } => {
                 let (prefix, mut value, suffix) = json_of(&lines[at])?;
-                let paths = paths(&value);
+                let paths = json_pointers(&value);
                 let pointer = paths[path % paths.len()].clone();
                 let what = match self {
                     Self::ReplaceValue { with, .. } => {
@@ -164,8 +164,9 @@ fn json_of(line: &str) -> Option<(&'static str, Value, &'static str)> {
     value.is_object().then_some((prefix, value, suffix))
 }
 
-/// JSON pointers of every value, the root (`""`) first.
-fn paths(value: &Value) -> Vec<String> {
+/// JSON pointers (RFC 6901) of every value in `value`, the root (`""`) first: the places a
+/// JSON damage can hit, for damages of your own.
+pub fn json_pointers(value: &Value) -> Vec<String> {
     fn walk(value: &Value, at: &str, out: &mut Vec<String>) {
         let children: Vec<(String, &Value)> = match value {
             Value::Object(map) => map.iter().map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v)).collect(),

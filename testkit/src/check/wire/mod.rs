@@ -37,7 +37,7 @@ mod request;
 mod split;
 
 pub use cut::check_cuts;
-pub use damage::{check_damage, damages, Damage};
+pub use damage::{check_damage, damages, json_pointers, Damage};
 pub use request::{check_request, check_requests};
 pub use split::{awkward_cuts, check_splits};
 
