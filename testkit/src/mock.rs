@@ -4,7 +4,6 @@
 use std::fmt;
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use omni_protocol::dialect::Framing;
 use omni_protocol::{Auth, Dialect, Model, Provider, Quirks};
@@ -179,18 +178,6 @@ impl MockProvider {
         self.server.requests()
     }
 
-    /// Waits up to `limit` for `n` requests to have arrived; the requests then.
-    pub fn wait_for_requests(&self, n: usize, limit: Duration) -> Vec<RecordedRequest> {
-        let deadline = std::time::Instant::now() + limit;
-        loop {
-            let requests = self.requests();
-            if requests.len() >= n || std::time::Instant::now() >= deadline {
-                return requests;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
     /// Whether every request so far carried the key given to [`with_key`](Self::with_key)
     /// where the dialect puts it (true when the mock has no key and none was sent).
     pub fn sent_key(&self) -> bool {
@@ -215,10 +202,5 @@ impl MockProvider {
             (Some(_), Dialect::GoogleGemini) => Auth::Header { name: "x-goog-api-key".into() },
             (Some(_), _) => Auth::Bearer,
         }
-    }
-
-    /// The HTTP server underneath, for replies of your own ([`MockServer::push_replies`]).
-    pub fn server(&self) -> &MockServer {
-        &self.server
     }
 }
