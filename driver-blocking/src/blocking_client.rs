@@ -26,6 +26,10 @@ impl Driver for Blocking {
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http, Error> {
         Http::new(root_certificates, proxies).map_err(SetupError::http_client)
     }
+
+    fn spawn_process(command: std::process::Command) -> std::io::Result<omni_shell::mcp::ChildProcess> {
+        crate::process::spawn(command)
+    }
 }
 
 /// An omni client. Clones share everything (an `Arc` inside). Its `Debug` never shows

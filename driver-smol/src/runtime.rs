@@ -57,6 +57,10 @@ impl Driver for Smol {
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Http1, Error> {
         Connections::new(root_certificates, proxies).map(Http1).map_err(SetupError::http_client)
     }
+
+    fn spawn_process(command: std::process::Command) -> std::io::Result<omni_shell::mcp::ChildProcess> {
+        crate::process::spawn(command)
+    }
 }
 
 /// `client.on_executor(executor)`: the client's tasks on an executor the application drives.

@@ -37,6 +37,7 @@
 //! `default-features = false, features = ["rustls-webpki-roots"]`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod process;
 mod runtime;
 mod transport;
 

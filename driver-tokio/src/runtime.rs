@@ -65,6 +65,10 @@ impl Driver for Tokio {
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Reqwest, Error> {
         transport::client(root_certificates, proxies).map(Reqwest).map_err(SetupError::http_client)
     }
+
+    fn spawn_process(command: std::process::Command) -> std::io::Result<omni_shell::mcp::ChildProcess> {
+        crate::process::spawn(command)
+    }
 }
 
 impl Task for TokioTask {

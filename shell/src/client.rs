@@ -27,6 +27,14 @@ pub trait Driver: Send + Sync + Sized + 'static {
     /// Sets up HTTP and TLS for a new client: Mozilla's roots plus `root_certificates`
     /// (PEM), servers reached as `proxies` say.
     fn transport(root_certificates: &[Vec<u8>], proxies: ProxyRules) -> Result<Self::Transport, Error>;
+
+    /// Starts `command` (an MCP server; its three pipes set to piped, on unix a process
+    /// group of its own) with the runtime's process API, handing the shell its pipes and
+    /// control. A driver that cannot start processes keeps this default, which refuses.
+    fn spawn_process(command: std::process::Command) -> std::io::Result<crate::mcp::ChildProcess> {
+        let _ = command;
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "this driver does not start processes"))
+    }
 }
 
 /// An omni client. Cheap to clone: clones share the configuration and the connections.

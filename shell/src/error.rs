@@ -38,6 +38,8 @@ pub enum Error {
     /// A session manager refused a request (a session that exists already, the most
     /// sessions running, shutting down) or could not start a session.
     Manager(omni_protocol::manager::ManagerError),
+    /// An MCP server could not be started or reached, or an operation on it failed.
+    Mcp(crate::mcp::McpFailure),
     /// The call's task stopped before it gave its result: its runtime shut down, or the
     /// task was dropped.
     Stopped,
@@ -62,6 +64,7 @@ impl fmt::Display for Error {
             Self::Session(e) => write!(f, "{e}"),
             Self::Store(e) => write!(f, "{e}"),
             Self::Manager(e) => write!(f, "{e}"),
+            Self::Mcp(e) => write!(f, "{e}"),
             Self::Output { error, .. } => write!(f, "no structured output: {error}"),
         }
     }
@@ -80,6 +83,7 @@ impl std::error::Error for Error {
             Self::Store(e) => e.source(),
             Self::Manager(e) => e.source(),
             Self::Setup(e) => e.source(),
+            Self::Mcp(e) => std::error::Error::source(e),
             Self::Stopped | Self::Output { .. } => None,
         }
     }

@@ -39,9 +39,14 @@ pub use omni_protocol::{
     ToolProtocol, ToolResult, ToolResultContent, ToolSpec, ToolUse, Usage, Warning,
 };
 
+/// MCP servers: their vocabulary (tools, results, errors, eras) and what a connection
+/// reports ([`Progress`](crate::mcp::Progress), [`ServerMessage`](crate::mcp::ServerMessage)).
+pub use crate::mcp;
+
 pub use crate::{
-    Agent, AsyncTool as Tool, CancelHandle, Error, Open, Opened, Session, SetupError, StateChange, Subscriber,
-    SubscriberCount, SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts, DEFAULT_SUBSCRIBER_CAPACITY,
+    Agent, AsyncTool as Tool, CancelHandle, Error, McpFailure, McpServer, Open, Opened, Session, SetupError,
+    StateChange, Subscriber, SubscriberCount, SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts,
+    DEFAULT_SUBSCRIBER_CAPACITY,
 };
 
 /// Names a driver's client, builders and call after the shell's, for its driver type:
@@ -70,6 +75,10 @@ macro_rules! driver_types {
         pub type SessionManager<C = $crate::exports::NoCallbacks> = $crate::SessionManager<$driver, C>;
         /// Sets up a [`SessionManager`]; see [`omni_shell::ManagerBuilder`]($crate::ManagerBuilder).
         pub type ManagerBuilder<C = $crate::exports::NoCallbacks> = $crate::ManagerBuilder<$driver, C>;
+        /// Sets up a connection to an MCP server (`client.mcp_stdio(name, program)`,
+        /// `client.mcp_http(name, url)`); see
+        /// [`omni_shell::McpServerBuilder`]($crate::McpServerBuilder).
+        pub type McpServerBuilder = $crate::McpServerBuilder<$driver>;
         /// How one session is opened by a [`SessionManager`]; see
         /// [`omni_shell::SessionOptions`]($crate::SessionOptions).
         pub type SessionOptions<C = $crate::exports::NoCallbacks> = $crate::SessionOptions<$driver, C>;

@@ -117,6 +117,12 @@ impl<R: RunSync> SyncTool<R> {
 }
 
 impl<R> SyncTool<R> {
+    /// A tool whose handler is async already (an MCP server's tool, which only waits for
+    /// the server's answer): it runs as it is, not on the runner.
+    pub fn from_async(tool: AsyncTool) -> Self {
+        Self::wrap(tool)
+    }
+
     fn wrap(tool: AsyncTool) -> Self {
         Self { tool, runner: PhantomData }
     }

@@ -1,0 +1,42 @@
+//! MCP servers' child processes on smol's process API (async-process): the shell's
+//! command converted, its pipes already futures-io streams. `kill_on_drop`: a child
+//! whose handle is dropped is killed, and async-process's reaper waits for it, so no
+//! zombie is left even when the shell's shutdown could not run.
+
+use std::io;
+use std::process::ExitStatus;
+
+use omni_shell::mcp::{ChildProcess, ProcessControl};
+
+/// Starts `command`.
+pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> {
+    let mut command = smol::process::Command::from(command);
+    command.kill_on_drop(true);
+    let mut child = command.spawn()?;
+    let missing = || io::Error::other("a pipe of the child was not set up");
+    let stdin = child.stdin.take().ok_or_else(missing)?;
+    let stdout = child.stdout.take().ok_or_else(missing)?;
+    let stderr = child.stderr.take().ok_or_else(missing)?;
+    Ok(ChildProcess {
+        stdin: Box::pin(stdin),
+        stdout: Box::pin(stdout),
+        stderr: Box::pin(stderr),
+        control: Box::new(Control(child)),
+    })
+}
+
+struct Control(smol::process::Child);
+
+impl ProcessControl for Control {
+    fn id(&self) -> Option<u32> {
+        Some(self.0.id())
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.0.try_status()
+    }
+
+    fn kill(&mut self) -> io::Result<()> {
+        self.0.kill()
+    }
+}

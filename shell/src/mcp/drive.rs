@@ -1,0 +1,409 @@
+//! The loop of one MCP connection, a task of its own: it runs the core's [`McpClient`]
+//! as every loop runs its machine (effects out, events out, deadlines before input, one
+//! input at a time), moving bytes between the machine and a child's pipes or the driver's
+//! HTTP transport, and answering the handles' requests from the machine's events.
+//!
+//! It ends when the machine is closed (the application closed it, every handle is gone,
+//! or the server went away): stdio children are shut down and reaped before it returns.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use futures_lite::future;
+use omni_protocol::generate::RequestId;
+use omni_protocol::mcp::{CallError, ExchangeId, McpClient, McpEffect, McpEvent, McpInput, OpId, ToolCallResult};
+use serde_json::Value;
+
+use super::process::{self, Stdio, Stdout};
+use super::shared::{Progress, Shared};
+use super::McpFailure;
+use crate::delivery::INPUT_BUDGET;
+use crate::executor::Report;
+use crate::reports::{self, ReportReceiver, ReportSender};
+use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
+
+/// What a handle asks the loop.
+pub(crate) enum Request {
+    /// Call a tool; the answer goes to `reply`, progress to `progress` if given.
+    Call {
+        ticket: u64,
+        name: String,
+        arguments: Value,
+        reply: Sender<Result<ToolCallResult, McpFailure>>,
+        progress: Option<Sender<Progress>>,
+    },
+    /// List the tools again; answered when the listing ends.
+    Refresh(Sender<()>),
+    /// Ping the server (legacy era).
+    Ping(Sender<Result<(), McpFailure>>),
+    /// Close the connection; answered once the server is shut down.
+    Close(Sender<()>),
+}
+
+/// How the loop reaches the server.
+pub(crate) enum Link<T> {
+    Stdio(Stdio),
+    Http(Http<T>),
+}
+
+/// The HTTP side: the driver's transport, and the exchanges in flight.
+pub(crate) struct Http<T> {
+    transport: T,
+    reports: ReportSender,
+    received: ReportReceiver,
+    buffers: BodyBuffers,
+    /// Kept so that the buffers' channel stays open (nothing gives buffers back: MCP
+    /// bodies are small and few).
+    _spares: Sender<Vec<u8>>,
+}
+
+impl<T> Http<T> {
+    pub(crate) fn new(transport: T) -> Self {
+        let (reports, received) = reports::channel();
+        let (spares, buffers) = async_channel::bounded(1);
+        Self { transport, reports, received, buffers: BodyBuffers::new(buffers), _spares: spares }
+    }
+}
+
+/// A running exchange's task and stop signal (dropped: hooks run, then the task stops).
+struct Exchange<K: Task> {
+    stop: Stop,
+    task: Option<K>,
+}
+
+impl<K: Task> Drop for Exchange<K> {
+    fn drop(&mut self) {
+        if self.task.is_some() {
+            self.stop.stop();
+        }
+    }
+}
+
+/// What a call waits for.
+struct Waiting {
+    ticket: u64,
+    reply: Sender<Result<ToolCallResult, McpFailure>>,
+    progress: Option<Sender<Progress>>,
+}
+
+/// The loop's state besides the machine.
+struct Loop<R: Runtime, T> {
+    runtime: R,
+    machine: McpClient,
+    shared: std::sync::Arc<Shared>,
+    link: Link<T>,
+    exchanges: BTreeMap<ExchangeId, Exchange<R::Task>>,
+    calls: BTreeMap<OpId, Waiting>,
+    tickets: BTreeMap<u64, OpId>,
+    pings: BTreeMap<OpId, Sender<Result<(), McpFailure>>>,
+    refreshes: Vec<Sender<()>>,
+    closers: Vec<Sender<()>>,
+    /// Answered with the first listing's end, or the connection's.
+    ready: Option<Sender<Result<(), McpFailure>>>,
+    grace: Duration,
+}
+
+/// What woke the loop.
+enum Wake {
+    Request(Option<Request>),
+    Cancel(u64),
+    Stdout(Stdout),
+    Report(Report),
+    Deadline,
+}
+
+/// Drives the connection to its end.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run<R: Runtime, T: Transport>(
+    runtime: R,
+    machine: McpClient,
+    shared: std::sync::Arc<Shared>,
+    link: Link<T>,
+    requests: Receiver<Request>,
+    cancels: Receiver<u64>,
+    ready: Sender<Result<(), McpFailure>>,
+    grace: Duration,
+) {
+    let mut state = Loop {
+        runtime: runtime.clone(),
+        machine,
+        shared,
+        link,
+        exchanges: BTreeMap::new(),
+        calls: BTreeMap::new(),
+        tickets: BTreeMap::new(),
+        pings: BTreeMap::new(),
+        refreshes: Vec::new(),
+        closers: Vec::new(),
+        ready: Some(ready),
+        grace,
+    };
+    let mut budget = INPUT_BUDGET;
+    let mut gone = false;
+    loop {
+        state.execute_effects();
+        state.deliver_events();
+        if state.machine.is_closed() {
+            break;
+        }
+        let now = runtime.now();
+        let deadline = state.machine.poll_timeout().map(|(at, _)| at);
+        if deadline.is_some_and(|at| at <= now) {
+            state.machine.handle_timeout(now);
+            continue;
+        }
+        if budget == 0 {
+            budget = INPUT_BUDGET;
+            future::yield_now().await;
+            continue;
+        }
+        budget -= 1;
+        let wake = state.wait(&requests, &cancels, gone, deadline).await;
+        let now = runtime.now();
+        match wake {
+            Wake::Request(Some(request)) => state.apply(request, now),
+            Wake::Request(None) => {
+                // Every handle is gone, and every tool made from them: nobody can use
+                // the connection any more.
+                gone = true;
+                state.machine.close(now);
+            }
+            Wake::Cancel(ticket) => {
+                if let Some(op) = state.tickets.remove(&ticket) {
+                    state.calls.remove(&op);
+                    let _ = state.machine.cancel(op, now);
+                }
+            }
+            Wake::Stdout(Stdout::Bytes(bytes)) => state.machine.handle_input(McpInput::Stdout(&bytes), now),
+            Wake::Stdout(Stdout::Closed) => state.machine.handle_input(McpInput::StdoutClosed, now),
+            Wake::Report(report) => state.feed(report),
+            Wake::Deadline => state.machine.handle_timeout(now),
+        }
+    }
+    state.finish().await;
+}
+
+impl<R: Runtime, T: Transport> Loop<R, T> {
+    fn execute_effects(&mut self) {
+        while let Some(effect) = self.machine.poll_effect() {
+            match effect {
+                McpEffect::WriteLine(line) => self.write_line(line),
+                McpEffect::HttpSend { exchange, request } => self.send(exchange, request),
+                McpEffect::HttpAbort { exchange } => drop(self.exchanges.remove(&exchange)),
+                // The loop ends once the machine is closed, and shuts the child down then.
+                McpEffect::Shutdown => {}
+                // A later revision's effect this loop does not know: nothing to do.
+                _ => {}
+            }
+        }
+    }
+
+    /// Queues a line for the child's stdin. A queue that is full (the server stopped
+    /// reading) or closed (a write failed: the child is gone) ends the connection, as
+    /// the end of its stdout would.
+    fn write_line(&mut self, line: Vec<u8>) {
+        let Link::Stdio(stdio) = &mut self.link else { return };
+        let sent = stdio.stdin.as_ref().is_some_and(|stdin| stdin.try_send(line).is_ok());
+        if !sent {
+            let now = self.runtime.now();
+            self.machine.handle_input(McpInput::StdoutClosed, now);
+        }
+    }
+
+    fn send(&mut self, exchange: ExchangeId, request: omni_protocol::dialect::HttpRequest) {
+        let Link::Http(http) = &mut self.link else { return };
+        let stop = Stop::new();
+        let sink = ResponseSink::new(RequestId(exchange.0), http.reports.clone(), http.buffers.clone(), stop.clone());
+        let send = http.transport.send(request, sink);
+        match self.runtime.spawn(send) {
+            Ok(task) => drop(self.exchanges.insert(exchange, Exchange { stop, task: Some(task) })),
+            Err(error) => {
+                let now = self.runtime.now();
+                let reason = error.to_string();
+                self.machine.handle_input(McpInput::HttpFailed { exchange, reason: &reason }, now);
+            }
+        }
+    }
+
+    /// Feeds an HTTP report to the machine.
+    fn feed(&mut self, report: Report) {
+        let now = self.runtime.now();
+        match report {
+            Report::Head { id, status, headers } => {
+                let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                let exchange = ExchangeId(id.0);
+                self.machine.handle_input(McpInput::HttpHead { exchange, status, headers: &headers }, now);
+            }
+            Report::Body { id, bytes } => {
+                self.machine.handle_input(McpInput::HttpBody { exchange: ExchangeId(id.0), bytes: &bytes }, now)
+            }
+            Report::End { id } => {
+                self.finished(ExchangeId(id.0));
+                self.machine.handle_input(McpInput::HttpEnd { exchange: ExchangeId(id.0) }, now);
+            }
+            Report::Failed { id, error } => {
+                self.finished(ExchangeId(id.0));
+                let exchange = ExchangeId(id.0);
+                self.machine.handle_input(McpInput::HttpFailed { exchange, reason: &error.message }, now);
+            }
+            Report::Tool { .. } => {}
+        }
+    }
+
+    /// An exchange that sent its last report is returning: detached, not stopped.
+    fn finished(&mut self, exchange: ExchangeId) {
+        if let Some(task) = self.exchanges.remove(&exchange).and_then(|mut e| e.task.take()) {
+            task.detach();
+        }
+    }
+
+    fn apply(&mut self, request: Request, now: std::time::Instant) {
+        match request {
+            Request::Call { ticket, name, arguments, reply, progress } => {
+                match self.machine.call_tool(&name, arguments, now) {
+                    Ok(op) => {
+                        self.tickets.insert(ticket, op);
+                        self.calls.insert(op, Waiting { ticket, reply, progress });
+                    }
+                    Err(refused) => drop(reply.try_send(Err(McpFailure::Refused(refused)))),
+                }
+            }
+            Request::Refresh(reply) => match self.machine.refresh_tools(now) {
+                Ok(()) => self.refreshes.push(reply),
+                Err(_) => drop(reply),
+            },
+            Request::Ping(reply) => match self.machine.ping(now) {
+                Ok(op) => drop(self.pings.insert(op, reply)),
+                Err(refused) => drop(reply.try_send(Err(McpFailure::Refused(refused)))),
+            },
+            Request::Close(reply) => {
+                self.closers.push(reply);
+                self.machine.close(now);
+            }
+        }
+    }
+
+    /// Hands the machine's events to the handles that wait for them.
+    fn deliver_events(&mut self) {
+        while let Some(event) = self.machine.poll_event() {
+            match event {
+                McpEvent::Connected(info) => self.shared.connected(info),
+                McpEvent::Tools { tools, dropped } => {
+                    self.shared.set_tools(tools, dropped);
+                    self.refreshes.clear();
+                    if let Some(ready) = self.ready.take() {
+                        let _ = ready.try_send(Ok(()));
+                    }
+                }
+                McpEvent::Progress { op, progress, total, message } => {
+                    if let Some(sink) = self.calls.get(&op).and_then(|w| w.progress.as_ref()) {
+                        // Bounded: progress nobody reads in time is dropped, never queued
+                        // without end.
+                        let _ = sink.try_send(Progress { progress, total, message });
+                    }
+                }
+                McpEvent::CallDone { op, result } => {
+                    if let Some(waiting) = self.calls.remove(&op) {
+                        self.tickets.remove(&waiting.ticket);
+                        let _ = waiting.reply.try_send(result.map_err(McpFailure::Call));
+                    }
+                }
+                McpEvent::Pong { op, result } => {
+                    if let Some(reply) = self.pings.remove(&op) {
+                        let _ = reply.try_send(result.map_err(McpFailure::Call));
+                    }
+                }
+                McpEvent::Log { level, data } => self.shared.server_message(level, data),
+                McpEvent::Warning(warning) => {
+                    if matches!(warning, omni_protocol::mcp::McpWarning::ToolsRefreshFailed(_)) {
+                        self.refreshes.clear();
+                        // The first listing failed: connected, with no tools (the warning
+                        // says why).
+                        if let Some(ready) = self.ready.take() {
+                            let _ = ready.try_send(Ok(()));
+                        }
+                    }
+                    self.shared.warn(warning);
+                }
+                McpEvent::Closed(reason) => {
+                    if let Some(ready) = self.ready.take() {
+                        let failure = reason.clone().map_or(McpFailure::Closed, McpFailure::Connection);
+                        let _ = ready.try_send(Err(failure));
+                    }
+                    self.shared.closed(reason);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for the next thing to do: a handle's request first, then input, then the
+    /// deadline.
+    async fn wait(
+        &mut self,
+        requests: &Receiver<Request>,
+        cancels: &Receiver<u64>,
+        gone: bool,
+        deadline: Option<std::time::Instant>,
+    ) -> Wake {
+        let runtime = self.runtime.clone();
+        let request = async {
+            if gone {
+                future::pending().await
+            } else {
+                Wake::Request(requests.recv().await.ok())
+            }
+        };
+        let cancel = async {
+            match cancels.recv().await {
+                Ok(ticket) => Wake::Cancel(ticket),
+                // The handles hold a sender as long as requests can come.
+                Err(_) => future::pending().await,
+            }
+        };
+        let input = async {
+            match &mut self.link {
+                Link::Stdio(stdio) => match stdio.stdout.recv().await {
+                    Ok(chunk) => Wake::Stdout(chunk),
+                    Err(_) => Wake::Stdout(Stdout::Closed),
+                },
+                Link::Http(http) => Wake::Report(future::poll_fn(|cx| http.received.poll_recv(cx)).await),
+            }
+        };
+        let timer = async {
+            crate::drive::sleep_until(&runtime, deadline).await;
+            Wake::Deadline
+        };
+        future::or(future::or(request, cancel), future::or(input, timer)).await
+    }
+
+    /// The connection is over: every waiter answered, HTTP exchanges stopped, a child
+    /// shut down and reaped.
+    async fn finish(mut self) {
+        self.exchanges.clear();
+        if let Link::Http(http) = &mut self.link {
+            http.received.close();
+        }
+        for (_, waiting) in std::mem::take(&mut self.calls) {
+            let _ = waiting.reply.try_send(Err(McpFailure::Call(CallError::Closed)));
+        }
+        for (_, reply) in std::mem::take(&mut self.pings) {
+            let _ = reply.try_send(Err(McpFailure::Call(CallError::Closed)));
+        }
+        if let Some(ready) = self.ready.take() {
+            let _ = ready.try_send(Err(McpFailure::Closed));
+        }
+        if let Link::Stdio(stdio) = &mut self.link {
+            // Closing stdin is the first step of the shutdown.
+            stdio.stdin = None;
+            if let Some(control) = stdio.control.take() {
+                process::shut_down(self.runtime.clone(), control, self.grace).await;
+            }
+        }
+        self.shared.finished();
+        for closer in self.closers.drain(..) {
+            let _ = closer.try_send(());
+        }
+    }
+}
