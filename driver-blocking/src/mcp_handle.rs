@@ -114,6 +114,11 @@ impl McpServer {
         self.0.closed()
     }
 
+    /// The stdio server's process id.
+    pub fn process_id(&self) -> Option<u32> {
+        self.0.process_id()
+    }
+
     /// The last of the server's stderr (stdio servers).
     pub fn stderr(&self) -> String {
         self.0.stderr()
@@ -127,6 +132,13 @@ impl McpServer {
     /// The most recent log messages the server sent.
     pub fn messages(&self) -> Vec<ServerMessage> {
         self.0.messages()
+    }
+}
+
+/// The agent builder's `mcp` takes this handle.
+impl AsRef<omni_shell::McpServer> for McpServer {
+    fn as_ref(&self) -> &omni_shell::McpServer {
+        &self.0
     }
 }
 

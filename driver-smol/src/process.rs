@@ -11,6 +11,11 @@ use omni_shell::mcp::{ChildProcess, ProcessControl};
 /// Starts `command`.
 pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> {
     let mut command = smol::process::Command::from(command);
+    // The conversion keeps the program, arguments, environment, directory and process
+    // group, not the pipes: set again here.
+    command.stdin(smol::process::Stdio::piped());
+    command.stdout(smol::process::Stdio::piped());
+    command.stderr(smol::process::Stdio::piped());
     command.kill_on_drop(true);
     let mut child = command.spawn()?;
     let missing = || io::Error::other("a pipe of the child was not set up");

@@ -36,6 +36,8 @@ pub(crate) enum LoopMessage<C> {
         /// Where the answer goes.
         reply: Reply<Result<(), AgentError>>,
     },
+    /// An MCP server's tool list changed (made by the loop itself, never sent).
+    ToolsChanged,
 }
 
 impl<C> fmt::Debug for LoopMessage<C> {
@@ -43,6 +45,7 @@ impl<C> fmt::Debug for LoopMessage<C> {
         match self {
             Self::Command(command) => command.fmt(f),
             Self::SetState { .. } => f.write_str("SetState"),
+            Self::ToolsChanged => f.write_str("ToolsChanged"),
         }
     }
 }

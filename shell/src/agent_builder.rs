@@ -78,6 +78,8 @@ pub struct AgentBuilder<L, T, C = NoCallbacks> {
     pub(crate) capacity: usize,
     pub(crate) subscribers: Vec<Box<dyn EventSink>>,
     pub(crate) callbacks: C,
+    /// MCP servers whose tools the agent offers too (`mcp`).
+    pub(crate) mcp: Vec<crate::McpServer>,
 }
 
 impl<L, T: fmt::Debug, C> fmt::Debug for AgentBuilder<L, T, C> {
@@ -110,11 +112,21 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
             capacity: DEFAULT_SUBSCRIBER_CAPACITY,
             subscribers: Vec::new(),
             callbacks: NoCallbacks,
+            mcp: Vec::new(),
         }
     }
 }
 
 impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> {
+    /// Offers an MCP server's tools too ([`McpServer::tools`](crate::McpServer::tools)),
+    /// and keeps them current: when the server's list changes, an agent offers the new
+    /// list from its next step (a session, the list of when it was opened). Approval
+    /// (`handle_tool_use`), validation and time limits apply to them as to any tool.
+    pub fn mcp(mut self, server: impl AsRef<crate::McpServer>) -> Self {
+        self.mcp.push(server.as_ref().clone());
+        self
+    }
+
     /// The system prompt.
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
@@ -213,11 +225,13 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     /// Starts the agent: resolves the model as a call would, runs `init`, checks the
     /// history, options and tools, and runs it in the driver's runtime.
     pub fn start(self) -> Result<L::Handle<C>, L::Error> {
-        let config = self.configure(&self.model)?;
+        let mut config = self.configure(&self.model)?;
         let mut start = self;
+        let sources = start.mcp_sources(&mut config);
         let tools = start.take_handlers();
         let agent = Agent::new(config, start.callbacks, start.launcher.now())?;
-        start.launcher.launch(Host::with_subscribers(agent, start.subscribers), tools, start.capacity)
+        let host = Host::with_subscribers(agent, start.subscribers).with_tool_sources(sources);
+        start.launcher.launch(host, tools, start.capacity)
     }
 
     /// A session over this agent, kept in `store`: then `create`, `create_with_id` or
@@ -250,6 +264,15 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
         }
         config.output_validator.clone_from(&self.output_validator);
         Ok(config)
+    }
+
+    /// Takes the MCP servers' tools now: added to `config`'s, and returned with the
+    /// servers for the loop (their handlers, and the changes it follows).
+    pub(crate) fn mcp_sources(&mut self, config: &mut AgentConfig) -> crate::mcp::ToolSources {
+        let mut sources = crate::mcp::ToolSources::new(std::mem::take(&mut self.mcp));
+        sources.set_own(config.tools.clone());
+        config.tools = sources.take();
+        sources
     }
 
     /// Every tool with a handler, offered or not: what the driver runs the agent's calls
@@ -302,6 +325,7 @@ impl<L, T, C> AgentBuilder<L, T, C> {
             capacity: self.capacity,
             subscribers: self.subscribers,
             callbacks: callbacks(self.callbacks),
+            mcp: self.mcp,
         }
     }
 }

@@ -50,7 +50,10 @@ where
     T: Transport,
 {
     let (commands, received) = Agent::channel();
-    let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
+    let mut host = host;
+    let mut handlers = handlers_by_name(tools);
+    handlers.extend(handlers_by_name(host.tool_sources().tools()));
+    let executor = Executor::new(runtime.clone(), transport, handlers);
     // Detached: the loop ends on its own once every handle is gone.
     let handles = Handles { host, commands: received, orphaned: false };
     runtime.spawn(drive(handles, executor))?.detach();
@@ -79,10 +82,17 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
     }
 
     async fn wait(&mut self) -> Notice<LoopMessage<C>> {
-        match self.commands.recv().await {
-            Ok(message) => Notice::Command(message),
-            Err(_) => Notice::Gone,
-        }
+        let commands = async {
+            match self.commands.recv().await {
+                Ok(message) => Notice::Command(message),
+                Err(_) => Notice::Gone,
+            }
+        };
+        let tools_changed = async {
+            self.host.tool_sources().changed().await;
+            Notice::Command(LoopMessage::ToolsChanged)
+        };
+        futures_lite::future::or(commands, tools_changed).await
     }
 
     fn apply<R: Runtime, T: Transport>(
@@ -98,8 +108,18 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
                 let accepted = self.host.agent().handle_input(AgentInput::SetState(patch), now);
                 if let (Ok(()), Some(tools)) = (&accepted, tools) {
                     executor.set_tools(&tools);
+                    // The agent's own tools now; the MCP servers' join them at their
+                    // next change.
+                    self.host.tool_sources().set_own(tools.iter().map(AsyncTool::decl).collect());
                 }
                 reply(accepted);
+            }
+            LoopMessage::ToolsChanged => {
+                let offered = self.host.tool_sources().take();
+                executor.set_tools(self.host.tool_sources().tools());
+                // Refused only for a list the agent cannot offer (two tools of one name
+                // across servers): the tools offered until now stay.
+                let _ = self.host.agent().handle_input(AgentInput::ReplaceTools(offered), now);
             }
         }
     }

@@ -142,6 +142,8 @@ impl<C> fmt::Debug for Command<C> {
 pub struct Host<C: AgentCallbacks> {
     agent: Agent<C>,
     subscribers: Subscribers<AgentEvent>,
+    /// The MCP servers whose tools the agent offers.
+    tool_sources: crate::mcp::ToolSources,
 }
 
 impl<C: AgentCallbacks> fmt::Debug for Host<C> {
@@ -159,7 +161,17 @@ impl<C: AgentCallbacks> Host<C> {
     /// Hosts an agent whose first subscribers are there from the start (the builder's
     /// `subscriber`): they see every event the agent ever publishes.
     pub fn with_subscribers(agent: Agent<C>, subscribers: Vec<Box<dyn EventSink>>) -> Self {
-        Self { agent, subscribers: Subscribers::new(subscribers) }
+        Self { agent, subscribers: Subscribers::new(subscribers), tool_sources: Default::default() }
+    }
+
+    /// The MCP servers whose tools the agent offers (taken with its configuration).
+    pub(crate) fn with_tool_sources(mut self, sources: crate::mcp::ToolSources) -> Self {
+        self.tool_sources = sources;
+        self
+    }
+
+    pub(crate) fn tool_sources(&mut self) -> &mut crate::mcp::ToolSources {
+        &mut self.tool_sources
     }
 
     /// The agent, for the driver's effects, reports and deadlines.

@@ -210,7 +210,11 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
             (id, claim, loaded.tree, state, loaded.warnings, config)
         }
     };
-    let tools = start.take_handlers();
+    // A session offers its MCP servers' tools as they are when it opens.
+    let mut config = config;
+    let sources = start.mcp_sources(&mut config);
+    let mut tools = start.take_handlers();
+    tools.extend(sources.tools().iter().cloned());
     subscribers.extend(start.subscribers.drain(..).map(|sink| {
         let sink: Box<dyn EventSink<SessionEvent>> = Box::new(AgentEventsOnly(sink));
         (SubscriberRole::Controller, sink)

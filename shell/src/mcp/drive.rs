@@ -23,6 +23,9 @@ use crate::executor::Report;
 use crate::reports::{self, ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
 
+/// Where a call's answer goes.
+type CallReply = Sender<Result<ToolCallResult, McpFailure>>;
+
 /// What a handle asks the loop.
 pub(crate) enum Request {
     /// Call a tool; the answer goes to `reply`, progress to `progress` if given.
@@ -99,6 +102,8 @@ struct Loop<R: Runtime, T> {
     pings: BTreeMap<OpId, Sender<Result<(), McpFailure>>>,
     refreshes: Vec<Sender<()>>,
     closers: Vec<Sender<()>>,
+    /// Results held while a listing is in progress (see `deliver_events`).
+    held: Vec<(CallReply, Result<ToolCallResult, McpFailure>)>,
     /// Answered with the first listing's end, or the connection's.
     ready: Option<Sender<Result<(), McpFailure>>>,
     grace: Duration,
@@ -136,6 +141,7 @@ pub(crate) async fn run<R: Runtime, T: Transport>(
         pings: BTreeMap::new(),
         refreshes: Vec::new(),
         closers: Vec::new(),
+        held: Vec::new(),
         ready: Some(ready),
         grace,
     };
@@ -179,6 +185,18 @@ pub(crate) async fn run<R: Runtime, T: Transport>(
             Wake::Stdout(Stdout::Closed) => state.machine.handle_input(McpInput::StdoutClosed, now),
             Wake::Report(report) => state.feed(report),
             Wake::Deadline => state.machine.handle_timeout(now),
+        }
+    }
+    // No request is taken any more, and those already queued are answered: a handle
+    // never waits for a loop that is gone.
+    requests.close();
+    cancels.close();
+    while let Ok(request) = requests.try_recv() {
+        match request {
+            Request::Call { reply, .. } => drop(reply.try_send(Err(McpFailure::Closed))),
+            Request::Ping(reply) => drop(reply.try_send(Err(McpFailure::Closed))),
+            Request::Refresh(reply) => drop(reply),
+            Request::Close(reply) => state.closers.push(reply),
         }
     }
     state.finish().await;
@@ -286,7 +304,16 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
 
     /// Hands the machine's events to the handles that wait for them.
     fn deliver_events(&mut self) {
+        // A listing ended in this pass: held results go, even if another listing began
+        // (a server announcing changes without end cannot hold a result for long).
+        let mut listed = false;
         while let Some(event) = self.machine.poll_event() {
+            listed |= matches!(
+                event,
+                McpEvent::Tools { .. }
+                    | McpEvent::Closed(_)
+                    | McpEvent::Warning(omni_protocol::mcp::McpWarning::ToolsRefreshFailed(_))
+            );
             match event {
                 McpEvent::Connected(info) => self.shared.connected(info),
                 McpEvent::Tools { tools, dropped } => {
@@ -306,7 +333,10 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                 McpEvent::CallDone { op, result } => {
                     if let Some(waiting) = self.calls.remove(&op) {
                         self.tickets.remove(&waiting.ticket);
-                        let _ = waiting.reply.try_send(result.map_err(McpFailure::Call));
+                        // A tool that changed the list (the server said so before its
+                        // answer) is answered once the new list is in: an agent then
+                        // offers it from its very next step.
+                        self.held.push((waiting.reply, result.map_err(McpFailure::Call)));
                     }
                 }
                 McpEvent::Pong { op, result } => {
@@ -334,6 +364,11 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                     self.shared.closed(reason);
                 }
                 _ => {}
+            }
+        }
+        if listed || !self.machine.is_listing() {
+            for (reply, result) in self.held.drain(..) {
+                let _ = reply.try_send(result);
             }
         }
     }

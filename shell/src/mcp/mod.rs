@@ -19,6 +19,7 @@
 mod drive;
 pub(crate) mod process;
 mod shared;
+mod sources;
 mod tools;
 
 use std::ffi::OsString;
@@ -45,6 +46,7 @@ pub use tools::{SkippedTool, MAX_TOOL_NAME};
 use self::drive::{Link, Request};
 use self::process::StdioCommand;
 use self::shared::Shared;
+pub(crate) use self::sources::ToolSources;
 use crate::client::{Client, Driver};
 use crate::{AsyncTool, Error};
 
@@ -113,6 +115,8 @@ struct Handle {
     shared: Arc<Shared>,
     next_ticket: AtomicU64,
     max_request_time: Duration,
+    /// The stdio server's process id.
+    process_id: Option<u32>,
 }
 
 impl fmt::Debug for McpServer {
@@ -272,12 +276,24 @@ impl McpServer {
         self.inner.shared.messages()
     }
 
+    /// The stdio server's process id (it leads a process group of its own on unix).
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner.process_id
+    }
+
     pub(crate) fn prefix(&self) -> Option<&str> {
         self.inner.prefix.as_deref()
     }
 
     pub(crate) fn max_request_time(&self) -> Duration {
         self.inner.max_request_time
+    }
+}
+
+/// What an agent builder's `mcp` takes: this connection, or a driver's handle on it.
+impl AsRef<Self> for McpServer {
+    fn as_ref(&self) -> &Self {
+        self
     }
 }
 
@@ -466,6 +482,7 @@ impl<D: Driver> McpServerBuilder<D> {
         let shared = Arc::new(Shared::default());
         // Lines and cancels are bounded by the requests a connection may have pending.
         let lines = config.limits.max_pending * 2 + 16;
+        let mut process_id = None;
         let link = match &target {
             Target::Stdio(spec) => {
                 config.transport = McpTransport::Stdio;
@@ -473,6 +490,7 @@ impl<D: Driver> McpServerBuilder<D> {
                     let program = spec.program.to_string_lossy().into_owned();
                     Error::Mcp(McpFailure::Spawn { program, error })
                 })?;
+                process_id = child.control.id();
                 Link::Stdio(process::attach(&runtime, child, shared.log.clone(), lines)?)
             }
             Target::Http { url, headers } => {
@@ -488,8 +506,16 @@ impl<D: Driver> McpServerBuilder<D> {
         let task = drive::run(runtime.clone(), machine, shared.clone(), link, requests_rx, cancels_rx, ready, grace);
         crate::runtime::Task::detach(crate::Runtime::spawn(&runtime, task)?);
         let prefix = prefix.then(|| name.clone());
-        let handle =
-            Handle { name, prefix, requests, cancels, shared, next_ticket: AtomicU64::new(0), max_request_time };
+        let handle = Handle {
+            name,
+            prefix,
+            requests,
+            cancels,
+            shared,
+            next_ticket: AtomicU64::new(0),
+            max_request_time,
+            process_id,
+        };
         let server = McpServer { inner: Arc::new(handle) };
         match connected.recv().await {
             Ok(Ok(())) => Ok(server),

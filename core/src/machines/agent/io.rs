@@ -193,6 +193,11 @@ pub enum AgentInput<'a> {
     Cancel,
     /// Changes the state (idle only).
     SetState(Box<StatePatch>),
+    /// Replaces the tools offered, checked as `set_state` checks tools: at once while
+    /// idle, else from the next step of the turn in flight (the steps already sent keep
+    /// theirs). For tools whose list changes on its own (an MCP server's): a later
+    /// replacement staged before that step wins.
+    ReplaceTools(Vec<ToolDecl>),
     /// A request or a tool run reported progress.
     Report(Report<'a>),
 }

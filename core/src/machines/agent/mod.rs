@@ -91,7 +91,7 @@ use crate::data::usage::Usage;
 use crate::machines::common::{Effect, Report};
 use crate::machines::request::{Out, Request};
 use crate::machines::timer::{Timer, TimerTable};
-use crate::machines::tool_round::ToolRound;
+use crate::machines::tool_round::{ToolDecl, ToolRound};
 
 /// One step's exchange, and what its response needs besides: the request's warnings
 /// and the structured-output check.
@@ -152,6 +152,8 @@ pub struct Agent<C: AgentCallbacks = Box<dyn AgentCallbacks + Send>> {
     // neither, and inline they would be more than a KiB of it.
     turn: Option<Box<Turn>>,
     staged: Option<Box<Prompt>>,
+    /// Tools replaced mid-turn, offered from the next step.
+    staged_tools: Option<Vec<ToolDecl>>,
     status: Status,
     partial: PartialMessage,
     next_id: u64,
@@ -184,6 +186,7 @@ impl<C: AgentCallbacks> Agent<C> {
             state: State::Idle,
             turn: None,
             staged: None,
+            staged_tools: None,
             status: Status::Idle,
             partial: PartialMessage::default(),
             next_id: 0,
@@ -278,6 +281,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 | AgentInput::Resume(_)
                 | AgentInput::Cancel
                 | AgentInput::SetState(_)
+                | AgentInput::ReplaceTools(_)
         );
         match input {
             _ if terminated && from_application => Err(AgentError::Terminated),
@@ -288,6 +292,7 @@ impl<C: AgentCallbacks> Agent<C> {
             AgentInput::Resume(decision) => self.resume(decision, now),
             AgentInput::Cancel => self.cancel(),
             AgentInput::SetState(patch) => self.set_state(*patch),
+            AgentInput::ReplaceTools(tools) => self.replace_tools(tools),
             AgentInput::Report(Report::ToolFinished { id, outcome }) => {
                 self.tool_finished(id, outcome, now);
                 Ok(())
@@ -400,6 +405,17 @@ impl<C: AgentCallbacks> Agent<C> {
             }
             State::Tools(round) => self.effects.extend(round.cancel().map(|id| Effect::CancelTool { id })),
             other @ (State::Idle | State::Backoff { .. } | State::Paused(_) | State::Terminated) => self.state = other,
+        }
+    }
+
+    fn replace_tools(&mut self, mut tools: Vec<ToolDecl>) -> Result<(), AgentError> {
+        crate::machines::tool_round::prepare_tools(&mut tools).map_err(AgentError::InvalidTool)?;
+        match self.state {
+            State::Idle => self.apply_patch(StatePatch { tools: Some(tools), ..StatePatch::default() }),
+            State::Streaming(_) | State::Backoff { .. } | State::Paused(_) | State::Tools(_) | State::Terminated => {
+                self.staged_tools = Some(tools);
+                Ok(())
+            }
         }
     }
 

@@ -85,6 +85,13 @@ impl<C: AgentCallbacks> Agent<C> {
         turn.steps += 1;
         turn.failures = 0;
         let step = turn.steps;
+        // Tools replaced during the last step (checked when they were staged).
+        if let Some(tools) = self.staged_tools.take() {
+            if let Err(error) = self.apply_patch(super::StatePatch { tools: Some(tools), ..Default::default() }) {
+                let message = format!("the tools replaced for step {step}: {error}");
+                return self.step_failed(GenerateError::Request(RequestError::Unsupported { message }), now);
+            }
+        }
         // The callbacks see the step and may change the system prompt, tools and options
         // for it and the steps after it, checked as `set_state` checks a change.
         if let Some(patch) = self.callbacks.handle_step(step, &self.state()) {

@@ -286,6 +286,13 @@ impl McpClient {
         &self.tools
     }
 
+    /// Whether a tool listing is in progress (the first one, a refresh, or one a list
+    /// change started): a driver may hold a call's result until it ends, so that a tool
+    /// that changed the list is answered with the new list in place.
+    pub fn is_listing(&self) -> bool {
+        self.listing.is_some()
+    }
+
     /// What was set aside so far.
     pub fn stats(&self) -> McpStats {
         self.stats
