@@ -24,6 +24,7 @@ pub mod http_suite;
 pub mod keepalive;
 pub mod logs;
 pub mod many_calls;
+pub mod mcp_agent;
 pub mod mcp_real;
 pub mod mcp_suite;
 pub mod redirects;

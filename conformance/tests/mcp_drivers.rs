@@ -331,3 +331,67 @@ through_every_driver! {
     python_sdk_server_over_stdio => |d| real::python(d, Over::Stdio);
     python_sdk_server_over_http => |d| real::python(d, Over::Http);
 }
+
+/// An agent's turn with MCP tools (a list change followed between steps, an approval gate)
+/// against the mock provider, through each driver.
+mod agent {
+    use super::*;
+    use omni_conformance::mcp_agent::{self, RejectAddTool};
+    use omni_protocol::agent::AgentEvent;
+
+    #[test]
+    fn tokio_agent_follows_the_list_and_its_gate() {
+        let make = |mock: &omni_testkit::MockProvider| {
+            let _inside = tokio_runtime().enter();
+            omni_shell::Client::<omni_tokio::Tokio>::builder()
+                .provider(mock.provider())
+                .no_proxy()
+                .build()
+                .expect("client")
+        };
+        tokio_runtime().block_on(mcp_agent::async_agent(make, FAKE));
+    }
+
+    #[test]
+    fn smol_agent_follows_the_list_and_its_gate() {
+        let make = |mock: &omni_testkit::MockProvider| {
+            omni_shell::Client::<omni_smol::Smol>::builder()
+                .provider(mock.provider())
+                .no_proxy()
+                .build()
+                .expect("client")
+        };
+        smol::block_on(mcp_agent::async_agent(make, FAKE));
+    }
+
+    #[test]
+    fn blocking_agent_follows_the_list_and_its_gate() {
+        let turn_end = |events: omni_blocking::Subscription| {
+            for event in events {
+                if matches!(event, AgentEvent::Turn { .. }) {
+                    break;
+                }
+            }
+        };
+        let mock = mcp_agent::scripted_mock();
+        let client = omni_blocking::Client::builder().provider(mock.provider()).no_proxy().build().expect("client");
+        let server =
+            client.mcp_stdio("fake", FAKE).arg("normal").prefix_tools(true).connect().expect("the fake server");
+        let agent = client.agent(mock.model()).mcp(&server).start().expect("agent");
+        let (_, events) = agent.subscribe().expect("subscribed");
+        agent.prompt("go").expect("prompted");
+        turn_end(events);
+        mcp_agent::check_requests(&mock);
+
+        let mock = mcp_agent::approval_mock();
+        let client = omni_blocking::Client::builder().provider(mock.provider()).no_proxy().build().expect("client");
+        let agent = client.agent(mock.model()).mcp(&server).callbacks(RejectAddTool).start().expect("agent");
+        let (_, events) = agent.subscribe().expect("subscribed");
+        agent.prompt("go").expect("prompted");
+        turn_end(events);
+        server.refresh_tools().expect("listed again");
+        let listed: Vec<String> = server.list_tools().into_iter().map(|t| t.name).collect();
+        mcp_agent::check_rejected(&mock, &listed);
+        server.close();
+    }
+}
