@@ -49,9 +49,17 @@ fn setting(name: &str) -> Option<String> {
     }
 }
 
-/// A server process the test started (HTTP servers), killed when dropped.
+/// A server process the test started (HTTP servers), killed when dropped, and what it
+/// printed so far.
 #[derive(Debug)]
-pub struct Running(Child);
+pub struct Running(Child, std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Running {
+    /// Whether a line it printed contains `text`.
+    pub fn printed(&self, text: &str) -> bool {
+        self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|line| line.contains(text))
+    }
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -68,7 +76,7 @@ fn free_port() -> u16 {
 
 /// Starts `command`, waits for the line (on stdout or stderr) in which `ready` finds
 /// the URL.
-fn start_http(
+pub fn start_http(
     mut command: Command,
     ready: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
 ) -> (Running, String) {
@@ -76,6 +84,7 @@ fn start_http(
     let mut child = command.spawn().expect("the server starts");
     let (found, url) = mpsc::channel();
     let ready = std::sync::Arc::new(ready);
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     for pipe in [
         child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
         child.stderr.take().map(|p| Box::new(p) as _),
@@ -83,16 +92,21 @@ fn start_http(
     .into_iter()
     .flatten()
     {
-        let (found, ready) = (found.clone(), ready.clone());
+        let (found, ready, printed) = (found.clone(), ready.clone(), printed.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
                 if let Some(url) = ready(&line) {
                     let _ = found.send(url);
                 }
+                // Bounded: a server's first lines are what the checks look at.
+                let mut printed = printed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if printed.len() < 100_000 {
+                    printed.push(line);
+                }
             }
         });
     }
-    let running = Running(child);
+    let running = Running(child, printed);
     let url = url.recv_timeout(Duration::from_secs(30)).expect("the server says it listens");
     (running, url)
 }

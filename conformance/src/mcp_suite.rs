@@ -374,3 +374,92 @@ pub fn missing_program<D: McpDriver>(driver: &D) {
         "{error:?}"
     );
 }
+
+/// The fake server over streamable HTTP in `mode` (`--http 0`): its URL, and the
+/// process, killed when dropped.
+pub fn fake_http(fake: &str, era: &str, mode: &str) -> (crate::mcp_real::Running, String) {
+    let mut command = std::process::Command::new(fake);
+    command.args(["--era", era, "--http", "0", mode]);
+    crate::mcp_real::start_http(command, |line| {
+        line.strip_prefix("listening on ").map(|port| format!("http://127.0.0.1:{}/mcp", port.trim()))
+    })
+}
+
+/// The fake server's tools over HTTP, in each era: calls, an SSE answer with progress,
+/// a list change on a call's stream (legacy), a bearer token that reaches the server
+/// (and one missing, refused).
+pub fn fake_http_normal<D: McpDriver>(driver: &D, fake: &str, era: &str) {
+    let (running, url) = fake_http(fake, era, "normal");
+    let server = driver.connect(&Spec::http("fake", &url)).expect("connected over HTTP");
+    let expected = if era == "modern" { Era::Modern } else { Era::Legacy };
+    assert_eq!(server.era(), Some(expected));
+    assert_eq!(server.skipped(), ["bad_schema"]);
+    assert_eq!(text_of(&server.call("echo", json!({"text": "over http"})).expect("echo")), "over http");
+    let (progress, reports) = async_channel::bounded(16);
+    let done = server.call_with_progress("progress", json!({"steps": 2}), progress).expect("progress");
+    assert_eq!(text_of(&done), "done 2");
+    assert_eq!(reports.len(), 2, "progress on the call's SSE stream");
+    let failed = server.call("fail", json!({"reason": "nope"})).expect("an error result");
+    assert!(failed.is_error);
+    if era == "legacy" {
+        server.ping().expect("pong");
+        let version = server.version();
+        server.call("add_tool", json!({"name": "fresh"})).expect("add_tool");
+        assert!(server.wait_changed(version, Duration::from_secs(10)), "the change on the call's stream was followed");
+        assert_eq!(text_of(&server.call("fresh", json!({})).expect("fresh")), "I am fresh");
+    }
+    server.close();
+    if era == "legacy" {
+        let ended = eventually(Duration::from_secs(5), || running.printed("http DELETE /mcp"));
+        assert!(ended, "closing ends the legacy session on the server (DELETE)");
+    }
+
+    let (_running, url) = fake_http(fake, era, "check-auth");
+    let token = Spec {
+        target: Target::Http { url: url.clone(), token: Some("test-token".into()) },
+        ..Spec::http("auth", &url)
+    };
+    let server = driver.connect(&token).expect("the token reached the server");
+    assert_eq!(text_of(&server.call("echo", json!({"text": "authorized"})).expect("echo")), "authorized");
+    server.close();
+    let refused = driver.connect(&Spec::http("auth", &url)).expect_err("no token, no connection");
+    assert!(matches!(refused, Error::Mcp(_)), "{refused:?}");
+    assert!(!format!("{refused:?} {refused}").contains("test-token"));
+}
+
+/// Hostile servers over HTTP: one that never answers, one that drops the connection
+/// mid-call, one that answers garbage, one that answers other ids, one that sends 1 GiB:
+/// each a typed error within its deadline.
+pub fn fake_http_hostile<D: McpDriver>(driver: &D, fake: &str) {
+    let quick = |url: &str| Spec {
+        probe_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(500),
+        ..Spec::http("hostile", url)
+    };
+    let (_running, url) = fake_http(fake, "legacy", "silent");
+    let started = Instant::now();
+    let error = driver.connect(&quick(&url)).expect_err("nothing answers");
+    assert!(matches!(error, Error::Mcp(McpFailure::Connection(_))), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+
+    for (mode, what) in [("die-mid-call", "dropped"), ("garbage", "not JSON"), ("unknown-id", "another id")] {
+        let (_running, url) = fake_http(fake, "legacy", mode);
+        let server = driver.connect(&quick(&url)).expect("connected");
+        let started = Instant::now();
+        let error = server.call("echo", json!({"text": "x"})).expect_err(what);
+        assert!(matches!(error, McpFailure::Call(_)), "{mode}: {error:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{mode}: {:?}", started.elapsed());
+        server.close();
+    }
+
+    let (_running, url) = fake_http(fake, "legacy", "huge-line");
+    let server = driver.connect(&Spec::http("huge", &url)).expect("connected");
+    let error = server.call("echo", json!({"text": "x"})).expect_err("too large");
+    assert!(matches!(error, McpFailure::Call(CallError::TooLarge { .. })), "{error:?}");
+    server.close();
+
+    let (_running, url) = fake_http(fake, "legacy", "many-tools");
+    let server = driver.connect(&Spec::http("many", &url)).expect("connected");
+    assert_eq!(server.list().len(), McpLimits::default().max_tools);
+    server.close();
+}

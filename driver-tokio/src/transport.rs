@@ -86,6 +86,7 @@ async fn send(http: reqwest::Client, request: HttpRequest, sink: ResponseSink) {
         let method = match request.method {
             omni_protocol::dialect::Method::Get => reqwest::Method::GET,
             omni_protocol::dialect::Method::Post => reqwest::Method::POST,
+            omni_protocol::dialect::Method::Delete => reqwest::Method::DELETE,
         };
         let mut builder = http.request(method, &request.url);
         for h in &request.headers {

@@ -9,6 +9,8 @@ pub enum Method {
     Get,
     /// POST.
     Post,
+    /// DELETE (an MCP client ending its legacy HTTP session).
+    Delete,
 }
 
 impl Method {
@@ -17,6 +19,7 @@ impl Method {
         match self {
             Self::Get => "GET",
             Self::Post => "POST",
+            Self::Delete => "DELETE",
         }
     }
 }

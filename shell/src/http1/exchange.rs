@@ -85,6 +85,7 @@ fn prepare(request: &HttpRequest) -> Result<(Call<Prepare>, Target, QuerySecrets
     let method = match request.method {
         Method::Get => http::Method::GET,
         Method::Post => http::Method::POST,
+        Method::Delete => http::Method::DELETE,
     };
     let mut builder = http::Request::builder().method(method).uri(uri);
     // Sensitive headers (keys) are added to the written head by `write_request`.

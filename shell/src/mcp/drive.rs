@@ -23,6 +23,9 @@ use crate::executor::Report;
 use crate::reports::{self, ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
 
+/// The most a request sent and forgotten (a legacy session's `DELETE`) may take.
+const FORGET_WITHIN: Duration = Duration::from_secs(5);
+
 /// Where a call's answer goes.
 type CallReply = Sender<Result<ToolCallResult, McpFailure>>;
 
@@ -209,6 +212,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                 McpEffect::WriteLine(line) => self.write_line(line),
                 McpEffect::HttpSend { exchange, request } => self.send(exchange, request),
                 McpEffect::HttpAbort { exchange } => drop(self.exchanges.remove(&exchange)),
+                McpEffect::HttpForget { request } => self.forget(request),
                 // The loop ends once the machine is closed, and shuts the child down then.
                 McpEffect::Shutdown => {}
                 // A later revision's effect this loop does not know: nothing to do.
@@ -241,6 +245,25 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                 let reason = error.to_string();
                 self.machine.handle_input(McpInput::HttpFailed { exchange, reason: &reason }, now);
             }
+        }
+    }
+
+    /// Sends `request` on a task of its own that nobody waits for, given
+    /// [`FORGET_WITHIN`] at most (a server that never answers holds nothing for long).
+    fn forget(&mut self, request: omni_protocol::dialect::HttpRequest) {
+        let Link::Http(http) = &mut self.link else { return };
+        // A channel of its own: the head and end fit, and nobody reads them.
+        let (reports, received) = reports::channel();
+        let sink = ResponseSink::new(RequestId(0), reports, http.buffers.clone(), Stop::new());
+        let send = http.transport.send(request, sink);
+        let deadline = self.runtime.now() + FORGET_WITHIN;
+        let sleep = self.runtime.sleep_until(deadline);
+        let task = async move {
+            let _received = received;
+            future::or(send, sleep).await;
+        };
+        if let Ok(task) = self.runtime.spawn(task) {
+            task.detach();
         }
     }
 

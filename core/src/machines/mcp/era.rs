@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use super::io::{CallError, ConnectionError, Era, ExchangeId, McpEffect, McpEvent, ServerInfo};
+use super::io::{CallError, ConnectionError, Era, ExchangeId, McpEffect, McpEvent, McpTransport, ServerInfo};
 use super::modern::ProbeVerdict;
-use super::{legacy, modern, Kind, McpClient, State};
+use super::{http, legacy, modern, Kind, McpClient, State};
 
 impl McpClient {
     pub(super) fn on_probe(&mut self, outcome: Result<Map<String, Value>, CallError>, now: Instant) {
@@ -123,6 +123,15 @@ impl McpClient {
         let exchanges: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
         for exchange in exchanges {
             self.abort_exchange(exchange);
+        }
+        // A legacy HTTP session the client closes is ended on the server too.
+        if let (None, State::Ready { era: Era::Legacy, version }, McpTransport::Http { url, headers }, Some(session)) =
+            (&error, &self.state, &self.config.transport, &self.session)
+        {
+            let mut request = http::post(url, headers, Vec::new(), Era::Legacy, Some(version), "", None, Some(session));
+            request.method = crate::wire::http::Method::Delete;
+            request.headers.retain(|h| h.name != "content-type" && h.name != "accept");
+            self.effects.push_back(McpEffect::HttpForget { request });
         }
         self.state = State::Closed;
         self.listing = None;

@@ -204,6 +204,14 @@ pub enum McpEffect {
         /// Which exchange.
         exchange: ExchangeId,
     },
+    /// Send this request and expect nothing back: the legacy HTTP session's `DELETE`
+    /// when the client closes ("Clients that no longer need a particular session SHOULD
+    /// send an HTTP DELETE", `basic/transports.mdx`). It may outlive the client; the
+    /// driver bounds how long it waits.
+    HttpForget {
+        /// The request.
+        request: HttpRequest,
+    },
     /// The client is done with the server: a stdio child's stdin is closed, then the
     /// child waited for, terminated, killed.
     Shutdown,
