@@ -189,6 +189,8 @@ pub fn fake_normal<D: McpDriver>(driver: &D, fake: &str, era: &str) {
         assert!(names.iter().any(|n| n == tool), "{tool} listed (two pages): {names:?}");
     }
     assert_eq!(server.skipped(), ["bad_schema"], "only the tool with a bad schema is left out");
+    let dropped = |w: &McpWarning| matches!(w, McpWarning::ToolDropped { name: Some(n), .. } if n == "bad_schema");
+    assert!(server.warnings().0.iter().any(dropped), "with a warning: {:?}", server.warnings());
     assert!(server.tool_names().iter().all(|n| n.starts_with("fake__")), "{:?}", server.tool_names());
     let echo = server.call("echo", json!({"text": "hi"})).expect("echo");
     assert_eq!(text_of(&echo), "hi");
@@ -204,6 +206,9 @@ pub fn fake_normal<D: McpDriver>(driver: &D, fake: &str, era: &str) {
     assert_eq!(reports.len(), 3, "every progress report reached the caller");
     if era == "legacy" {
         server.ping().expect("a legacy server answers pings");
+    }
+    {
+        // Legacy: a notification; modern: the `subscriptions/listen` stream.
         let version = server.version();
         server.call("add_tool", json!({"name": "fresh"})).expect("add_tool");
         assert!(server.wait_changed(version, Duration::from_secs(10)), "the list change was followed");

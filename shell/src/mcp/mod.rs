@@ -117,6 +117,8 @@ struct Handle {
     max_request_time: Duration,
     /// The stdio server's process id.
     process_id: Option<u32>,
+    /// The last listing, prepared for the model.
+    prepared: std::sync::Mutex<Arc<tools::PreparedList>>,
 }
 
 impl fmt::Debug for McpServer {
@@ -149,14 +151,28 @@ impl McpServer {
     /// Tools that cannot be offered (a schema the validator refuses, a name that
     /// collides) are left out: [`skipped_tools`](Self::skipped_tools) says which.
     pub fn tools(&self) -> Vec<AsyncTool> {
-        let (list, _) = self.inner.shared.tools();
-        tools::omni_tools(self, &list).0
+        self.prepared().tools(self)
     }
 
-    /// The server's tools that [`tools`](Self::tools) leaves out, and why.
+    /// The server's tools that [`tools`](Self::tools) leaves out (each also told once in
+    /// [`warnings`](Self::warnings)), and why.
     pub fn skipped_tools(&self) -> Vec<SkippedTool> {
-        let (list, _) = self.inner.shared.tools();
-        tools::omni_tools(self, &list).1
+        self.prepared().skipped.clone()
+    }
+
+    /// The current listing, prepared once per version.
+    fn prepared(&self) -> Arc<tools::PreparedList> {
+        let mut prepared = self.inner.prepared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (list, version) = self.inner.shared.tools();
+        if prepared.version != version {
+            let fresh = tools::PreparedList::new(version, self.inner.prefix.as_deref(), &list);
+            for skipped in &fresh.skipped {
+                let name = Some(skipped.name.clone());
+                self.inner.shared.warn(McpWarning::ToolDropped { name, reason: skipped.kind.clone() });
+            }
+            *prepared = Arc::new(fresh);
+        }
+        prepared.clone()
     }
 
     /// How many listed tools the connection dropped (a bad schema, a duplicate name,
@@ -279,10 +295,6 @@ impl McpServer {
     /// The stdio server's process id (it leads a process group of its own on unix).
     pub fn process_id(&self) -> Option<u32> {
         self.inner.process_id
-    }
-
-    pub(crate) fn prefix(&self) -> Option<&str> {
-        self.inner.prefix.as_deref()
     }
 
     pub(crate) fn max_request_time(&self) -> Duration {
@@ -515,6 +527,7 @@ impl<D: Driver> McpServerBuilder<D> {
             next_ticket: AtomicU64::new(0),
             max_request_time,
             process_id,
+            prepared: Default::default(),
         };
         let server = McpServer { inner: Arc::new(handle) };
         match connected.recv().await {

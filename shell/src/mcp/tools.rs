@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use omni_protocol::mcp::{CallError, Content, McpTool, ResourceBody, ToolCallResult};
+use omni_protocol::mcp::{CallError, Content, McpTool, ResourceBody, ToolCallResult, ToolRejection};
 use omni_protocol::schema::{JsonSchemaValidator, Validator};
 use omni_protocol::{Attachment, Source, ToolError, ToolOutput, ToolResultContent};
 use serde_json::Value;
@@ -24,45 +24,84 @@ pub struct SkippedTool {
     pub name: String,
     /// Why.
     pub reason: String,
+    /// The kind of reason, as the connection's warnings say it.
+    pub kind: ToolRejection,
 }
 
-/// The omni tools of `list`, and the ones left out with their reasons.
-pub(crate) fn omni_tools(server: &McpServer, list: &[McpTool]) -> (Vec<AsyncTool>, Vec<SkippedTool>) {
-    let mut tools = Vec::with_capacity(list.len());
-    let mut skipped = Vec::new();
-    let mut names = BTreeSet::new();
-    for tool in list {
-        let name = model_name(server.prefix(), &tool.name);
-        if name.is_empty() {
-            skipped.push(SkippedTool { name: tool.name.clone(), reason: "its name has no usable character".into() });
-            continue;
-        }
-        if !names.insert(name.clone()) {
-            let reason = format!("its name for the model, {name:?}, is another tool's too");
-            skipped.push(SkippedTool { name: tool.name.clone(), reason });
-            continue;
-        }
-        // The schema is compiled once, here: one the validator refuses drops this tool,
-        // never the list.
-        let validator = match JsonSchemaValidator::new(tool.input_schema.clone()) {
-            Ok(validator) => Arc::new(validator) as Arc<dyn Validator>,
-            Err(error) => {
-                skipped.push(SkippedTool { name: tool.name.clone(), reason: format!("its inputSchema: {error}") });
+/// A listed tool made ready to offer: its name for the model, its description, its
+/// compiled validator. Holds no handle on the connection (the cache of them is kept by
+/// the connection's handle, which tools hold in turn).
+#[derive(Clone)]
+pub(crate) struct Prepared {
+    name: String,
+    remote: String,
+    description: String,
+    validator: Arc<dyn Validator>,
+}
+
+/// The tools of one listing, prepared once (compiling 10,000 schemas is not free), and
+/// the ones left out with their reasons.
+#[derive(Clone, Default)]
+pub(crate) struct PreparedList {
+    pub(crate) version: u64,
+    tools: Vec<Prepared>,
+    pub(crate) skipped: Vec<SkippedTool>,
+}
+
+impl PreparedList {
+    /// Prepares `list` (of `version`), with names prefixed by `prefix` if given.
+    pub(crate) fn new(version: u64, prefix: Option<&str>, list: &[McpTool]) -> Self {
+        let mut tools = Vec::with_capacity(list.len());
+        let mut skipped = Vec::new();
+        let mut names = BTreeSet::new();
+        let mut skip = |name: &str, kind: ToolRejection, reason: String| {
+            skipped.push(SkippedTool { name: name.to_string(), reason, kind });
+        };
+        for tool in list {
+            let name = model_name(prefix, &tool.name);
+            if name.is_empty() {
+                skip(&tool.name, ToolRejection::NoName, "its name has no usable character".into());
                 continue;
             }
-        };
-        let description = tool.description.clone().or_else(|| tool.title.clone()).unwrap_or_default();
-        let (owner, remote) = (server.clone(), tool.name.clone());
-        let handler = move |input: Value| {
-            let (server, remote) = (owner.clone(), remote.clone());
-            async move { to_output(server.call_tool(&remote, input).await, server.name()) }
-        };
+            if !names.insert(name.clone()) {
+                skip(
+                    &tool.name,
+                    ToolRejection::Duplicate,
+                    format!("its name for the model, {name:?}, is another tool's too"),
+                );
+                continue;
+            }
+            // One the validator refuses drops this tool, never the list.
+            let validator = match JsonSchemaValidator::new(tool.input_schema.clone()) {
+                Ok(validator) => Arc::new(validator) as Arc<dyn Validator>,
+                Err(error) => {
+                    skip(&tool.name, ToolRejection::BadInputSchema, format!("its inputSchema: {error}"));
+                    continue;
+                }
+            };
+            let description = tool.description.clone().or_else(|| tool.title.clone()).unwrap_or_default();
+            tools.push(Prepared { name, remote: tool.name.clone(), description, validator });
+        }
+        Self { version, tools, skipped }
+    }
+
+    /// The omni tools, each calling its tool on `server`.
+    pub(crate) fn tools(&self, server: &McpServer) -> Vec<AsyncTool> {
         // The connection's own deadline (reset by progress, capped by its hard maximum)
         // decides how long a call may take, not omni's default tool limit.
         let limit = server.max_request_time();
-        tools.push(AsyncTool::with_validator::<Value, _, _, _>(name, description, validator, handler).timeout(limit));
+        let tool = |prepared: &Prepared| {
+            let (owner, remote) = (server.clone(), prepared.remote.clone());
+            let handler = move |input: Value| {
+                let (server, remote) = (owner.clone(), remote.clone());
+                async move { to_output(server.call_tool(&remote, input).await, server.name()) }
+            };
+            let (name, description) = (prepared.name.clone(), prepared.description.clone());
+            AsyncTool::with_validator::<Value, _, _, _>(name, description, prepared.validator.clone(), handler)
+                .timeout(limit)
+        };
+        self.tools.iter().map(tool).collect()
     }
-    (tools, skipped)
 }
 
 /// The tool's name for the model: `{prefix}__{name}` when prefixed, characters other
