@@ -881,3 +881,38 @@ fn provider_hooks_shape_an_agents_steps_as_they_shape_a_call() {
     assert_eq!(body["trace"], "agent");
     assert_eq!(agent.messages().last().map(Message::text).as_deref(), Some("HELLO THERE."));
 }
+
+#[test]
+fn replaced_tools_apply_at_once_when_idle_later_mid_turn_and_never_when_invalid() {
+    use omni_protocol::agent::AgentInput;
+    use omni_protocol::generate::{Effect, ToolDecl};
+    use omni_protocol::ToolSpec;
+    let decl = |name: &str| {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        ToolDecl::new(spec, true)
+    };
+    let names =
+        |agent: &Agent<ScriptedCallbacks>| -> Vec<String> { agent.state().tools.into_iter().map(|t| t.name).collect() };
+    let now = std::time::Instant::now();
+    let mut agent = Agent::new(agent_sim::config(), ScriptedCallbacks::default(), now).expect("agent");
+    // Idle: at once.
+    agent.handle_input(AgentInput::ReplaceTools(vec![decl("a"), decl("b")]), now).expect("taken");
+    assert_eq!(names(&agent), ["a", "b"]);
+    // Two tools of one name: refused, nothing changed.
+    let refused = agent.handle_input(AgentInput::ReplaceTools(vec![decl("c"), decl("c")]), now);
+    assert!(matches!(refused, Err(AgentError::InvalidTool(_))), "{refused:?}");
+    assert_eq!(names(&agent), ["a", "b"]);
+    // Mid-turn: staged; the step in flight keeps the tools it was sent with.
+    agent.handle_input(AgentInput::Prompt("Hi".into()), now).expect("prompt");
+    assert!(matches!(agent.poll_effect(), Some(Effect::SendRequest { .. })));
+    while agent.poll_effect().is_some() {}
+    agent.handle_input(AgentInput::ReplaceTools(vec![decl("d")]), now).expect("staged");
+    assert_eq!(names(&agent), ["a", "b"], "not before the next step");
+    agent.terminate(now);
+    while agent.poll_effect().is_some() {}
+    assert_eq!(agent.handle_input(AgentInput::ReplaceTools(vec![decl("e")]), now), Err(AgentError::Terminated));
+}
