@@ -100,4 +100,22 @@ pub async fn async_agent<D: Driver>(make_client: impl Fn(&MockProvider) -> omni_
     let listed: Vec<String> = server.list_tools().into_iter().map(|t| t.name).collect();
     check_rejected(&mock, &listed);
     server.close().await;
+
+    // A session follows its servers' lists as an agent does (a server of its own: the
+    // first one has `fresh` already).
+    let mock = scripted_mock();
+    let client = make_client(&mock);
+    let server =
+        client.mcp_stdio("fake", fake).arg("normal").prefix_tools(true).connect().await.expect("the fake server");
+    let store = std::sync::Arc::new(omni_store::MemoryStore::new());
+    let session = client.agent(mock.model()).mcp(&server).session(store).create().await.expect("session");
+    let (_, mut events) = session.subscribe().await.expect("subscribed");
+    session.prompt("go").await.expect("prompted");
+    while let Some(event) = events.next_event().await {
+        if matches!(event, omni_protocol::session::SessionEvent::Agent(AgentEvent::Turn { .. })) {
+            break;
+        }
+    }
+    check_requests(&mock);
+    server.close().await;
 }

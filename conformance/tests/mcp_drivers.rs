@@ -396,5 +396,21 @@ mod agent {
         let listed: Vec<String> = server.list_tools().into_iter().map(|t| t.name).collect();
         mcp_agent::check_rejected(&mock, &listed);
         server.close();
+
+        let mock = mcp_agent::scripted_mock();
+        let client = omni_blocking::Client::builder().provider(mock.provider()).no_proxy().build().expect("client");
+        let server =
+            client.mcp_stdio("fake", FAKE).arg("normal").prefix_tools(true).connect().expect("the fake server");
+        let store = std::sync::Arc::new(omni_store::MemoryStore::new());
+        let session = client.agent(mock.model()).mcp(&server).session(store).create().expect("session");
+        let (_, events) = session.subscribe().expect("subscribed");
+        session.prompt("go").expect("prompted");
+        for event in events {
+            if matches!(event, omni_protocol::session::SessionEvent::Agent(AgentEvent::Turn { .. })) {
+                break;
+            }
+        }
+        mcp_agent::check_requests(&mock);
+        server.close();
     }
 }

@@ -119,8 +119,8 @@ impl<L: Launch<T>, T> AgentBuilder<L, T> {
 
 impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> {
     /// Offers an MCP server's tools too ([`McpServer::tools`](crate::McpServer::tools)),
-    /// and keeps them current: when the server's list changes, an agent offers the new
-    /// list from its next step (a session, the list of when it was opened). Approval
+    /// and keeps them current: when the server's list changes, the agent (or session)
+    /// offers the new list from its next step. Approval
     /// (`handle_tool_use`), validation and time limits apply to them as to any tool.
     pub fn mcp(mut self, server: impl AsRef<crate::McpServer>) -> Self {
         self.mcp.push(server.as_ref().clone());

@@ -92,6 +92,8 @@ pub(crate) enum Wake<C> {
     Stored(WriteId, Result<(), StoreError>),
     /// A subscription was dropped: the subscribers are counted again.
     Unsubscribed,
+    /// An MCP server's tool list changed.
+    ToolsChanged,
 }
 
 /// The session machine as the drive loop sees it: the agent's effects go to the
@@ -156,6 +158,8 @@ struct SessionSide<C: AgentCallbacks, R> {
     close_asked: bool,
     /// Asked to close once the turn in flight finishes.
     close_after_turn: bool,
+    /// The MCP servers whose tools the session's agent offers.
+    tool_sources: crate::mcp::ToolSources,
 }
 
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
@@ -338,10 +342,15 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
                 Err(_) => std::future::pending().await,
             }
         };
-        futures_lite::future::or(message, futures_lite::future::or(stored, unsubscribed)).await
+        let tools_changed = async {
+            self.tool_sources.changed().await;
+            Notice::Command(Wake::ToolsChanged)
+        };
+        let others = futures_lite::future::or(stored, futures_lite::future::or(unsubscribed, tools_changed));
+        futures_lite::future::or(message, others).await
     }
 
-    fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<C>, _executor: &mut Executor<RR, T>, now: Instant) {
+    fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<C>, executor: &mut Executor<RR, T>, now: Instant) {
         match wake {
             Wake::Message(message) => self.apply_message(message, now),
             Wake::Stored(write, result) => {
@@ -351,6 +360,12 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
             Wake::Unsubscribed => {
                 self.controllers.prune();
                 self.observers.prune();
+            }
+            Wake::ToolsChanged => {
+                let offered = self.tool_sources.take();
+                executor.set_tools(self.tool_sources.tools());
+                // Refused only for a list the agent cannot offer: the tools stay.
+                let _ = self.hosted.session.handle_input(SessionInput::ReplaceTools(offered), now);
             }
         }
     }
@@ -387,6 +402,7 @@ pub(crate) fn spawn_session<C, R, T>(
     session: SessionMachine<C>,
     store: Arc<dyn Store>,
     tools: &[AsyncTool],
+    tool_sources: crate::mcp::ToolSources,
     subscribers: Vec<(SubscriberRole, Box<dyn EventSink<SessionEvent>>)>,
 ) -> Result<(async_channel::Sender<SessionMessage<C>>, async_channel::Sender<()>), Error>
 where
@@ -418,8 +434,11 @@ where
         link: None,
         close_asked: false,
         close_after_turn: false,
+        tool_sources,
     };
-    let executor = Executor::new(runtime.clone(), transport, handlers_by_name(tools));
+    let mut handlers = handlers_by_name(tools);
+    handlers.extend(handlers_by_name(side.tool_sources.tools()));
+    let executor = Executor::new(runtime.clone(), transport, handlers);
     // Detached: the loop ends on its own once every handle is gone and the store is written.
     runtime.spawn(drive(side, executor))?.detach();
     Ok((sender, unsubscribe))

@@ -210,11 +210,9 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
             (id, claim, loaded.tree, state, loaded.warnings, config)
         }
     };
-    // A session offers its MCP servers' tools as they are when it opens.
     let mut config = config;
     let sources = start.mcp_sources(&mut config);
-    let mut tools = start.take_handlers();
-    tools.extend(sources.tools().iter().cloned());
+    let tools = start.take_handlers();
     subscribers.extend(start.subscribers.drain(..).map(|sink| {
         let sink: Box<dyn EventSink<SessionEvent>> = Box::new(AgentEventsOnly(sink));
         (SubscriberRole::Controller, sink)
@@ -229,7 +227,8 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
     let mut warnings = warnings;
     warnings.extend(session.repairs().iter().cloned());
     let inner = &client.inner;
-    let spawned = spawn_session(&runtime, inner.transport.clone(), session, store.clone(), &tools, subscribers);
+    let spawned =
+        spawn_session(&runtime, inner.transport.clone(), session, store.clone(), &tools, sources, subscribers);
     match spawned {
         Ok((messages, unsubscribe)) => Ok(Session::new(id, messages, unsubscribe, start.capacity, warnings)),
         // No loop to release it: the claim is given back here.

@@ -83,6 +83,9 @@ pub enum SessionInput<'a> {
     Cancel,
     /// Passed to the agent.
     Resume(ToolDecision),
+    /// Passed to the agent: the tools it offers from its next step (an MCP server's list
+    /// changed); see [`AgentInput::ReplaceTools`](crate::machines::agent::AgentInput::ReplaceTools).
+    ReplaceTools(Vec<crate::machines::tool_round::ToolDecl>),
     /// A request or tool run reported (passed to the agent).
     Report(Report<'a>),
     /// A store write ended.

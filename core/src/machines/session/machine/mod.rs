@@ -291,6 +291,9 @@ impl<C: AgentCallbacks> Session<C> {
             SessionInput::Resume(decision) => {
                 self.agent.handle_input(AgentInput::Resume(decision), now).map_err(SessionError::Agent)
             }
+            SessionInput::ReplaceTools(tools) => {
+                self.agent.handle_input(AgentInput::ReplaceTools(tools), now).map_err(SessionError::Agent)
+            }
             SessionInput::Report(report) => {
                 let _ = self.agent.handle_input(AgentInput::Report(report), now);
                 Ok(())
