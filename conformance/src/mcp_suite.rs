@@ -468,3 +468,13 @@ pub fn fake_http_hostile<D: McpDriver>(driver: &D, fake: &str) {
     assert_eq!(server.list().len(), McpLimits::default().max_tools);
     server.close();
 }
+
+/// A connection whose every handle is dropped, unclosed, shuts its server down: no
+/// process is left, and no zombie.
+pub fn fake_dropped<D: McpDriver>(driver: &D, fake: &str) {
+    let server = driver.connect(&Spec::stdio("dropped", fake, &["normal"])).expect("connected");
+    let pid = server.process_id().expect("pid");
+    assert!(!process_gone(pid));
+    drop(server);
+    assert!(eventually(Duration::from_secs(10), || process_gone(pid)), "shut down and reaped after the drop");
+}

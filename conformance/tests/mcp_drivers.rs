@@ -326,6 +326,7 @@ through_every_driver! {
     a_call_given_up_is_cancelled_and_the_connection_goes_on => |d| suite::fake_cancel(d, FAKE);
     environment_and_directory_reach_the_server => |d| suite::fake_env_and_dir(d, FAKE);
     a_missing_program_is_a_typed_error => |d| suite::missing_program(d);
+    a_dropped_connection_leaves_no_process => |d| suite::fake_dropped(d, FAKE);
     fake_legacy_tools_over_http => |d| suite::fake_http_normal(d, FAKE, "legacy");
     fake_modern_tools_over_http => |d| suite::fake_http_normal(d, FAKE, "modern");
     hostile_http_servers_are_typed_errors_within_deadlines => |d| suite::fake_http_hostile(d, FAKE);
