@@ -48,7 +48,7 @@
 //! [`poll_event`](McpClient::poll_event), then wait for the next input or
 //! [`poll_timeout`](McpClient::poll_timeout) and call
 //! [`handle_timeout`](McpClient::handle_timeout) with a fresh `now`. What each transport's
-//! driver does (the next step of issue 27, not built yet):
+//! driver does (omni-shell's `mcp` module does it once for every driver):
 //!
 //! - **stdio.** Spawn the server (command, arguments, environment, working directory from
 //!   the application), then create the client (`McpTransport::Stdio`). A task reads the
@@ -60,16 +60,16 @@
 //!   [`McpEffect::Shutdown`]: close stdin, wait a grace period, then terminate and kill,
 //!   and reap the child so no zombie is left (also on drop).
 //! - **Streamable HTTP.** [`McpEffect::HttpSend`] is a POST through the driver's existing
-//!   HTTP transport (its redirect, proxy, secret-header and size rules apply); report its
+//!   HTTP transport (its proxy, TLS and secret-header rules apply); report its
 //!   head as [`McpInput::HttpHead`] (status and headers), each body chunk as
 //!   [`McpInput::HttpBody`] and the end as [`McpInput::HttpEnd`], or
 //!   [`McpInput::HttpFailed`] if the transport fails. Exchanges run concurrently (a
 //!   `subscriptions/listen` stream stays open for the connection's life). On
 //!   [`McpEffect::HttpAbort`] drop the response (closing the stream is a modern server's
 //!   cancellation); input for an aborted exchange is ignored, so a race is harmless.
-//!   [`McpEffect::Shutdown`] aborts what is open; nothing else is owed (a legacy session's
-//!   `DELETE` is not sent yet: the core's [`Method`](crate::wire::http::Method) has no
-//!   `DELETE`).
+//!   [`McpEffect::HttpForget`] (a legacy session's `DELETE` when the client closes) is
+//!   sent with nobody waiting for its answer, for a bounded time. [`McpEffect::Shutdown`]
+//!   aborts what is open.
 //!
 //! The application's operations are methods: [`call_tool`](McpClient::call_tool),
 //! [`cancel`](McpClient::cancel), [`refresh_tools`](McpClient::refresh_tools),
