@@ -415,3 +415,21 @@ mod agent {
         server.close();
     }
 }
+
+/// A token or an environment value given to a connection never shows in its builder's
+/// `Debug`, in any driver.
+#[test]
+fn credentials_never_show_in_a_builders_debug() {
+    let tokio = tokio();
+    let shown = [
+        format!("{:?}", tokio.client.mcp_http("h", "https://mcp.invalid/mcp").bearer_token("s3cret-token")),
+        format!("{:?}", tokio.client.mcp_http("h", "https://mcp.invalid/mcp").header("x-api-key", "s3cret-key")),
+        format!("{:?}", tokio.client.mcp_stdio("s", "server").env("API_TOKEN", "s3cret-env")),
+        format!("{:?}", blocking().0.mcp_http("h", "https://mcp.invalid/mcp").bearer_token("s3cret-token")),
+        format!("{:?}", blocking().0.mcp_stdio("s", "server").env("API_TOKEN", "s3cret-env")),
+    ];
+    for shown in shown {
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("mcp.invalid") || shown.contains("API_TOKEN"), "still useful: {shown}");
+    }
+}
