@@ -1150,3 +1150,35 @@ fn durations_too_large_for_the_clock_mean_no_limit_not_a_panic() {
     s.advance_to(5.0);
     assert!(matches!(warnings(&s.events())[..], [McpWarning::ToolsRefreshFailed(CallError::Timeout { hard: true })]));
 }
+
+#[test]
+fn http_redirects_follow_omni_s_one_rule() {
+    let mut s = http();
+    let discover = s.post();
+    // A same-origin 307: the same POST again at the new path, its headers kept.
+    s.respond(discover.exchange, 307, &[("location", "/v2/mcp")], b"");
+    assert_eq!(s.aborted(), vec![discover.exchange], "the redirect's own response is dropped");
+    let again = s.post();
+    assert_eq!(again.request.url, "https://mcp.example/v2/mcp");
+    assert_eq!(again.body, discover.body);
+    assert_eq!(again.header("authorization"), Some("Bearer sk-secret"));
+    let discovered =
+        json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} } });
+    s.respond_json(&again, &[], discovered);
+    // Another origin is never followed (the token would go with it): the listing fails.
+    let list = s.post();
+    s.respond(list.exchange, 308, &[("location", "https://elsewhere.example/mcp")], b"");
+    assert!(s.posts().is_empty(), "nothing is sent to another origin");
+    let events = s.events();
+    let refused = warnings(&events).into_iter().any(
+        |w| matches!(w, McpWarning::ToolsRefreshFailed(CallError::NoAnswer(why)) if why.contains("elsewhere.example")),
+    );
+    assert!(refused, "{events:#?}");
+    // A POST is never turned into a GET (303).
+    let op = s.client.call_tool("a", json!({}), s.now).unwrap();
+    s.drain();
+    let call = s.post();
+    s.respond(call.exchange, 303, &[("location", "/other")], b"");
+    assert!(s.posts().is_empty());
+    assert!(matches!(call_done(&s.events()), Some(Err(CallError::NoAnswer(_)))), "call {op:?} failed");
+}

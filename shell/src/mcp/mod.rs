@@ -6,7 +6,7 @@
 //! deadlines, bounds); here is its loop (`drive.rs`, a task per connection), the child
 //! process's pipes and shutdown (`process.rs`, over what the driver starts:
 //! [`Driver::spawn_process`]), and HTTP through the driver's own transport (its proxy,
-//! TLS and secret-header rules; redirects are not followed). OAuth is not supported: an
+//! TLS and secret-header rules; redirects by omni's one rule, same origin only). OAuth is not supported: an
 //! HTTP server that needs a token gets one the application obtained
 //! ([`McpServerBuilder::bearer_token`], [`McpServerBuilder::header`]).
 //!

@@ -14,6 +14,7 @@ use super::jsonrpc::{self, Incoming};
 use super::{excerpt, legacy, modern, Kind, McpClient};
 use crate::wire::framing::{Frame, SseDecoder};
 use crate::wire::http::{Header, HttpRequest, Method};
+use crate::wire::redirect::{is_redirect, Redirects};
 
 /// How much of an error status's body is read: enough for a JSON-RPC error, as the
 /// request machine reads provider error pages.
@@ -50,11 +51,15 @@ pub(super) struct Exchange {
     body: Body,
     /// The request's answer came (the rest of its stream does not matter).
     answered: bool,
+    /// The request as first sent, and the redirects followed since: omni's one rule
+    /// (same origin only, method kept, a bounded number), as for a model's requests.
+    original: HttpRequest,
+    redirects: Redirects,
 }
 
 impl Exchange {
-    pub(super) fn new(purpose: Purpose) -> Self {
-        Self { purpose, body: Body::Waiting, answered: false }
+    pub(super) fn new(purpose: Purpose, original: HttpRequest) -> Self {
+        Self { purpose, body: Body::Waiting, answered: false, original, redirects: Redirects::default() }
     }
 
     /// The request this exchange carries, if any.
@@ -134,6 +139,9 @@ impl McpClient {
         }
         let request = exchange.request();
         let kind = request.and_then(|r| self.pending.get(&r)).map(|p| p.kind.clone());
+        if is_redirect(status) {
+            return self.on_redirect(id, status, headers, now);
+        }
         if (200..300).contains(&status) {
             if kind == Some(Kind::Initialize) {
                 // The legacy session, assigned with the `InitializeResult`.
@@ -227,7 +235,9 @@ impl McpClient {
                     }
                 });
                 // The map no longer holds the exchange; an id-less error still answers it.
-                self.exchanges.insert(id, Exchange { purpose: exchange.purpose, body: Body::Ignored, answered: false });
+                let (purpose, original) = (exchange.purpose, exchange.original);
+                let ignored = Exchange { body: Body::Ignored, ..Exchange::new(purpose, original) };
+                self.exchanges.insert(id, ignored);
                 for data in events {
                     self.on_message(jsonrpc::parse(&data).map_err(|e| (e, excerpt(&data))), Some(id), now);
                 }
@@ -256,6 +266,33 @@ impl McpClient {
         let request = self.exchanges.remove(&id).and_then(|e| e.request());
         if let Some(request) = request {
             self.answer(request, Err(CallError::NoAnswer(reason.to_owned())), now);
+        }
+    }
+
+    /// A redirect: the same request goes out again as a new exchange, or (to another
+    /// origin, changing the method, too many) the request fails with why.
+    fn on_redirect(&mut self, id: ExchangeId, status: u16, headers: &[(&str, &str)], now: Instant) {
+        let Some(mut exchange) = self.exchanges.remove(&id) else { return };
+        // The response is dropped: its connection closed, its body never read.
+        self.effects.push_back(McpEffect::HttpAbort { exchange: id });
+        let owned: Vec<(String, String)> = headers.iter().map(|&(n, v)| (n.to_owned(), v.to_owned())).collect();
+        match exchange.redirects.on_head(&exchange.original, status, &owned) {
+            Some(Ok(next)) => {
+                let again = ExchangeId(self.next_exchange);
+                self.next_exchange += 1;
+                if let Some(p) = exchange.request().and_then(|r| self.pending.get_mut(&r)) {
+                    p.exchange = Some(again);
+                }
+                exchange.body = Body::Waiting;
+                self.exchanges.insert(again, exchange);
+                self.effects.push_back(McpEffect::HttpSend { exchange: again, request: next });
+            }
+            Some(Err(error)) => {
+                if let Some(request) = exchange.request() {
+                    self.answer(request, Err(CallError::NoAnswer(error.to_string())), now);
+                }
+            }
+            None => {}
         }
     }
 

@@ -60,7 +60,8 @@
 //!   [`McpEffect::Shutdown`]: close stdin, wait a grace period, then terminate and kill,
 //!   and reap the child so no zombie is left (also on drop).
 //! - **Streamable HTTP.** [`McpEffect::HttpSend`] is a POST through the driver's existing
-//!   HTTP transport (its proxy, TLS and secret-header rules apply); report its
+//!   HTTP transport (its proxy, TLS and secret-header rules apply; redirects are decided
+//!   here, by omni's one rule: same origin, method kept, bounded); report its
 //!   head as [`McpInput::HttpHead`] (status and headers), each body chunk as
 //!   [`McpInput::HttpBody`] and the end as [`McpInput::HttpEnd`], or
 //!   [`McpInput::HttpFailed`] if the transport fails. Exchanges run concurrently (a
@@ -529,7 +530,7 @@ impl McpClient {
                 }
                 let exchange = ExchangeId(self.next_exchange);
                 self.next_exchange += 1;
-                self.exchanges.insert(exchange, Exchange::new(purpose));
+                self.exchanges.insert(exchange, Exchange::new(purpose, request.clone()));
                 self.effects.push_back(McpEffect::HttpSend { exchange, request });
                 Some(exchange)
             }
