@@ -6,7 +6,7 @@
 use std::io;
 use std::process::ExitStatus;
 
-use omni_shell::mcp::{ChildProcess, ProcessControl};
+use omni_shell::mcp::{take_pipes, ChildProcess, ProcessControl};
 
 /// Starts `command`.
 pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> {
@@ -18,10 +18,7 @@ pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> 
     command.stderr(smol::process::Stdio::piped());
     command.kill_on_drop(true);
     let mut child = command.spawn()?;
-    let missing = || io::Error::other("a pipe of the child was not set up");
-    let stdin = child.stdin.take().ok_or_else(missing)?;
-    let stdout = child.stdout.take().ok_or_else(missing)?;
-    let stderr = child.stderr.take().ok_or_else(missing)?;
+    let (stdin, stdout, stderr) = take_pipes(child.stdin.take(), child.stdout.take(), child.stderr.take())?;
     Ok(ChildProcess {
         stdin: Box::pin(stdin),
         stdout: Box::pin(stdout),

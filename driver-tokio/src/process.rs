@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::process::ExitStatus;
 use std::task::{Context, Poll};
 
-use omni_shell::mcp::{ChildProcess, ProcessControl};
+use omni_shell::mcp::{take_pipes, ChildProcess, ProcessControl};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Starts `command` on the current tokio runtime.
@@ -16,10 +16,7 @@ pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> 
     let mut command = tokio::process::Command::from(command);
     command.kill_on_drop(true);
     let mut child = command.spawn()?;
-    let missing = || io::Error::other("a pipe of the child was not set up");
-    let stdin = child.stdin.take().ok_or_else(missing)?;
-    let stdout = child.stdout.take().ok_or_else(missing)?;
-    let stderr = child.stderr.take().ok_or_else(missing)?;
+    let (stdin, stdout, stderr) = take_pipes(child.stdin.take(), child.stdout.take(), child.stderr.take())?;
     Ok(ChildProcess {
         stdin: Box::pin(Compat(stdin)),
         stdout: Box::pin(Compat(stdout)),

@@ -112,10 +112,20 @@ pub(crate) struct Executor<R: Runtime, T> {
 }
 
 /// A request's task and its stop signal: dropped, it runs the hooks, then stops the task.
-struct Running<T: Task> {
-    stop: Stop,
+/// (An MCP connection's HTTP exchanges are held the same way.)
+pub(crate) struct Running<T: Task> {
+    pub(crate) stop: Stop,
     /// `None` once detached.
-    task: Option<T>,
+    pub(crate) task: Option<T>,
+}
+
+impl<T: Task> Running<T> {
+    /// Lets a request that sent its last report return: detached rather than stopped.
+    pub(crate) fn finish(mut self) {
+        if let Some(task) = self.task.take() {
+            task.detach();
+        }
+    }
 }
 
 impl<T: Task> Drop for Running<T> {
@@ -257,8 +267,8 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
 
     /// A request that sent its last report is returning: detached rather than dropped.
     fn finished(&mut self, id: RequestId) {
-        if let Some(task) = self.requests.remove(&id).and_then(|mut running| running.task.take()) {
-            task.detach();
+        if let Some(running) = self.requests.remove(&id) {
+            running.finish();
         }
     }
 }

@@ -19,7 +19,7 @@ use super::process::{self, Stdio, Stdout};
 use super::shared::{Progress, Shared};
 use super::McpFailure;
 use crate::delivery::INPUT_BUDGET;
-use crate::executor::Report;
+use crate::executor::{Report, Running};
 use crate::reports::{self, ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
 
@@ -72,20 +72,6 @@ impl<T> Http<T> {
     }
 }
 
-/// A running exchange's task and stop signal (dropped: hooks run, then the task stops).
-struct Exchange<K: Task> {
-    stop: Stop,
-    task: Option<K>,
-}
-
-impl<K: Task> Drop for Exchange<K> {
-    fn drop(&mut self) {
-        if self.task.is_some() {
-            self.stop.stop();
-        }
-    }
-}
-
 /// What a call waits for.
 struct Waiting {
     ticket: u64,
@@ -99,7 +85,7 @@ struct Loop<R: Runtime, T> {
     machine: McpClient,
     shared: std::sync::Arc<Shared>,
     link: Link<T>,
-    exchanges: BTreeMap<ExchangeId, Exchange<R::Task>>,
+    exchanges: BTreeMap<ExchangeId, Running<R::Task>>,
     calls: BTreeMap<OpId, Waiting>,
     tickets: BTreeMap<u64, OpId>,
     pings: BTreeMap<OpId, Sender<Result<(), McpFailure>>>,
@@ -239,7 +225,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
         let sink = ResponseSink::new(RequestId(exchange.0), http.reports.clone(), http.buffers.clone(), stop.clone());
         let send = http.transport.send(request, sink);
         match self.runtime.spawn(send) {
-            Ok(task) => drop(self.exchanges.insert(exchange, Exchange { stop, task: Some(task) })),
+            Ok(task) => drop(self.exchanges.insert(exchange, Running { stop, task: Some(task) })),
             Err(error) => {
                 let now = self.runtime.now();
                 let reason = error.to_string();
@@ -294,8 +280,8 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
 
     /// An exchange that sent its last report is returning: detached, not stopped.
     fn finished(&mut self, exchange: ExchangeId) {
-        if let Some(task) = self.exchanges.remove(&exchange).and_then(|mut e| e.task.take()) {
-            task.detach();
+        if let Some(running) = self.exchanges.remove(&exchange) {
+            running.finish();
         }
     }
 

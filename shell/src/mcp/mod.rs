@@ -39,7 +39,7 @@ pub use omni_protocol::mcp::{
     RpcError, ServerInfo, ToolCallResult, ToolRejection, DEFAULT_MAX_REQUEST_TIME, DEFAULT_PROBE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
 };
-pub use process::{ChildProcess, ProcessControl, ServerLog, SHUTDOWN_GRACE, STDERR_LOG_BYTES};
+pub use process::{take_pipes, ChildProcess, ProcessControl, ServerLog, SHUTDOWN_GRACE, STDERR_LOG_BYTES};
 pub use shared::{Progress, ServerMessage, RECENT};
 pub use tools::{SkippedTool, MAX_TOOL_NAME};
 

@@ -38,6 +38,15 @@ impl fmt::Debug for ChildProcess {
     }
 }
 
+/// The three pipes a driver's child was started with (taken from its handle), or an
+/// error when one is missing: the one check every driver makes.
+pub fn take_pipes<I, O, E>(stdin: Option<I>, stdout: Option<O>, stderr: Option<E>) -> io::Result<(I, O, E)> {
+    match (stdin, stdout, stderr) {
+        (Some(stdin), Some(stdout), Some(stderr)) => Ok((stdin, stdout, stderr)),
+        _ => Err(io::Error::other("a pipe of the child was not set up")),
+    }
+}
+
 /// What the shell asks of a driver's child handle. Dropping it must not leave a zombie:
 /// a driver kills and reaps a child still running then (tokio's and async-process's
 /// `kill_on_drop` with their reapers; std's child killed and waited for).
