@@ -13,7 +13,8 @@
 //! [`Iterator`].
 //!
 //! Threads: one for the loop of each call or agent, one per HTTP request (its exchange
-//! blocks on it), and the tool threads (the loop itself waits for their answers), bounded
+//! blocks on it), four per stdio MCP server (its connection's loop, and one for each of
+//! the child's pipes, which block), and the tool threads (the loop itself waits for their answers), bounded
 //! for the whole process ([`MAX_RUNNING_TOOLS`] at once, queued beyond; at most
 //! [`MAX_TOOL_THREADS`] alive counting handlers that ignored a cancel). Dropping a
 //! [`TextStream`] (or [`TextStream::cancel`], or a [`CancelHandle`] from another
