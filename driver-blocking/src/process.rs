@@ -22,6 +22,7 @@ pub(crate) fn spawn(mut command: std::process::Command) -> io::Result<ChildProce
         stdout: Box::pin(Blocking(stdout)),
         stderr: Box::pin(Blocking(stderr)),
         control: Box::new(Control(Some(child))),
+        blocking: true,
     })
 }
 

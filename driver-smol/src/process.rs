@@ -24,6 +24,7 @@ pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> 
         stdout: Box::pin(stdout),
         stderr: Box::pin(stderr),
         control: Box::new(Control(child)),
+        blocking: false,
     })
 }
 

@@ -22,6 +22,7 @@ pub(crate) fn spawn(command: std::process::Command) -> io::Result<ChildProcess> 
         stdout: Box::pin(Compat(stdout)),
         stderr: Box::pin(Compat(stderr)),
         control: Box::new(Control(child)),
+        blocking: false,
     })
 }
 

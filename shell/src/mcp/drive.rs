@@ -170,7 +170,12 @@ pub(crate) async fn run<R: Runtime, T: Transport>(
                     let _ = state.machine.cancel(op, now);
                 }
             }
-            Wake::Stdout(Stdout::Bytes(bytes)) => state.machine.handle_input(McpInput::Stdout(&bytes), now),
+            Wake::Stdout(Stdout::Bytes(bytes)) => {
+                state.machine.handle_input(McpInput::Stdout(&bytes), now);
+                if let Link::Stdio(stdio) = &mut state.link {
+                    stdio.recycle(bytes);
+                }
+            }
             Wake::Stdout(Stdout::Closed) => state.machine.handle_input(McpInput::StdoutClosed, now),
             Wake::Report(report) => state.feed(report),
             Wake::Deadline => state.machine.handle_timeout(now),
@@ -212,8 +217,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
     /// the end of its stdout would.
     fn write_line(&mut self, line: Vec<u8>) {
         let Link::Stdio(stdio) = &mut self.link else { return };
-        let sent = stdio.stdin.as_ref().is_some_and(|stdin| stdin.try_send(line).is_ok());
-        if !sent {
+        if !stdio.send(line) {
             let now = self.runtime.now();
             self.machine.handle_input(McpInput::StdoutClosed, now);
         }
@@ -408,10 +412,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
         };
         let input = async {
             match &mut self.link {
-                Link::Stdio(stdio) => match stdio.stdout.recv().await {
-                    Ok(chunk) => Wake::Stdout(chunk),
-                    Err(_) => Wake::Stdout(Stdout::Closed),
-                },
+                Link::Stdio(stdio) => Wake::Stdout(stdio.next().await),
                 Link::Http(http) => Wake::Report(future::poll_fn(|cx| http.received.poll_recv(cx)).await),
             }
         };
@@ -440,7 +441,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
         }
         if let Link::Stdio(stdio) = &mut self.link {
             // Closing stdin is the first step of the shutdown.
-            stdio.stdin = None;
+            stdio.close_stdin();
             if let Some(control) = stdio.control.take() {
                 process::shut_down(self.runtime.clone(), control, self.grace).await;
             }

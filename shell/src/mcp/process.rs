@@ -8,14 +8,17 @@
 //! the signals reach what it started too (`npx` runs the server as its own child): no
 //! process is left behind, and no zombie (the child is waited for).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
+use futures_lite::future;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::runtime::Runtime;
@@ -30,6 +33,10 @@ pub struct ChildProcess {
     pub stderr: Pin<Box<dyn AsyncRead + Send>>,
     /// Waiting for it and killing it.
     pub control: Box<dyn ProcessControl>,
+    /// Its pipes block inside a poll (std's, in omni-blocking): the shell then reads and
+    /// writes each from a task of its own. Async pipes (false) are read and written by the
+    /// connection's loop itself.
+    pub blocking: bool,
 }
 
 impl fmt::Debug for ChildProcess {
@@ -104,23 +111,43 @@ impl ServerLog {
     }
 }
 
-/// What the stdout reader reports to the loop.
+/// What the child's stdout gave.
 #[derive(Debug)]
 pub(crate) enum Stdout {
     Bytes(Vec<u8>),
-    /// End of file, or a read that failed: either way no more will come.
+    /// End of file, or a read or write that failed: either way no more will come.
     Closed,
 }
 
-/// The loop's ends of a running child's pipes, and what stops it.
+/// A running child's pipes, as the loop uses them, and what stops it.
 pub(crate) struct Stdio {
-    /// Lines for stdin; closed (dropped) to close the child's stdin.
-    pub(crate) stdin: Option<Sender<Vec<u8>>>,
-    pub(crate) stdout: Receiver<Stdout>,
+    pipes: Pipes,
     pub(crate) control: Option<Box<dyn ProcessControl>>,
-    /// The reader and writer tasks: dropping them stops them (they end by themselves
-    /// once the child is gone).
+    /// The tasks reading stderr (and, for pipes that block, the other two): dropping
+    /// them stops them (they end by themselves once the child is gone).
     tasks: Vec<Box<dyn Send>>,
+}
+
+enum Pipes {
+    /// Pipes that block inside a poll (omni-blocking's): read and written by tasks of
+    /// their own, which hand the loop their chunks and take its lines over channels.
+    Tasks { stdin: Option<Sender<Vec<u8>>>, stdout: Receiver<Stdout> },
+    /// Async pipes (tokio's, async-process's): read and written by the loop itself, with
+    /// no hand-off between tasks on the way.
+    Direct(Box<Direct>),
+}
+
+struct Direct {
+    stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
+    /// Lines not yet written, the first one `written` bytes in.
+    outbox: VecDeque<Vec<u8>>,
+    written: usize,
+    flushed: bool,
+    /// The most lines waiting.
+    limit: usize,
+    stdout: Pin<Box<dyn AsyncRead + Send>>,
+    /// The buffer the next read goes into (given back by the loop once decoded).
+    buffer: Vec<u8>,
 }
 
 impl fmt::Debug for Stdio {
@@ -129,24 +156,128 @@ impl fmt::Debug for Stdio {
     }
 }
 
-/// Starts the tasks around `child`: stdout to the loop, stderr to `log`, the loop's lines
-/// to stdin. `lines` bounds the lines waiting for stdin (the loop treats a full queue as
-/// a server that no longer reads).
+/// Starts the tasks around `child`: stderr to `log` always; for pipes that block, stdout
+/// to the loop and the loop's lines to stdin too. `lines` bounds the lines waiting for
+/// stdin (the loop treats a full queue as a server that no longer reads).
 pub(crate) fn attach<R: Runtime>(
     runtime: &R,
     child: ChildProcess,
     log: ServerLog,
     lines: usize,
 ) -> Result<Stdio, crate::Error> {
-    let ChildProcess { stdin, stdout, stderr, control } = child;
-    let (to_loop, from_child) = async_channel::bounded(STDOUT_AHEAD);
-    let (to_child, for_stdin) = async_channel::bounded(lines);
-    let tasks: Vec<Box<dyn Send>> = vec![
-        Box::new(runtime.spawn(read_stdout(stdout, to_loop))?),
-        Box::new(runtime.spawn(read_stderr(stderr, log))?),
-        Box::new(runtime.spawn(write_stdin(stdin, for_stdin))?),
-    ];
-    Ok(Stdio { stdin: Some(to_child), stdout: from_child, control: Some(control), tasks })
+    let ChildProcess { stdin, stdout, stderr, control, blocking } = child;
+    let mut tasks: Vec<Box<dyn Send>> = vec![Box::new(runtime.spawn(read_stderr(stderr, log))?)];
+    let pipes = if blocking {
+        let (to_loop, from_child) = async_channel::bounded(STDOUT_AHEAD);
+        let (to_child, for_stdin) = async_channel::bounded(lines);
+        tasks.push(Box::new(runtime.spawn(read_stdout(stdout, to_loop))?));
+        tasks.push(Box::new(runtime.spawn(write_stdin(stdin, for_stdin))?));
+        Pipes::Tasks { stdin: Some(to_child), stdout: from_child }
+    } else {
+        Pipes::Direct(Box::new(Direct {
+            stdin: Some(stdin),
+            outbox: VecDeque::new(),
+            written: 0,
+            flushed: true,
+            limit: lines,
+            stdout,
+            buffer: Vec::new(),
+        }))
+    };
+    Ok(Stdio { pipes, control: Some(control), tasks })
+}
+
+impl Stdio {
+    /// Queues `line` for stdin; false when the server takes no more (the queue is full:
+    /// it stopped reading; or a write failed: it is gone).
+    pub(crate) fn send(&mut self, line: Vec<u8>) -> bool {
+        match &mut self.pipes {
+            Pipes::Tasks { stdin, .. } => stdin.as_ref().is_some_and(|stdin| stdin.try_send(line).is_ok()),
+            Pipes::Direct(direct) => {
+                if direct.stdin.is_none() || direct.outbox.len() >= direct.limit {
+                    return false;
+                }
+                direct.outbox.push_back(line);
+                true
+            }
+        }
+    }
+
+    /// Closes stdin: the first step of the shutdown.
+    pub(crate) fn close_stdin(&mut self) {
+        match &mut self.pipes {
+            Pipes::Tasks { stdin, .. } => *stdin = None,
+            Pipes::Direct(direct) => direct.stdin = None,
+        }
+    }
+
+    /// The next output, writing the queued lines meanwhile. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Stdout {
+        match &mut self.pipes {
+            Pipes::Tasks { stdout, .. } => stdout.recv().await.unwrap_or(Stdout::Closed),
+            Pipes::Direct(direct) => future::poll_fn(|cx| direct.poll_next(cx)).await,
+        }
+    }
+
+    /// Gives a chunk's buffer back for the next read, once decoded.
+    pub(crate) fn recycle(&mut self, buffer: Vec<u8>) {
+        if let Pipes::Direct(direct) = &mut self.pipes {
+            direct.buffer = buffer;
+        }
+    }
+}
+
+impl Direct {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Stdout> {
+        if self.poll_write(cx).is_err() {
+            return Poll::Ready(Stdout::Closed);
+        }
+        // Only the part never written is zeroed (a recycled buffer keeps its bytes).
+        self.buffer.resize(READ_CHUNK, 0);
+        match self.stdout.as_mut().poll_read(cx, &mut self.buffer) {
+            Poll::Ready(Ok(0) | Err(_)) => Poll::Ready(Stdout::Closed),
+            Poll::Ready(Ok(n)) => {
+                let mut chunk = std::mem::take(&mut self.buffer);
+                chunk.truncate(n);
+                Poll::Ready(Stdout::Bytes(chunk))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Writes what it can of the queued lines; an error when the child no longer takes
+    /// them.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), ()> {
+        let Some(stdin) = self.stdin.as_mut() else { return Ok(()) };
+        while let Some(front) = self.outbox.front() {
+            match stdin.as_mut().poll_write(cx, &front[self.written..]) {
+                Poll::Ready(Ok(0) | Err(_)) => {
+                    self.stdin = None;
+                    return Err(());
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.written += n;
+                    self.flushed = false;
+                    if self.written == front.len() {
+                        self.outbox.pop_front();
+                        self.written = 0;
+                    }
+                }
+                Poll::Pending => return Ok(()),
+            }
+        }
+        if !self.flushed {
+            match stdin.as_mut().poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.flushed = true,
+                Poll::Ready(Err(_)) => {
+                    self.stdin = None;
+                    return Err(());
+                }
+                Poll::Pending => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 async fn read_stdout(mut stdout: Pin<Box<dyn AsyncRead + Send>>, to_loop: Sender<Stdout>) {
