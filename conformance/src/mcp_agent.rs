@@ -97,7 +97,7 @@ pub async fn async_agent<D: Driver>(make_client: impl Fn(&MockProvider) -> omni_
         }
     }
     server.refresh_tools().await.expect("listed again");
-    let listed: Vec<String> = server.list_tools().into_iter().map(|t| t.name).collect();
+    let listed: Vec<String> = server.list_tools().iter().map(|t| t.name.clone()).collect();
     check_rejected(&mock, &listed);
     server.close().await;
 

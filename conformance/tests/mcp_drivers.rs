@@ -114,7 +114,7 @@ impl McpConnection for AsyncConnection {
     }
 
     fn list(&self) -> Vec<McpTool> {
-        self.server.list_tools()
+        self.server.list_tools().to_vec()
     }
 
     fn tool_names(&self) -> Vec<String> {
@@ -214,7 +214,7 @@ impl McpConnection for BlockingConnection {
     }
 
     fn list(&self) -> Vec<McpTool> {
-        self.0.list_tools()
+        self.0.list_tools().to_vec()
     }
 
     fn tool_names(&self) -> Vec<String> {
@@ -394,7 +394,7 @@ mod agent {
         agent.prompt("go").expect("prompted");
         turn_end(events);
         server.refresh_tools().expect("listed again");
-        let listed: Vec<String> = server.list_tools().into_iter().map(|t| t.name).collect();
+        let listed: Vec<String> = server.list_tools().iter().map(|t| t.name.clone()).collect();
         mcp_agent::check_rejected(&mock, &listed);
         server.close();
 

@@ -50,7 +50,7 @@ impl McpServer {
     }
 
     /// The server's tools as it lists them.
-    pub fn list_tools(&self) -> Vec<McpTool> {
+    pub fn list_tools(&self) -> std::sync::Arc<[McpTool]> {
         self.0.list_tools()
     }
 

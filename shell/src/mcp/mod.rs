@@ -140,9 +140,9 @@ impl McpServer {
     }
 
     /// The server's tools as it lists them (after every page; kept current when the
-    /// server announces changes).
-    pub fn list_tools(&self) -> Vec<McpTool> {
-        self.inner.shared.tools().0.as_ref().clone()
+    /// server announces changes). Shared, not copied.
+    pub fn list_tools(&self) -> Arc<[McpTool]> {
+        self.inner.shared.tools().0
     }
 
     /// The server's tools as omni tools, for a call, an agent or a session: named for the

@@ -45,7 +45,7 @@ pub(crate) struct Shared {
 #[derive(Debug, Default)]
 struct State {
     info: Option<ServerInfo>,
-    tools: Arc<Vec<McpTool>>,
+    tools: Arc<[McpTool]>,
     dropped: usize,
     /// Counts tool lists: 0 before the first.
     version: u64,
@@ -67,13 +67,15 @@ impl Shared {
         self.state().info = Some(info);
     }
 
-    pub(crate) fn set_tools(&self, tools: Vec<McpTool>, dropped: usize) {
-        {
+    pub(crate) fn set_tools(&self, tools: Arc<[McpTool]>, dropped: usize) {
+        let old = {
             let mut state = self.state();
-            state.tools = Arc::new(tools);
             state.dropped = dropped;
             state.version += 1;
-        }
+            std::mem::replace(&mut state.tools, tools)
+        };
+        // Freed outside the lock: a large list takes a while, and `tools()` waits for none.
+        drop(old);
         self.changed.notify(usize::MAX);
     }
 
@@ -113,7 +115,7 @@ impl Shared {
     }
 
     /// The current tools and their version.
-    pub(crate) fn tools(&self) -> (Arc<Vec<McpTool>>, u64) {
+    pub(crate) fn tools(&self) -> (Arc<[McpTool]>, u64) {
         let state = self.state();
         (state.tools.clone(), state.version)
     }

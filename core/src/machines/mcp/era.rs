@@ -103,7 +103,7 @@ impl McpClient {
                 }
             }
             // No tools capability: nothing to list, and a `tools/list` would be an error.
-            None => self.events.push_back(McpEvent::Tools { tools: Vec::new(), dropped: 0 }),
+            None => self.events.push_back(McpEvent::Tools { tools: std::sync::Arc::from([]), dropped: 0 }),
         }
     }
 

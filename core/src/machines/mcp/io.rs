@@ -240,8 +240,8 @@ pub enum McpEvent {
     Connected(ServerInfo),
     /// A complete tool list (after every page), replacing the previous one.
     Tools {
-        /// The tools kept.
-        tools: Vec<McpTool>,
+        /// The tools kept (shared with the client's own list: no copy).
+        tools: std::sync::Arc<[McpTool]>,
         /// How many were dropped (bad schema, duplicate, past the limit); each told in a
         /// warning, the ones past the limit in one.
         dropped: usize,

@@ -112,7 +112,8 @@ impl McpClient {
                     let warning = McpWarning::ToolsTruncated { kept: listing.tools.len() };
                     self.events.push_back(McpEvent::Warning(warning));
                 }
-                self.tools = listing.tools;
+                // Shared with the event, not copied (100,000 tools are tens of MB).
+                self.tools = listing.tools.into();
                 self.param_headers = listing.param_headers;
                 self.events.push_back(McpEvent::Tools { tools: self.tools.clone(), dropped: listing.dropped });
                 if listing.again {

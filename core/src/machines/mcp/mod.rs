@@ -207,7 +207,7 @@ pub struct McpClient {
     next_exchange: u64,
     /// The legacy HTTP session.
     session: Option<String>,
-    tools: Vec<McpTool>,
+    tools: std::sync::Arc<[McpTool]>,
     /// The `x-mcp-header` annotations of the listed tools (streamable HTTP only).
     param_headers: BTreeMap<String, Vec<modern::ParamHeader>>,
     listing: Option<Listing>,
@@ -242,7 +242,7 @@ impl McpClient {
             exchanges: BTreeMap::new(),
             next_exchange: 1,
             session: None,
-            tools: Vec::new(),
+            tools: std::sync::Arc::from([]),
             param_headers: BTreeMap::new(),
             listing: None,
             listen: None,
