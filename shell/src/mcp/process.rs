@@ -12,9 +12,9 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
