@@ -727,7 +727,12 @@ impl Script {
         for effect in std::mem::take(&mut self.effects) {
             match effect {
                 McpEffect::HttpSend { exchange, request } => {
-                    let body = serde_json::from_slice(&request.body).unwrap();
+                    // A GET (the legacy session's stream) has no body.
+                    let body = if request.body.is_empty() {
+                        Value::Null
+                    } else {
+                        serde_json::from_slice(&request.body).unwrap()
+                    };
                     out.push(Post { exchange, request, body });
                 }
                 other => self.effects.push(other),
@@ -838,6 +843,11 @@ fn http_a_400_without_a_modern_error_falls_back_to_a_legacy_session() {
     let posts = s.posts();
     assert_eq!(posts[0].body["method"], "notifications/initialized");
     assert_eq!(posts[1].body["method"], "tools/list");
+    // The session's standalone stream, for what the server says unasked.
+    assert_eq!(posts.len(), 3);
+    assert_eq!(posts[2].request.method, omni_protocol::dialect::Method::Get);
+    assert_eq!(posts[2].header("accept"), Some("text/event-stream"));
+    assert!(posts[2].header("content-type").is_none());
     for post in &posts {
         assert_eq!(post.header("mcp-session-id"), Some("sess-1234"));
         assert_eq!(post.header("mcp-protocol-version"), Some("2025-11-25"));
@@ -852,6 +862,42 @@ fn http_a_400_without_a_modern_error_falls_back_to_a_legacy_session() {
     assert!(matches!(&events[0], McpEvent::Connected(info) if info.era == Era::Legacy));
     assert_eq!(tool_names(&events), Some(vec!["a".into()]));
     assert!(warnings(&events).is_empty(), "{events:#?}");
+    // A list change on that stream lists again.
+    let stream = posts[2].exchange;
+    s.client.handle_input(
+        McpInput::HttpHead { exchange: stream, status: 200, headers: &[("content-type", "text/event-stream")] },
+        s.now,
+    );
+    let change = format!("data: {}\n\n", json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    s.client.handle_input(McpInput::HttpBody { exchange: stream, bytes: change.as_bytes() }, s.now);
+    s.drain();
+    let again = s.post();
+    assert_eq!(again.body["method"], "tools/list");
+    s.respond_json(&again, &[], json!({ "tools": [tool("a"), tool("b")] }));
+    assert_eq!(tool_names(&s.events()), Some(vec!["a".into(), "b".into()]));
+}
+
+#[test]
+fn http_a_legacy_server_without_a_stream_is_not_asked_again() {
+    let headers = vec![omni_protocol::dialect::Header::secret("authorization", "Bearer sk-secret")];
+    let config = McpConfig::new(McpTransport::Http { url: URL.into(), headers });
+    let mut s = Script::new(McpConfig { era: Some(Era::Legacy), ..config });
+    let init = s.post();
+    s.respond_json(
+        &init,
+        &[("Mcp-Session-Id", "sess-1")],
+        json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": { "listChanged": true } } }),
+    );
+    let posts = s.posts();
+    let get = posts.iter().find(|p| p.request.method == omni_protocol::dialect::Method::Get).expect("the GET");
+    // 404 on the stream is no lost session: no new initialize.
+    s.respond(get.exchange, 404, &[], b"");
+    let after = s.posts();
+    assert!(
+        after.iter().all(|p| p.body["method"] != "initialize"),
+        "{:?}",
+        after.iter().map(|p| &p.body).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -109,6 +109,13 @@ pub(crate) trait Side {
     /// The application is gone: the machine stops, its cancels coming out as effects.
     fn gone(&mut self, now: Instant);
 
+    /// Just before an input is fed: what must reach the machine ahead of it (an MCP
+    /// server's new tool list, announced before the tool's answer that caused it, goes
+    /// in before that answer whichever woke the loop first).
+    fn before_input<R: Runtime, T: Transport>(&mut self, executor: &mut Executor<R, T>, now: Instant) {
+        let _ = (executor, now);
+    }
+
     /// Whether the loop is over.
     fn finished(&mut self) -> bool;
 }
@@ -160,7 +167,10 @@ pub(crate) fn drive<S: Side, R: Runtime, T: Transport>(
             match future::or(application, future::or(input, timer)).await {
                 Wake::Application(Notice::Command(command)) => side.apply(command, &mut executor, runtime.now()),
                 Wake::Application(Notice::Gone) => side.gone(runtime.now()),
-                Wake::Input(report) => executor.feed(side.machine(), report),
+                Wake::Input(report) => {
+                    side.before_input(&mut executor, runtime.now());
+                    executor.feed(side.machine(), report);
+                }
                 Wake::Deadline => side.machine().handle_timeout(runtime.now()),
             }
         }

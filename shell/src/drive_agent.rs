@@ -60,6 +60,17 @@ where
     Ok(commands)
 }
 
+impl<C: AgentCallbacks + Send + 'static> Handles<C> {
+    /// Offers the MCP servers' new lists from the agent's next step.
+    fn tools_changed<R: Runtime, T: Transport>(&mut self, executor: &mut Executor<R, T>, now: Instant) {
+        let offered = self.host.tool_sources().take();
+        executor.set_tools(self.host.tool_sources().tools());
+        // Refused only for a list the agent cannot offer (two tools of one name across
+        // servers): the tools offered until now stay.
+        let _ = self.host.agent().handle_input(AgentInput::ReplaceTools(offered), now);
+    }
+}
+
 /// The application's end of an agent: its handles and subscribers.
 struct Handles<C: AgentCallbacks> {
     host: Host<C>,
@@ -114,13 +125,13 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
                 }
                 reply(accepted);
             }
-            LoopMessage::ToolsChanged => {
-                let offered = self.host.tool_sources().take();
-                executor.set_tools(self.host.tool_sources().tools());
-                // Refused only for a list the agent cannot offer (two tools of one name
-                // across servers): the tools offered until now stay.
-                let _ = self.host.agent().handle_input(AgentInput::ReplaceTools(offered), now);
-            }
+            LoopMessage::ToolsChanged => self.tools_changed(executor, now),
+        }
+    }
+
+    fn before_input<R: Runtime, T: Transport>(&mut self, executor: &mut Executor<R, T>, now: Instant) {
+        if self.host.tool_sources().has_changed() {
+            self.tools_changed(executor, now);
         }
     }
 

@@ -163,6 +163,14 @@ struct SessionSide<C: AgentCallbacks, R> {
 }
 
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
+    /// Offers the MCP servers' new lists from the agent's next step.
+    fn tools_changed<RR: Runtime, T: Transport>(&mut self, executor: &mut Executor<RR, T>, now: Instant) {
+        let offered = self.tool_sources.take();
+        executor.set_tools(self.tool_sources.tools());
+        // Refused only for a list the agent cannot offer: the tools stay.
+        let _ = self.hosted.session.handle_input(SessionInput::ReplaceTools(offered), now);
+    }
+
     fn publish(&mut self, event: SessionEvent) {
         match (self.controllers.len(), self.observers.len()) {
             (_, 0) => self.controllers.publish(event),
@@ -361,17 +369,18 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
                 self.controllers.prune();
                 self.observers.prune();
             }
-            Wake::ToolsChanged => {
-                let offered = self.tool_sources.take();
-                executor.set_tools(self.tool_sources.tools());
-                // Refused only for a list the agent cannot offer: the tools stay.
-                let _ = self.hosted.session.handle_input(SessionInput::ReplaceTools(offered), now);
-            }
+            Wake::ToolsChanged => self.tools_changed(executor, now),
         }
     }
 
     fn gone(&mut self, now: Instant) {
         self.stop(now);
+    }
+
+    fn before_input<RR: Runtime, T: Transport>(&mut self, executor: &mut Executor<RR, T>, now: Instant) {
+        if self.tool_sources.has_changed() {
+            self.tools_changed(executor, now);
+        }
     }
 
     fn finished(&mut self) -> bool {

@@ -301,6 +301,8 @@ struct Server {
     subscribers: Mutex<Vec<(Value, Sender<Value>)>>,
     /// Legacy HTTP sessions.
     sessions: Mutex<HashSet<String>>,
+    /// Legacy HTTP: the standalone GET streams open, where list changes go when there is one.
+    streams: Mutex<Vec<Sender<Value>>>,
     next_session: AtomicU64,
     flooding: AtomicBool,
     /// `tools/call`s running on their own threads (stdio), waited for at stdin's EOF.
@@ -341,6 +343,7 @@ impl Server {
             cancelled: Mutex::default(),
             subscribers: Mutex::default(),
             sessions: Mutex::default(),
+            streams: Mutex::default(),
             next_session: AtomicU64::new(1),
             flooding: AtomicBool::new(false),
             calls: AtomicUsize::new(0),
@@ -429,7 +432,12 @@ impl Server {
         let method = "notifications/tools/list_changed";
         match self.era {
             Era::Legacy => {
-                notify(notification(method, json!({})));
+                // On the client's GET stream when it opened one, else on the call's own.
+                let mut streams = lock(&self.streams);
+                streams.retain(|tx| tx.send(notification(method, json!({}))).is_ok());
+                if streams.is_empty() {
+                    notify(notification(method, json!({})));
+                }
             }
             Era::Modern => lock(&self.subscribers).retain(|(id, tx)| {
                 tx.send(notification(method, json!({ "_meta": { META_SUBSCRIPTION_ID: id } }))).is_ok()
@@ -964,6 +972,21 @@ fn handle_http(server: &Server, request: &HttpRequest, stream: &TcpStream) -> io
     }
     match request.method.as_str() {
         "POST" => {}
+        "GET" if server.era == Era::Legacy && server.mode == Mode::Normal => {
+            let known = request.header("mcp-session-id").is_some_and(|s| lock(&server.sessions).contains(s));
+            if !known {
+                respond(stream, 404, &[], b"")?;
+                return Ok(true);
+            }
+            let (tx, rx) = mpsc::channel();
+            lock(&server.streams).push(tx);
+            start_sse(stream)?;
+            for message in rx {
+                sse_event(stream, &message)?;
+            }
+            end_sse(stream)?;
+            return Ok(false);
+        }
         "DELETE" if server.era == Era::Legacy => {
             let ended = request.header("mcp-session-id").is_some_and(|s| lock(&server.sessions).remove(s));
             respond(stream, if ended { 200 } else { 404 }, &[], b"")?;

@@ -53,6 +53,11 @@ impl ToolSources {
         self.own.iter().cloned().chain(self.tools.iter().map(AsyncTool::decl)).collect()
     }
 
+    /// Whether a server's list has changed since it was taken.
+    pub(crate) fn has_changed(&self) -> bool {
+        self.servers.iter().any(|(server, seen)| server.tools_version() != *seen)
+    }
+
     /// Resolves when a server's list has changed since it was taken; never while none
     /// can (no server, or every one closed).
     pub(crate) fn changed(&self) -> impl Future<Output = ()> + Send + '_ {

@@ -101,10 +101,27 @@ impl McpClient {
                     let Value::Object(params) = modern::listen_params() else { return };
                     self.listen = Some(self.request(Kind::Listen, modern::LISTEN, params, now, None));
                 }
+                if info.era == Era::Legacy && follows && self.config.watch_tools {
+                    self.open_stream(&info.protocol_version);
+                }
             }
             // No tools capability: nothing to list, and a `tools/list` would be an error.
             None => self.events.push_back(McpEvent::Tools { tools: std::sync::Arc::from([]), dropped: 0 }),
         }
+    }
+
+    /// Opens a legacy HTTP session's standalone GET stream, where the server sends what it
+    /// says unasked (a list change not caused by a call of ours). Once: a stream the
+    /// server ends is not opened again (calls' streams and `refresh_tools` remain).
+    fn open_stream(&mut self, version: &str) {
+        let (McpTransport::Http { url, headers }, Some(session)) = (&self.config.transport, &self.session) else {
+            return;
+        };
+        let request = http::get_stream(url, headers, version, session);
+        let exchange = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        self.exchanges.insert(exchange, http::Exchange::new(http::Purpose::Stream, request.clone()));
+        self.effects.push_back(McpEffect::HttpSend { exchange, request });
     }
 
     /// Ends the connection.

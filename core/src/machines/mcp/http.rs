@@ -27,6 +27,9 @@ pub(super) enum Purpose {
     Request(u64),
     /// A notification or an answer to the server: a `202 Accepted` is all that comes.
     Notification,
+    /// The legacy session's standalone GET stream: the server's own notifications (list
+    /// changes) for as long as it stays open; a `405` says the server offers none.
+    Stream,
 }
 
 #[derive(Debug)]
@@ -66,13 +69,22 @@ impl Exchange {
     pub(super) fn request(&self) -> Option<u64> {
         match self.purpose {
             Purpose::Request(id) => Some(id),
-            Purpose::Notification => None,
+            Purpose::Notification | Purpose::Stream => None,
         }
     }
 
     pub(super) fn answered(&mut self) {
         self.answered = true;
     }
+}
+
+/// The legacy session's standalone GET stream (`Accept: text/event-stream` only, no body).
+pub(super) fn get_stream(url: &str, extra: &[Header], version: &str, session: &str) -> HttpRequest {
+    let mut request = post(url, extra, Vec::new(), Era::Legacy, Some(version), "", None, Some(session));
+    request.method = Method::Get;
+    request.headers.retain(|h| h.name != "content-type");
+    request.set_header(Header::new("accept", "text/event-stream"));
+    request
 }
 
 /// A POST of one message with the headers its era requires.
@@ -138,9 +150,18 @@ impl McpClient {
             return;
         }
         let request = exchange.request();
+        let exchange_purpose = exchange.purpose;
         let kind = request.and_then(|r| self.pending.get(&r)).map(|p| p.kind.clone());
         if is_redirect(status) {
             return self.on_redirect(id, status, headers, now);
+        }
+        // A GET stream the server does not offer (405, or anything else): no stream, and
+        // nothing else follows from it (a 404 here is no lost session).
+        if exchange_purpose == Purpose::Stream && !(200..300).contains(&status) {
+            if let Some(exchange) = self.exchanges.get_mut(&id) {
+                exchange.body = Body::Ignored;
+            }
+            return;
         }
         if (200..300).contains(&status) {
             if kind == Some(Kind::Initialize) {
@@ -149,7 +170,9 @@ impl McpClient {
                     header(headers, legacy::HEADER_SESSION).filter(|s| legacy::valid_session_id(s)).map(str::to_owned);
             }
             let content_type = header(headers, "content-type").unwrap_or_default().to_ascii_lowercase();
+            let stream = exchange_purpose == Purpose::Stream && content_type.starts_with("text/event-stream");
             let body = match (request, status) {
+                _ if stream => Body::Sse(Box::new(SseDecoder::new(max))),
                 (None, _) | (Some(_), 202) => Body::Ignored,
                 _ if content_type.starts_with("text/event-stream") => Body::Sse(Box::new(SseDecoder::new(max))),
                 _ => Body::Json(Vec::new()),
