@@ -71,8 +71,18 @@ impl Pacing {
     /// Acts on a deadline that has passed, or counts one more wake-up against the budget.
     pub(crate) fn before_wait<M: Machine>(&mut self, machine: &mut M, now: Instant) -> Next {
         let deadline = machine.poll_timeout().map(|(at, _)| at);
-        if deadline.is_some_and(|d| d <= now) {
+        let next = self.next(deadline, now);
+        if next == Next::Again {
             machine.handle_timeout(now);
+        }
+        next
+    }
+
+    /// [`before_wait`](Self::before_wait) for a machine outside the [`Machine`] contract
+    /// (an MCP connection's): `Again` says `deadline` has passed, and the caller acts on
+    /// it.
+    pub(crate) fn next(&mut self, deadline: Option<Instant>, now: Instant) -> Next {
+        if deadline.is_some_and(|d| d <= now) {
             return Next::Again;
         }
         if self.budget == 0 {

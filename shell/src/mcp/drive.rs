@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::process::{self, Stdio, Stdout};
 use super::shared::{Progress, Shared};
 use super::McpFailure;
-use crate::delivery::INPUT_BUDGET;
+use crate::drive::{Next, Pacing};
 use crate::executor::{Report, Running};
 use crate::reports::{self, ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
@@ -32,13 +32,7 @@ type CallReply = Sender<Result<ToolCallResult, McpFailure>>;
 /// What a handle asks the loop.
 pub(crate) enum Request {
     /// Call a tool; the answer goes to `reply`, progress to `progress` if given.
-    Call {
-        ticket: u64,
-        name: String,
-        arguments: Value,
-        reply: Sender<Result<ToolCallResult, McpFailure>>,
-        progress: Option<Sender<Progress>>,
-    },
+    Call { ticket: u64, name: String, arguments: Value, reply: CallReply, progress: Option<Sender<Progress>> },
     /// List the tools again; answered when the listing ends.
     Refresh(Sender<()>),
     /// Ping the server (legacy era).
@@ -75,7 +69,7 @@ impl<T> Http<T> {
 /// What a call waits for.
 struct Waiting {
     ticket: u64,
-    reply: Sender<Result<ToolCallResult, McpFailure>>,
+    reply: CallReply,
     progress: Option<Sender<Progress>>,
 }
 
@@ -134,7 +128,9 @@ pub(crate) async fn run<R: Runtime, T: Transport>(
         ready: Some(ready),
         grace,
     };
-    let mut budget = INPUT_BUDGET;
+    // The same pacing as every loop's (`crate::drive`): deadlines before input, and a
+    // yield to the runtime after a budget of wake-ups.
+    let mut pacing = Pacing::new();
     let mut gone = false;
     loop {
         state.execute_effects();
@@ -143,17 +139,17 @@ pub(crate) async fn run<R: Runtime, T: Transport>(
             break;
         }
         let now = runtime.now();
-        let deadline = state.machine.poll_timeout().map(|(at, _)| at);
-        if deadline.is_some_and(|at| at <= now) {
-            state.machine.handle_timeout(now);
-            continue;
-        }
-        if budget == 0 {
-            budget = INPUT_BUDGET;
-            future::yield_now().await;
-            continue;
-        }
-        budget -= 1;
+        let deadline = match pacing.next(state.machine.poll_timeout().map(|(at, _)| at), now) {
+            Next::Again => {
+                state.machine.handle_timeout(now);
+                continue;
+            }
+            Next::Yield => {
+                future::yield_now().await;
+                continue;
+            }
+            Next::Wait(deadline) => deadline,
+        };
         let wake = state.wait(&requests, &cancels, gone, deadline).await;
         let now = runtime.now();
         match wake {
@@ -321,15 +317,10 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
         // (a server announcing changes without end cannot hold a result for long).
         let mut listed = false;
         while let Some(event) = self.machine.poll_event() {
-            listed |= matches!(
-                event,
-                McpEvent::Tools { .. }
-                    | McpEvent::Closed(_)
-                    | McpEvent::Warning(omni_protocol::mcp::McpWarning::ToolsRefreshFailed(_))
-            );
             match event {
                 McpEvent::Connected(info) => self.shared.connected(info),
                 McpEvent::Tools { tools, dropped } => {
+                    listed = true;
                     self.shared.set_tools(tools, dropped);
                     self.refreshes.clear();
                     if let Some(ready) = self.ready.take() {
@@ -360,6 +351,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                 McpEvent::Log { level, data } => self.shared.server_message(level, data),
                 McpEvent::Warning(warning) => {
                     if matches!(warning, omni_protocol::mcp::McpWarning::ToolsRefreshFailed(_)) {
+                        listed = true;
                         self.refreshes.clear();
                         // The first listing failed: connected, with no tools (the warning
                         // says why).
@@ -370,6 +362,7 @@ impl<R: Runtime, T: Transport> Loop<R, T> {
                     self.shared.warn(warning);
                 }
                 McpEvent::Closed(reason) => {
+                    listed = true;
                     if let Some(ready) = self.ready.take() {
                         let failure = reason.clone().map_or(McpFailure::Closed, McpFailure::Connection);
                         let _ = ready.try_send(Err(failure));
