@@ -13,7 +13,7 @@ use crate::drive::{drive, Notice, Side};
 use crate::executor::Executor;
 use crate::host::Host;
 use crate::runtime::{Runtime, Task, Transport};
-use crate::{handlers_by_name, Agent, AsyncTool, Error};
+use crate::{Agent, AsyncTool, Error};
 
 /// Runs the hosted agent as a task of `runtime`, its tools run with `tools`' handlers and
 /// its requests sent over `transport`, and returns the first handle on it. `config`
@@ -51,9 +51,7 @@ where
 {
     let (commands, received) = Agent::channel();
     let mut host = host;
-    let mut handlers = handlers_by_name(tools);
-    handlers.extend(handlers_by_name(host.tool_sources().tools()));
-    let executor = Executor::new(runtime.clone(), transport, handlers);
+    let executor = Executor::new(runtime.clone(), transport, host.tool_sources().handlers(tools));
     // Detached: the loop ends on its own once every handle is gone.
     let handles = Handles { host, commands: received, orphaned: false };
     runtime.spawn(drive(handles, executor))?.detach();
@@ -63,8 +61,7 @@ where
 impl<C: AgentCallbacks + Send + 'static> Handles<C> {
     /// Offers the MCP servers' new lists from the agent's next step.
     fn tools_changed<R: Runtime, T: Transport>(&mut self, executor: &mut Executor<R, T>, now: Instant) {
-        let offered = self.host.tool_sources().take();
-        executor.set_tools(self.host.tool_sources().tools());
+        let offered = self.host.tool_sources().refresh(executor);
         // Refused only for a list the agent cannot offer (two tools of one name across
         // servers): the tools offered until now stay.
         let _ = self.host.agent().handle_input(AgentInput::ReplaceTools(offered), now);

@@ -35,7 +35,7 @@ use crate::host::{EventSink, Reply, Subscribers};
 use crate::machine::Machine;
 use crate::manager_link::{Inbox, ManagerLink};
 use crate::runtime::{store_call, Runtime, Task, Transport};
-use crate::{handlers_by_name, AsyncTool, Error};
+use crate::{AsyncTool, Error};
 
 /// How a subscriber counts: a controller keeps the session in use (a manager stops idle
 /// sessions by their controllers, never by observers); an observer only watches.
@@ -165,8 +165,7 @@ struct SessionSide<C: AgentCallbacks, R> {
 impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
     /// Offers the MCP servers' new lists from the agent's next step.
     fn tools_changed<RR: Runtime, T: Transport>(&mut self, executor: &mut Executor<RR, T>, now: Instant) {
-        let offered = self.tool_sources.take();
-        executor.set_tools(self.tool_sources.tools());
+        let offered = self.tool_sources.refresh(executor);
         // Refused only for a list the agent cannot offer: the tools stay.
         let _ = self.hosted.session.handle_input(SessionInput::ReplaceTools(offered), now);
     }
@@ -445,9 +444,7 @@ where
         close_after_turn: false,
         tool_sources,
     };
-    let mut handlers = handlers_by_name(tools);
-    handlers.extend(handlers_by_name(side.tool_sources.tools()));
-    let executor = Executor::new(runtime.clone(), transport, handlers);
+    let executor = Executor::new(runtime.clone(), transport, side.tool_sources.handlers(tools));
     // Detached: the loop ends on its own once every handle is gone and the store is written.
     runtime.spawn(drive(side, executor))?.detach();
     Ok((sender, unsubscribe))

@@ -11,7 +11,9 @@ use futures_lite::future;
 use omni_protocol::generate::ToolDecl;
 
 use super::McpServer;
-use crate::AsyncTool;
+use crate::executor::{Executor, Handlers};
+use crate::runtime::{Runtime, Transport};
+use crate::{handlers_by_name, AsyncTool};
 
 /// The servers, the version of each one's list last taken, and the agent's own tools.
 #[derive(Debug, Default)]
@@ -30,11 +32,6 @@ impl ToolSources {
             Self { servers: servers.into_iter().map(|s| (s, 0)).collect(), tools: Vec::new(), own: Vec::new() };
         sources.take();
         sources
-    }
-
-    /// The servers' tools as last taken (for their handlers).
-    pub(crate) fn tools(&self) -> &[AsyncTool] {
-        &self.tools
     }
 
     /// The agent's own tools are these (its builder's, or `set_state`'s).
@@ -59,14 +56,42 @@ impl ToolSources {
     }
 
     /// Resolves when a server's list has changed since it was taken; never while none
-    /// can (no server, or every one closed).
-    pub(crate) fn changed(&self) -> impl Future<Output = ()> + Send + '_ {
-        let mut waits: Pin<Box<dyn Future<Output = ()> + Send + '_>> = Box::pin(future::pending());
+    /// can (no server, or every one closed). Allocates nothing for an agent without
+    /// servers, which waits here at every wake-up.
+    pub(crate) async fn changed(&self) {
+        match self.waits() {
+            Some(waits) => waits.await,
+            None => future::pending().await,
+        }
+    }
+
+    /// One future for the open servers' next changes, or none.
+    fn waits(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+        let mut waits: Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = None;
         for (server, seen) in &self.servers {
             if server.closed().is_none() {
-                waits = Box::pin(future::or(waits, server.tools_changed(*seen)));
+                let next = server.tools_changed(*seen);
+                waits = Some(match waits {
+                    Some(others) => Box::pin(future::or(others, next)),
+                    None => Box::pin(next),
+                });
             }
         }
         waits
+    }
+
+    /// The handlers a loop runs: `own` tools' and the servers'.
+    pub(crate) fn handlers(&self, own: &[AsyncTool]) -> Handlers {
+        let mut handlers = handlers_by_name(own);
+        handlers.extend(handlers_by_name(&self.tools));
+        handlers
+    }
+
+    /// Takes the servers' new lists: their handlers join `executor`'s, and every tool the
+    /// agent offers now comes back, for its `ReplaceTools`.
+    pub(crate) fn refresh<R: Runtime, T: Transport>(&mut self, executor: &mut Executor<R, T>) -> Vec<ToolDecl> {
+        let offered = self.take();
+        executor.set_tools(&self.tools);
+        offered
     }
 }
