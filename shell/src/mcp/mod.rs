@@ -188,13 +188,7 @@ impl McpServer {
 
     /// Resolves once the tools have changed since `version` (or the connection is over).
     pub async fn tools_changed(&self, version: u64) {
-        loop {
-            let listener = self.inner.shared.listen();
-            if self.tools_version() != version || self.inner.shared.closed_reason().is_some() {
-                return;
-            }
-            listener.await;
-        }
+        self.inner.shared.until(|shared| shared.tools().1 != version || shared.closed_reason().is_some()).await;
     }
 
     /// Calls the tool `name` (its name on the server) with `arguments` (a JSON object,
@@ -261,13 +255,7 @@ impl McpServer {
             let _ = done.recv().await;
         }
         // Closed by another handle, or by the server: wait for the loop's end.
-        while !self.inner.shared.is_finished() {
-            let listener = self.inner.shared.listen();
-            if self.inner.shared.is_finished() {
-                break;
-            }
-            listener.await;
-        }
+        self.inner.shared.until(Shared::is_finished).await;
     }
 
     /// Whether the connection is over, and why (`Some(None)` after a close).

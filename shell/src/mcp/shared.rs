@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use event_listener::{Event, EventListener};
+use event_listener::Event;
 use omni_protocol::mcp::{ConnectionError, McpTool, McpWarning, ServerInfo};
 use serde_json::Value;
 
@@ -141,8 +141,15 @@ impl Shared {
         self.state().finished
     }
 
-    /// A listener for the next change (listen, then look, so none is missed).
-    pub(crate) fn listen(&self) -> EventListener {
-        self.changed.listen()
+    /// Resolves once `done` holds; looked at again at each change of the tools or the
+    /// connection (listening before looking, so no change is missed).
+    pub(crate) async fn until(&self, done: impl Fn(&Self) -> bool) {
+        loop {
+            let listener = self.changed.listen();
+            if done(self) {
+                return;
+            }
+            listener.await;
+        }
     }
 }
