@@ -118,10 +118,7 @@ impl McpClient {
             return;
         };
         let request = http::get_stream(url, headers, version, session);
-        let exchange = ExchangeId(self.next_exchange);
-        self.next_exchange += 1;
-        self.exchanges.insert(exchange, http::Exchange::new(http::Purpose::Stream, request.clone()));
-        self.effects.push_back(McpEffect::HttpSend { exchange, request });
+        self.open_exchange(http::Exchange::new(http::Purpose::Stream, request.clone()), request);
     }
 
     /// Ends the connection.
@@ -145,9 +142,7 @@ impl McpClient {
         if let (None, State::Ready { era: Era::Legacy, version }, McpTransport::Http { url, headers }, Some(session)) =
             (&error, &self.state, &self.config.transport, &self.session)
         {
-            let mut request = http::post(url, headers, Vec::new(), Era::Legacy, Some(version), "", None, Some(session));
-            request.method = crate::wire::http::Method::Delete;
-            request.headers.retain(|h| h.name != "content-type" && h.name != "accept");
+            let request = http::end_session(url, headers, version, session);
             self.effects.push_back(McpEffect::HttpForget { request });
         }
         self.state = State::Closed;

@@ -80,10 +80,24 @@ impl Exchange {
 
 /// The legacy session's standalone GET stream (`Accept: text/event-stream` only, no body).
 pub(super) fn get_stream(url: &str, extra: &[Header], version: &str, session: &str) -> HttpRequest {
-    let mut request = post(url, extra, Vec::new(), Era::Legacy, Some(version), "", None, Some(session));
-    request.method = Method::Get;
-    request.headers.retain(|h| h.name != "content-type");
+    let mut request = session_request(Method::Get, url, extra, version, session);
     request.set_header(Header::new("accept", "text/event-stream"));
+    request
+}
+
+/// The `DELETE` that ends a legacy session.
+pub(super) fn end_session(url: &str, extra: &[Header], version: &str, session: &str) -> HttpRequest {
+    let mut request = session_request(Method::Delete, url, extra, version, session);
+    request.headers.retain(|h| h.name != "accept");
+    request
+}
+
+/// A request about the legacy session itself, without a body: a POST's headers but
+/// its content type.
+fn session_request(method: Method, url: &str, extra: &[Header], version: &str, session: &str) -> HttpRequest {
+    let mut request = post(url, extra, Vec::new(), Era::Legacy, Some(version), "", None, Some(session));
+    request.method = method;
+    request.headers.retain(|h| h.name != "content-type");
     request
 }
 
@@ -137,6 +151,16 @@ fn header<'a>(headers: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
 }
 
 impl McpClient {
+    /// Sends `request` as a new exchange carrying `exchange` (its purpose, its original
+    /// request and redirects so far): the one place exchange ids are handed out.
+    pub(super) fn open_exchange(&mut self, exchange: Exchange, request: HttpRequest) -> ExchangeId {
+        let id = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        self.exchanges.insert(id, exchange);
+        self.effects.push_back(McpEffect::HttpSend { exchange: id, request });
+        id
+    }
+
     pub(super) fn abort_exchange(&mut self, exchange: ExchangeId) {
         if self.exchanges.remove(&exchange).is_some() {
             self.effects.push_back(McpEffect::HttpAbort { exchange });
@@ -301,14 +325,12 @@ impl McpClient {
         let owned: Vec<(String, String)> = headers.iter().map(|&(n, v)| (n.to_owned(), v.to_owned())).collect();
         match exchange.redirects.on_head(&exchange.original, status, &owned) {
             Some(Ok(next)) => {
-                let again = ExchangeId(self.next_exchange);
-                self.next_exchange += 1;
-                if let Some(p) = exchange.request().and_then(|r| self.pending.get_mut(&r)) {
+                let request = exchange.request();
+                exchange.body = Body::Waiting;
+                let again = self.open_exchange(exchange, next);
+                if let Some(p) = request.and_then(|r| self.pending.get_mut(&r)) {
                     p.exchange = Some(again);
                 }
-                exchange.body = Body::Waiting;
-                self.exchanges.insert(again, exchange);
-                self.effects.push_back(McpEffect::HttpSend { exchange: again, request: next });
             }
             Some(Err(error)) => {
                 if let Some(request) = exchange.request() {

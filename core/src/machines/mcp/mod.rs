@@ -528,11 +528,7 @@ impl McpClient {
                 for (header, value) in mirrored {
                     request.set_header(Header::new(header, value));
                 }
-                let exchange = ExchangeId(self.next_exchange);
-                self.next_exchange += 1;
-                self.exchanges.insert(exchange, Exchange::new(purpose, request.clone()));
-                self.effects.push_back(McpEffect::HttpSend { exchange, request });
-                Some(exchange)
+                Some(self.open_exchange(Exchange::new(purpose, request.clone()), request))
             }
         }
     }
