@@ -6,10 +6,7 @@ use omni_blocking::Client;
 use omni_testkit::MockProvider;
 
 fn run(dialect: omni_blocking::Dialect, case: common::Case) -> Result<(), String> {
-    let mock = MockProvider::start(dialect).map_err(|e| e.to_string())?;
-    for turn in case.turns {
-        mock.push(turn);
-    }
+    let mock = common::mock(dialect, case.turns)?;
     let client = Client::builder()
         .provider(mock.provider())
         .stall_timeout(common::STALL)

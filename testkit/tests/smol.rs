@@ -3,13 +3,9 @@
 mod common;
 
 use omni_smol::Client;
-use omni_testkit::MockProvider;
 
 async fn run(dialect: omni_smol::Dialect, case: common::Case) -> Result<(), String> {
-    let mock = MockProvider::start(dialect).map_err(|e| e.to_string())?;
-    for turn in case.turns {
-        mock.push(turn);
-    }
+    let mock = common::mock(dialect, case.turns)?;
     let client = Client::builder()
         .provider(mock.provider())
         .stall_timeout(common::STALL)

@@ -2,14 +2,10 @@
 
 mod common;
 
-use omni_testkit::MockProvider;
 use omni_tokio::Client;
 
 async fn run(dialect: omni_tokio::Dialect, case: common::Case) -> Result<(), String> {
-    let mock = MockProvider::start(dialect).map_err(|e| e.to_string())?;
-    for turn in case.turns {
-        mock.push(turn);
-    }
+    let mock = common::mock(dialect, case.turns)?;
     let client = Client::builder()
         .provider(mock.provider())
         .stall_timeout(common::STALL)

@@ -9,6 +9,15 @@ use omni_blocking::{Block, Dialect, Error, GenerateError, Options, Response, Ret
 use omni_testkit::{MockProvider, Turn};
 use serde_json::json;
 
+/// A mock provider speaking `dialect`, `turns` queued: what every driver's run starts from.
+pub(crate) fn mock(dialect: Dialect, turns: Vec<Turn>) -> Result<MockProvider, String> {
+    let mock = MockProvider::start(dialect).map_err(|e| e.to_string())?;
+    for turn in turns {
+        mock.push(turn);
+    }
+    Ok(mock)
+}
+
 /// One case: what the mock is told, and what the call's outcome must be.
 pub(crate) struct Case {
     pub(crate) name: String,
