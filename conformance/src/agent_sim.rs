@@ -92,6 +92,8 @@ pub struct AgentSimResult {
     pub requests: Vec<HttpRequest>,
     /// Effects, one line each.
     pub effects: Vec<String>,
+    /// What the agent told its telemetry (with `observe` on in its configuration).
+    pub observations: Vec<omni_protocol::observe::Observation>,
     /// The late subscriber's snapshot and the index in `events` of the first event it sees.
     pub subscription: Option<(Snapshot, usize)>,
     /// Actions whose trigger never came.
@@ -256,6 +258,7 @@ impl Sim<'_> {
     fn run_effects<C: AgentCallbacks>(&mut self, agent: &mut Agent<C>) {
         while let Some(effect) = agent.poll_effect() {
             match effect {
+                Effect::Observe(observation) => self.result.observations.push(observation),
                 Effect::SendRequest { id, request } => {
                     self.result.effects.push(format!("send #{}", id.0));
                     self.result.requests.push(request);

@@ -97,6 +97,8 @@ impl SimSession {
                 }
                 // The session scenarios give the agent no tools.
                 SessionEffect::Agent(Effect::RunTool { .. } | Effect::CancelTool { .. }) => {}
+                // The session scenarios leave telemetry off.
+                SessionEffect::Agent(Effect::Observe(_)) => {}
                 SessionEffect::Store { write, claim, op } => {
                     results.push((write, op.apply(&*self.store, &claim)));
                 }

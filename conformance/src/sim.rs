@@ -95,6 +95,8 @@ pub struct SimResult {
     pub error: Option<GenerateError>,
     /// Virtual time at the end.
     pub elapsed: Duration,
+    /// What the machine told its telemetry (with `observe` on in its configuration).
+    pub observations: Vec<omni_protocol::observe::Observation>,
 }
 
 #[derive(Debug)]
@@ -143,6 +145,7 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
         response: None,
         error: None,
         elapsed: Duration::ZERO,
+        observations: Vec::new(),
     };
     let mut push = |queue: &mut BTreeMap<(Duration, u64), Scheduled>, at: Duration, item: Scheduled| {
         seq += 1;
@@ -162,6 +165,7 @@ pub fn simulate(config: GenerateConfig, scenario: &Scenario) -> SimResult {
     for _ in 0..1_000_000 {
         while let Some(effect) = machine.poll_effect() {
             match effect {
+                Effect::Observe(observation) => result.observations.push(observation),
                 Effect::SendRequest { id, request } => {
                     result.effects.push(format!("send #{} {} {}", id.0, request.method.as_str(), request.url));
                     result.requests.push(request);

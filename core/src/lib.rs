@@ -121,6 +121,15 @@ pub mod generate {
     };
 }
 
+pub mod observe {
+    //! What the machines tell an application's telemetry (`Effect::Observe`), in the
+    //! OpenTelemetry GenAI conventions' terms: omni-shell turns it into `tracing` spans
+    //! and metrics.
+    pub use crate::machines::observe::{
+        error_type, finish_reason, provider_name, InferenceContent, InferenceEnd, InferenceStart, Observation, Observe,
+    };
+}
+
 pub mod agent {
     //! The agent machine: a conversation of turns, tools gated by the application's
     //! callbacks, pause, resume and retry.

@@ -113,6 +113,10 @@ impl Launch<Tool> for Client {
         self.0.env(name)
     }
 
+    fn telemetry(&self) -> &omni_shell::telemetry::Telemetry {
+        self.0.telemetry()
+    }
+
     fn now(&self) -> std::time::Instant {
         self.0.now()
     }

@@ -187,6 +187,7 @@ fn omni_setup_only() -> Option<Effect> {
         tools: Vec::new(),
         api_key: None,
         output_validator: None,
+        observe: Default::default(),
     };
     let env = |name: &str| std::env::var(name).ok();
     let mut machine = f.client.config().start(spec, &env, 0, Instant::now()).expect("machine");

@@ -20,6 +20,9 @@ use std::sync::Arc;
 use crate::host::{EventSink, Host};
 use crate::session_builder::{Open, SessionBuilder};
 use omni_protocol::agent::AgentConfig;
+use omni_protocol::observe::Observe;
+
+use crate::telemetry::Telemetry;
 use omni_protocol::agent::{Agent, AgentCallbacks, AgentError, NoCallbacks};
 use omni_protocol::session::Store;
 
@@ -36,6 +39,8 @@ pub trait Launch<T>: Connect {
 
     /// The client's configuration (catalogue, keys, URLs, defaults).
     fn client_config(&self) -> &ClientConfig;
+    /// The client's telemetry settings (content capture, metrics).
+    fn telemetry(&self) -> &Telemetry;
     /// Reads an environment variable (the core reads nothing itself).
     fn env(&self, name: &str) -> Option<String>;
     /// The runtime's clock, for the agent's start (the core reads none itself).
@@ -227,10 +232,13 @@ impl<L: Launch<T>, T, C: AgentCallbacks + Send + 'static> AgentBuilder<L, T, C> 
     pub fn start(self) -> Result<L::Handle<C>, L::Error> {
         let mut config = self.configure(&self.model)?;
         let mut start = self;
+        // Turns' spans go under the span current where the agent is started.
+        let observer = start.launcher.telemetry().observer(None);
+        config.observe = observer.as_ref().map_or(Observe::Off, |observer| observer.level());
         let sources = start.mcp_sources(&mut config);
         let tools = start.take_handlers();
         let agent = Agent::new(config, start.callbacks, start.launcher.now())?;
-        let host = Host::with_subscribers(agent, start.subscribers).with_tool_sources(sources);
+        let host = Host::with_subscribers(agent, start.subscribers).with_tool_sources(sources).with_observer(observer);
         start.launcher.launch(host, tools, start.capacity)
     }
 

@@ -10,6 +10,7 @@ use std::task::{Context as TaskContext, Poll};
 use async_channel::Sender;
 use omni_protocol::client::{CallSpec, ModelRef};
 use omni_protocol::generate::{GenerateConfig, GenerateEvent};
+use omni_protocol::observe::Observe;
 use omni_protocol::schema::Validator;
 use omni_protocol::{ApiKey, Context, Options, Response};
 
@@ -113,6 +114,7 @@ impl<D: Driver> Call<D> {
             tools: self.tools.iter().map(AsyncTool::decl).collect(),
             api_key: self.api_key,
             output_validator: self.output_validator,
+            observe: Observe::Off,
         };
         (self.client, spec)
     }
@@ -123,16 +125,19 @@ impl<D: Driver> Call<D> {
     /// decoded as the stream is read.
     pub fn stream(self) -> Result<TextStream, Error> {
         let handlers = handlers_by_name(&self.tools);
-        let (client, spec) = self.into_spec();
+        let (client, mut spec) = self.into_spec();
         let env = crate::client::environment;
         let inner = &client.inner;
+        // Spans go under the span current where the call starts.
+        let observer = inner.telemetry.observer(None);
+        spec.observe = observer.as_ref().map_or(Observe::Off, |observer| observer.level());
         // Each call draws its own retry jitter seed, so calls that fail together do not
         // retry together.
         let seed = <D::Runtime as Runtime>::random_seed();
         let machine = inner.config.start(spec, &env, seed, inner.runtime.now())?;
         // Never sent on: the stream's cancel closes it, which is how the loop learns of it.
         let (cancel, cancelled) = async_channel::bounded(1);
-        let call = spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, cancelled)?;
+        let call = spawn_call(&inner.runtime, inner.transport.clone(), machine, handlers, cancelled, observer)?;
         Ok(TextStream { call, events: VecDeque::new(), ended: false, cancel, terminal: None })
     }
 

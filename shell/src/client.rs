@@ -14,6 +14,7 @@ use omni_protocol::{Context, Response};
 
 use crate::drive_agent::spawn_agent;
 use crate::runtime::{Runtime, Transport};
+use crate::telemetry::Telemetry;
 use crate::{AgentBuilder, AsyncTool, Built, Call, ClientBuilder, Connect, Error, Launch, TextStream};
 
 /// What a driver is: the runtime its tasks run on and the transport its requests go
@@ -46,6 +47,7 @@ pub(crate) struct Inner<D: Driver> {
     pub(crate) config: ClientConfig,
     pub(crate) runtime: D::Runtime,
     pub(crate) transport: D::Transport,
+    pub(crate) telemetry: Telemetry,
 }
 
 impl<D: Driver> Clone for Client<D> {
@@ -141,8 +143,8 @@ impl<D: Driver> Client<D> {
         D::Runtime: From<E>,
     {
         let inner = &self.inner;
-        let (config, transport) = (inner.config.clone(), inner.transport.clone());
-        Self { inner: Arc::new(Inner { config, runtime: executor.into(), transport }) }
+        let (config, transport, telemetry) = (inner.config.clone(), inner.transport.clone(), inner.telemetry.clone());
+        Self { inner: Arc::new(Inner { config, runtime: executor.into(), transport, telemetry }) }
     }
 }
 
@@ -158,7 +160,7 @@ impl<D: Driver> Connect for Client<D> {
             ProxyRules::resolve(&built.proxy, &environment).map_err(|e| Error::Client(ClientError::InvalidProxy(e)))?;
         let transport = D::transport(&built.root_certificates, proxies)?;
         let runtime = D::Runtime::default();
-        Ok(Self { inner: Arc::new(Inner { config: built.config, runtime, transport }) })
+        Ok(Self { inner: Arc::new(Inner { config: built.config, runtime, transport, telemetry: built.telemetry }) })
     }
 }
 
@@ -176,6 +178,10 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
 
     fn now(&self) -> Instant {
         self.inner.runtime.now()
+    }
+
+    fn telemetry(&self) -> &Telemetry {
+        &self.inner.telemetry
     }
 
     fn describe(tool: &AsyncTool) -> ToolDecl {

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::telemetry::{Metrics, Telemetry};
 use crate::Error;
 use omni_protocol::client::{ClientConfig, ClientError};
 use omni_protocol::generate::RetryPolicy;
@@ -26,6 +27,8 @@ pub struct Built {
     /// How requests reach servers; resolve it with
     /// [`ProxyRules::resolve`](omni_protocol::transport::ProxyRules::resolve).
     pub proxy: ProxySetting,
+    /// Spans' content and metrics (see [`crate::telemetry`]).
+    pub telemetry: Telemetry,
 }
 
 /// A driver's side of [`ClientBuilder::build`].
@@ -54,6 +57,7 @@ pub struct ClientBuilder<D> {
     root_certificates: Vec<Vec<u8>>,
     /// `Err` holds a URL that did not parse, reported by `build`.
     proxy: Result<ProxySetting, omni_protocol::transport::ProxyError>,
+    telemetry: Telemetry,
     driver: std::marker::PhantomData<fn() -> D>,
 }
 
@@ -71,6 +75,7 @@ impl<D> Default for ClientBuilder<D> {
             max_response_bytes: None,
             root_certificates: Vec::new(),
             proxy: Ok(ProxySetting::Environment),
+            telemetry: Telemetry::default(),
             driver: std::marker::PhantomData,
         }
     }
@@ -86,6 +91,7 @@ impl<D> fmt::Debug for ClientBuilder<D> {
             .field("providers", &self.providers.len())
             .field("models", &self.models.len())
             .field("proxy", &self.proxy)
+            .field("telemetry", &self.telemetry)
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +178,23 @@ impl<D: Connect> ClientBuilder<D> {
         self
     }
 
+    /// Records message content on the spans (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, `gen_ai.system_instructions`, `gen_ai.tool.definitions`,
+    /// tool arguments and results). Off by default: conversations often hold what the
+    /// application's logs should not. Keys and secret headers are never recorded, on or
+    /// off. See [`crate::telemetry`].
+    pub fn capture_content(mut self, capture: bool) -> Self {
+        self.telemetry.capture_content = capture;
+        self
+    }
+
+    /// Sends the conventions' client metrics (token usage, operation duration, time to
+    /// first chunk) to `metrics`. None by default.
+    pub fn metrics(mut self, metrics: impl Metrics + 'static) -> Self {
+        self.telemetry.metrics = Some(std::sync::Arc::new(metrics));
+        self
+    }
+
     /// Builds the client: fails on catalogue data that does not fit, invalid default
     /// options, an unusable proxy, or a certificate the driver cannot use.
     pub fn build(self) -> Result<D::Client, Error> {
@@ -204,6 +227,6 @@ impl<D: Connect> ClientBuilder<D> {
             config.max_response_bytes = limit;
         }
         let proxy = self.proxy.map_err(ClientError::InvalidProxy)?;
-        D::connect(Built { config, root_certificates: self.root_certificates, proxy })
+        D::connect(Built { config, root_certificates: self.root_certificates, proxy, telemetry: self.telemetry })
     }
 }

@@ -51,7 +51,8 @@ where
 {
     let (commands, received) = Agent::channel();
     let mut host = host;
-    let executor = Executor::new(runtime.clone(), transport, host.tool_sources().handlers(tools));
+    let executor =
+        Executor::new(runtime.clone(), transport, host.tool_sources().handlers(tools)).observed(host.take_observer());
     // Detached: the loop ends on its own once every handle is gone.
     let handles = Handles { host, commands: received, orphaned: false };
     runtime.spawn(drive(handles, executor))?.detach();

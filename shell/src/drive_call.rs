@@ -34,6 +34,7 @@ use crate::drive::{execute_effects, sleep_until, Next, Pacing};
 use crate::executor::{Executor, Handlers};
 use crate::machine::INPUT_CAPACITY;
 use crate::runtime::{Runtime, Task, Transport};
+use crate::telemetry::Observer;
 use crate::Error;
 
 /// A call's loop as its stream holds it, whatever the runtime and transport.
@@ -60,10 +61,11 @@ pub(crate) fn spawn_call<R: Runtime, T: Transport>(
     machine: Generate,
     handlers: Handlers,
     cancelled: Receiver<()>,
+    observer: Option<Box<Observer>>,
 ) -> Result<SharedCall, Error> {
     let mut call = CallLoop {
         machine,
-        executor: Executor::new(runtime.clone(), transport, handlers),
+        executor: Executor::new(runtime.clone(), transport, handlers).observed(observer),
         pacing: Pacing::new(),
         over: false,
         cancelled: Box::pin(cancelled),

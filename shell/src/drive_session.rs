@@ -401,6 +401,14 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
     }
 }
 
+/// What a session's loop runs besides its machine: its tools (with their MCP servers)
+/// and its telemetry.
+pub(crate) struct SessionWork<'a> {
+    pub(crate) tools: &'a [AsyncTool],
+    pub(crate) sources: crate::mcp::ToolSources,
+    pub(crate) observer: Option<Box<crate::telemetry::Observer>>,
+}
+
 /// Runs `session` as a task of `runtime`, its agent's tools run with `tools`' handlers and
 /// its requests sent over `transport`, its writes going to `store`. Returns the sender its
 /// handles talk through; dropping every clone of it stops the session.
@@ -409,8 +417,7 @@ pub(crate) fn spawn_session<C, R, T>(
     transport: T,
     session: SessionMachine<C>,
     store: Arc<dyn Store>,
-    tools: &[AsyncTool],
-    tool_sources: crate::mcp::ToolSources,
+    work: SessionWork<'_>,
     subscribers: Vec<(SubscriberRole, Box<dyn EventSink<SessionEvent>>)>,
 ) -> Result<(async_channel::Sender<SessionMessage<C>>, async_channel::Sender<()>), Error>
 where
@@ -442,9 +449,10 @@ where
         link: None,
         close_asked: false,
         close_after_turn: false,
-        tool_sources,
+        tool_sources: work.sources,
     };
-    let executor = Executor::new(runtime.clone(), transport, side.tool_sources.handlers(tools));
+    let handlers = side.tool_sources.handlers(work.tools);
+    let executor = Executor::new(runtime.clone(), transport, handlers).observed(work.observer);
     // Detached: the loop ends on its own once every handle is gone and the store is written.
     runtime.spawn(drive(side, executor))?.detach();
     Ok((sender, unsubscribe))

@@ -33,6 +33,7 @@ use omni_protocol::tool::no_handler;
 use crate::machine::{self, Machine, SPARE_BUFFERS};
 use crate::reports::{ReportReceiver, ReportSender};
 use crate::runtime::{BodyBuffers, ResponseSink, Runtime, Stop, Task, Transport};
+use crate::telemetry::Observer;
 use crate::tool_runs::ToolRuns;
 use crate::{handlers_by_name, AsyncHandler, AsyncTool};
 
@@ -109,6 +110,8 @@ pub(crate) struct Executor<R: Runtime, T> {
     ready: VecDeque<Report>,
     requests: BTreeMap<RequestId, Running<R::Task>>,
     runs: ToolRuns,
+    /// The loop's spans and metrics, when anyone listens.
+    observer: Option<Box<Observer>>,
 }
 
 /// A request's task and its stop signal: dropped, it runs the hooks, then stops the task.
@@ -140,7 +143,13 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
     /// An executor that runs the tools of `handlers`.
     pub(crate) fn new(runtime: R, transport: T, handlers: Handlers) -> Self {
         let (requests, runs, ready) = (BTreeMap::new(), ToolRuns::default(), VecDeque::new());
-        Self { runtime, transport, handlers, channels: None, ready, requests, runs }
+        Self { runtime, transport, handlers, channels: None, ready, requests, runs, observer: None }
+    }
+
+    /// The executor reports what the machine observes, and its tool runs, to `observer`.
+    pub(crate) fn observed(mut self, observer: Option<Box<Observer>>) -> Self {
+        self.observer = observer;
+        self
     }
 
     pub(crate) fn runtime(&self) -> &R {
@@ -174,11 +183,24 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
             // Dropping a task stops it.
             Effect::CancelRequest { id } => drop(self.requests.remove(&id)),
             Effect::RunTool { id, call } => match self.handlers.get(&call.name).cloned() {
-                Some(handler) => self.runs.start(id, handler, call.input),
+                Some(handler) => {
+                    let span = self.observer.as_mut().map(|observer| observer.tool_started(id, &call));
+                    self.runs.start(id, handler, call.input, span)
+                }
                 None => self.ready.push_back(Report::Tool { id, outcome: no_handler(&call.name) }),
             },
             // Dropping a run's future stops it.
-            Effect::CancelTool { id } => self.runs.cancel(id),
+            Effect::CancelTool { id } => {
+                self.runs.cancel(id);
+                if let Some(observer) = &mut self.observer {
+                    observer.tool_finished(id, None);
+                }
+            }
+            Effect::Observe(observation) => {
+                if let Some(observer) = &mut self.observer {
+                    observer.observe(observation, self.runtime.now());
+                }
+            }
         }
     }
 
@@ -260,7 +282,12 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
                 self.finished(id);
                 machine::Report::TransportFailed { id, error }
             }
-            Report::Tool { id, outcome } => machine::Report::ToolFinished { id, outcome },
+            Report::Tool { id, outcome } => {
+                if let Some(observer) = &mut self.observer {
+                    observer.tool_finished(id, Some(&outcome));
+                }
+                machine::Report::ToolFinished { id, outcome }
+            }
         };
         machine.handle_report(report, now)
     }

@@ -144,6 +144,8 @@ pub struct Host<C: AgentCallbacks> {
     subscribers: Subscribers<AgentEvent>,
     /// The MCP servers whose tools the agent offers.
     tool_sources: crate::mcp::ToolSources,
+    /// The agent's spans and metrics, for its loop's executor (taken when it starts).
+    observer: Option<Box<crate::telemetry::Observer>>,
 }
 
 impl<C: AgentCallbacks> fmt::Debug for Host<C> {
@@ -161,13 +163,23 @@ impl<C: AgentCallbacks> Host<C> {
     /// Hosts an agent whose first subscribers are there from the start (the builder's
     /// `subscriber`): they see every event the agent ever publishes.
     pub fn with_subscribers(agent: Agent<C>, subscribers: Vec<Box<dyn EventSink>>) -> Self {
-        Self { agent, subscribers: Subscribers::new(subscribers), tool_sources: Default::default() }
+        Self { agent, subscribers: Subscribers::new(subscribers), tool_sources: Default::default(), observer: None }
     }
 
     /// The MCP servers whose tools the agent offers (taken with its configuration).
     pub(crate) fn with_tool_sources(mut self, sources: crate::mcp::ToolSources) -> Self {
         self.tool_sources = sources;
         self
+    }
+
+    pub(crate) fn with_observer(mut self, observer: Option<Box<crate::telemetry::Observer>>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The observer for the loop's executor.
+    pub(crate) fn take_observer(&mut self) -> Option<Box<crate::telemetry::Observer>> {
+        self.observer.take()
     }
 
     pub(crate) fn tool_sources(&mut self) -> &mut crate::mcp::ToolSources {

@@ -52,6 +52,7 @@ mod session;
 mod session_builder;
 mod subscription;
 mod sync_tool;
+pub mod telemetry;
 #[cfg(test)]
 mod threads;
 #[cfg(feature = "rustls")]
@@ -76,4 +77,5 @@ pub use session::Session;
 pub use session_builder::{Open, Opening, SessionBuilder};
 pub use subscription::{Subscriber, Subscription};
 pub use sync_tool::{RunSync, SyncHandler, SyncTool};
+pub use telemetry::{MetricAttributes, Metrics, TokenType};
 pub use tool::{handlers_by_name, AsyncHandler, AsyncTool, ToolFuture};

@@ -17,10 +17,11 @@ use omni_protocol::session::{Claim, SessionId, SessionState, Store, StoreError};
 use omni_protocol::session::{Session as SessionMachine, SessionEvent};
 use omni_protocol::Options;
 
-use crate::drive_session::{spawn_session, SubscriberRole};
+use crate::drive_session::{spawn_session, SessionWork, SubscriberRole};
 use crate::host::EventSink;
 use crate::runtime::store_call;
 use crate::{AgentBuilder, AsyncTool, Client, Driver, Error, Launch, Session};
+use omni_protocol::observe::Observe;
 
 /// Whether a session is made or read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +212,10 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
         }
     };
     let mut config = config;
+    // Spans go under the span current where the session is opened, with its id as the
+    // conversation's.
+    let observer = client.inner.telemetry.observer(Some(id.to_string()));
+    config.observe = observer.as_ref().map_or(Observe::Off, |observer| observer.level());
     let sources = start.mcp_sources(&mut config);
     let tools = start.take_handlers();
     subscribers.extend(start.subscribers.drain(..).map(|sink| {
@@ -227,8 +232,8 @@ pub(crate) async fn open<D: Driver, C: AgentCallbacks + Send + 'static>(
     let mut warnings = warnings;
     warnings.extend(session.repairs().iter().cloned());
     let inner = &client.inner;
-    let spawned =
-        spawn_session(&runtime, inner.transport.clone(), session, store.clone(), &tools, sources, subscribers);
+    let work = SessionWork { tools: &tools, sources, observer };
+    let spawned = spawn_session(&runtime, inner.transport.clone(), session, store.clone(), work, subscribers);
     match spawned {
         Ok((messages, unsubscribe)) => Ok(Session::new(id, messages, unsubscribe, start.capacity, warnings)),
         // No loop to release it: the claim is given back here.

@@ -60,18 +60,24 @@ impl Wake for RunWaker {
 }
 
 impl ToolRuns {
-    /// Starts running `handler` on `input`; it is first polled by the next [`ToolRuns::poll`].
-    pub(crate) fn start(&mut self, id: ToolRunId, handler: AsyncHandler, input: Value) {
+    /// Starts running `handler` on `input`, inside `span` when observed (so the tool's own
+    /// `tracing` output nests under its `execute_tool` span); it is first polled by the
+    /// next [`ToolRuns::poll`].
+    pub(crate) fn start(&mut self, id: ToolRunId, handler: AsyncHandler, input: Value, span: Option<tracing::Span>) {
         // Calling the handler inside the async block puts its synchronous part under the
         // catch too: a panic, while the handler's future is made or polled, becomes
         // `ToolOutcome::Panicked` (futures-lite's `catch_unwind`, so every runtime alike).
         let run = AssertUnwindSafe(async move { handler(input).await }).catch_unwind();
-        let run: RunFuture = Box::pin(async move {
+        let run = async move {
             match run.await {
                 Ok(result) => outcome(result),
                 Err(payload) => ToolOutcome::Panicked(panic_message(&*payload)),
             }
-        });
+        };
+        let run: RunFuture = match span {
+            Some(span) => Box::pin(tracing::Instrument::instrument(run, span)),
+            None => Box::pin(run),
+        };
         let waker = Waker::from(Arc::new(RunWaker { id, woken: self.woken.clone() }));
         self.running.insert(id, (run, waker));
         self.woken.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
@@ -188,7 +194,7 @@ mod tests {
         let probes: Vec<Probe> = (0..100).map(|_| Probe::new()).collect();
         let mut runs = ToolRuns::default();
         for (i, probe) in probes.iter().enumerate() {
-            runs.start(ToolRunId(i as u64), probe.handler(), json!({}));
+            runs.start(ToolRunId(i as u64), probe.handler(), json!({}), None);
         }
         let loop_wakes = Arc::new(Counter::default());
         assert!(pass(&mut runs, &loop_wakes).is_empty());

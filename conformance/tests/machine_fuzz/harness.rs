@@ -43,11 +43,13 @@ impl<S: Subject> Harness<S> {
     /// Drains effects and events, then checks the invariants.
     fn settle(&mut self) -> Result<(), String> {
         while let Some(effect) = self.subject.poll_effect() {
+            self.ledger.telemetry.effect(&effect, S::TURNS)?;
             self.ledger.effect(effect)?;
         }
         self.subject.drain_events()?;
         if self.subject.at_rest() || self.subject.paused() {
             self.ledger.all_settled()?;
+            self.ledger.telemetry.settled(self.subject.paused())?;
         }
         // One exchange at a time: a retry, a redirect or the next step starts only once the
         // request before it is settled.

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use omni_conformance::{agent_sim, scenarios};
 use omni_protocol::agent::{Agent, Status};
 use omni_protocol::generate::{Generate, RetryPolicy};
+use omni_protocol::observe::Observe;
 use omni_protocol::{Context, Options, OutputSchema};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -130,6 +131,7 @@ fn generate_machine_against_its_reference() {
             config.retry = retry(&knobs);
             config.stall_timeout = Duration::from_millis(knobs.stall_ms);
             config.max_response_bytes = knobs.max_response_bytes;
+            config.observe = Observe::Content;
             let start = Instant::now();
             let machine = Generate::new(config, start).expect("a valid configuration");
             let subject = GenerateSubject { machine, terminal: false, events: 0 };
@@ -149,6 +151,7 @@ fn agent_machine_against_its_reference() {
             config.retry = retry(&knobs);
             config.stall_timeout = Duration::from_millis(knobs.stall_ms);
             config.max_response_bytes = knobs.max_response_bytes;
+            config.observe = Observe::Content;
             let machine = Agent::new(config, FuzzCallbacks { choices, at: 0 }, std::time::Instant::now())
                 .expect("a valid configuration");
             let subject = AgentSubject {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use omni_protocol::generate::{Effect, RequestId, ToolRunId};
+use omni_protocol::observe::Observation;
 
 /// What the driver side knows of one request.
 #[derive(Debug, Default)]
@@ -43,6 +44,85 @@ pub(crate) struct Tool {
 pub(crate) struct Ledger {
     pub(crate) requests: BTreeMap<RequestId, Request>,
     pub(crate) tools: BTreeMap<ToolRunId, Tool>,
+    pub(crate) telemetry: Telemetry,
+}
+
+/// What the machine told its telemetry so far (property 9: its observations nest).
+#[derive(Debug, Default)]
+pub(crate) struct Telemetry {
+    /// An inference is open, and whether its first chunk was told.
+    inference: Option<bool>,
+    /// The last effect was `InferenceStarted`: the next one sends its request.
+    sending: bool,
+    turn: bool,
+}
+
+impl Telemetry {
+    /// Property 9: an inference starts only when none is open, with its request next; a
+    /// first chunk (once), a redirect or a retry come only inside one; turns open and
+    /// close in turn, and an agent's inference happens inside its turn (`agent`).
+    pub(crate) fn effect(&mut self, effect: &Effect, agent: bool) -> Result<(), String> {
+        if std::mem::take(&mut self.sending) && !matches!(effect, Effect::SendRequest { .. }) {
+            return Err(format!("an inference started, then {effect:?} instead of its request"));
+        }
+        let Effect::Observe(observation) = effect else { return Ok(()) };
+        match observation {
+            Observation::InferenceStarted(start) => {
+                if self.inference.is_some() {
+                    return Err("an inference started while one was open".into());
+                }
+                if agent && !self.turn {
+                    return Err("an agent's inference started outside a turn".into());
+                }
+                if start.request_model.is_empty() || start.content.is_none() {
+                    return Err(format!("an inference started without its model or content: {start:?}"));
+                }
+                self.inference = Some(false);
+                self.sending = true;
+            }
+            Observation::FirstChunk => match self.inference {
+                Some(false) => self.inference = Some(true),
+                Some(true) => return Err("a second first chunk in one inference".into()),
+                None => return Err("a first chunk outside an inference".into()),
+            },
+            Observation::Redirected { .. } | Observation::Retrying { .. } if self.inference.is_none() => {
+                return Err(format!("{observation:?} outside an inference"));
+            }
+            Observation::InferenceEnded(end) => {
+                if self.inference.take().is_none() {
+                    return Err("an inference ended that was not open".into());
+                }
+                let stopped = !end.finish_reasons.is_empty();
+                if stopped == end.error_type.is_some() {
+                    return Err(format!(
+                        "an inference ended with both or neither a finish reason and an error: {end:?}"
+                    ));
+                }
+            }
+            Observation::TurnStarted if self.turn => return Err("a turn started while one was open".into()),
+            Observation::TurnStarted => self.turn = true,
+            Observation::TurnEnded { .. } if !self.turn => return Err("a turn ended that was not open".into()),
+            Observation::TurnEnded { .. } => {
+                if self.inference.is_some() {
+                    return Err("a turn ended with its inference open".into());
+                }
+                self.turn = false;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// At rest: nothing is open (`paused`: the turn may be).
+    pub(crate) fn settled(&self, paused: bool) -> Result<(), String> {
+        if self.inference.is_some() || self.sending {
+            return Err("an inference left open at rest".into());
+        }
+        if self.turn && !paused {
+            return Err("a turn left open at rest".into());
+        }
+        Ok(())
+    }
 }
 
 impl Ledger {
@@ -66,6 +146,8 @@ impl Ledger {
                     return Err(format!("tool run id {} issued twice", id.0));
                 }
             }
+            // Checked by `Telemetry::effect`.
+            Effect::Observe(_) => {}
             Effect::CancelTool { id } => {
                 let tool = self.tools.get_mut(&id).ok_or(format!("cancel of unknown tool run {}", id.0))?;
                 if tool.cancelled || tool.answered {

@@ -33,6 +33,8 @@ pub(crate) trait Subject {
     fn paused(&self) -> bool {
         false
     }
+    /// Whether its inferences happen inside turns (an agent's).
+    const TURNS: bool = false;
 }
 
 pub(crate) struct GenerateSubject {
@@ -168,6 +170,8 @@ pub(crate) struct AgentSubject {
 }
 
 impl Subject for AgentSubject {
+    const TURNS: bool = true;
+
     fn report(&mut self, report: Report<'_>, now: Instant) {
         // Driver reports are never refused.
         let refused = self.machine.handle_input(AgentInput::Report(report), now);

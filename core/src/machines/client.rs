@@ -74,6 +74,9 @@ pub struct CallSpec {
     pub api_key: Option<ApiKey>,
     /// Checks structured output instead of the schema of the `output` option.
     pub output_validator: Option<Arc<dyn Validator>>,
+    /// What the call tells the application's telemetry (the shell decides, from whether
+    /// anyone listens).
+    pub observe: crate::machines::observe::Observe,
 }
 
 /// Why a call could not be prepared.
@@ -263,6 +266,7 @@ impl ClientConfig {
         config.api_key = api_key;
         config.tools = call.tools;
         config.output_validator = call.output_validator;
+        config.observe = call.observe;
         if let ModelRef::Name(name) = &call.model {
             config.warnings.extend(self.catalogue.unknown_model_warning(name));
         }
@@ -348,6 +352,7 @@ mod tests {
             tools: vec![],
             api_key: None,
             output_validator: None,
+            observe: Default::default(),
         };
         let err = config.prepare(call, &no_env, 1).unwrap_err();
         assert_eq!(err.to_string(), "no API key for anthropic: pass one to the client or set ANTHROPIC_API_KEY");
@@ -365,6 +370,7 @@ mod tests {
             tools: vec![],
             api_key: key.map(ApiKey::from),
             output_validator: None,
+            observe: Default::default(),
         };
         let g = config.prepare(call(None), &env, 1).unwrap();
         assert_eq!(g.api_key.unwrap().expose(), "from-env");
@@ -384,6 +390,7 @@ mod tests {
             tools: vec![],
             api_key: None,
             output_validator: None,
+            observe: Default::default(),
         };
         let g = config.prepare(call, &env, 1).unwrap();
         assert_eq!(g.provider.base_url, "http://10.1.2.3:11434");
@@ -398,6 +405,7 @@ mod tests {
             tools,
             api_key: None,
             output_validator: None,
+            observe: Default::default(),
         }
     }
 

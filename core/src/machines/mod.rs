@@ -22,6 +22,7 @@ pub(crate) mod generate;
 mod machine;
 pub(crate) mod manager;
 pub(crate) mod mcp;
+pub(crate) mod observe;
 mod request;
 pub(crate) mod session;
 pub(crate) mod timer;

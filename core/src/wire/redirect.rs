@@ -228,6 +228,15 @@ fn split_origin(url: &str) -> Option<(&str, &str)> {
     Some((&url[..end], &url[end..]))
 }
 
+/// The host (lower case) and port (the scheme's default when absent) of an absolute
+/// HTTP URL, never its `user:password@` part: what telemetry may say about a server.
+pub(crate) fn host_and_port(url: &str) -> Option<(String, u16)> {
+    let (origin, _) = split_origin(url)?;
+    let (scheme, authority) = origin.split_once("://")?;
+    let (_, host, port, _) = origin_of(scheme, authority)?;
+    Some((host, port))
+}
+
 /// Scheme (lower case), host (lower case, IPv6 brackets kept), port (the scheme's default
 /// when absent) and whether the authority held a `user@` part.
 fn origin_of(scheme: &str, authority: &str) -> Option<(String, String, u16, bool)> {

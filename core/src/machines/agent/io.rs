@@ -56,6 +56,9 @@ pub struct AgentConfig {
     /// Checks the final reply's structured output instead of `options.output`'s schema
     /// (whose schema, if `options.output` is unset, is the one sent), as a call's does.
     pub output_validator: Option<std::sync::Arc<dyn crate::data::schema::Validator>>,
+    /// What the agent tells the application's telemetry (turns and inferences, as
+    /// [`Effect::Observe`](crate::machines::common::Effect::Observe)); off by default.
+    pub observe: crate::machines::observe::Observe,
 }
 
 impl AgentConfig {
@@ -76,6 +79,7 @@ impl AgentConfig {
             output_retries: crate::machines::generate::DEFAULT_OUTPUT_RETRIES,
             output_validator: None,
             available_tools: Vec::new(),
+            observe: crate::machines::observe::Observe::Off,
         }
     }
 }

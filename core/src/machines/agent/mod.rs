@@ -89,6 +89,7 @@ use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::Validator;
 use crate::data::usage::Usage;
 use crate::machines::common::{Effect, Report};
+use crate::machines::observe::Observation;
 use crate::machines::request::{Out, Request};
 use crate::machines::timer::{Timer, TimerTable};
 use crate::machines::tool_round::{ToolDecl, ToolRound};
@@ -327,7 +328,7 @@ impl<C: AgentCallbacks> Agent<C> {
             return;
         }
         self.abort();
-        self.take_turn();
+        self.take_turn(Some("cancelled"));
         self.staged = None;
         self.state = State::Terminated;
         self.callbacks.terminate();
@@ -361,9 +362,13 @@ impl<C: AgentCallbacks> Agent<C> {
         Ok(())
     }
 
-    /// Ends the turn in flight, its own options (a prompt's) given back to the agent's.
-    fn take_turn(&mut self) -> Option<Box<Turn>> {
+    /// Ends the turn in flight, its own options (a prompt's) given back to the agent's;
+    /// `error_type` says why when it did not end well (the telemetry's `error.type`).
+    fn take_turn(&mut self, error_type: Option<&'static str>) -> Option<Box<Turn>> {
         let turn = self.turn.take()?;
+        if self.config.observe.is_on() {
+            self.effects.push_back(Effect::Observe(Observation::TurnEnded { error_type }));
+        }
         if let Some(options) = &turn.restore_options {
             self.config.options.clone_from(options);
         }
@@ -376,7 +381,7 @@ impl<C: AgentCallbacks> Agent<C> {
         }
         let partial = self.partial.message();
         self.abort();
-        let turn = self.take_turn();
+        let turn = self.take_turn(Some("cancelled"));
         self.staged = None;
         self.state = State::Idle;
         self.set_status(Status::Idle);

@@ -17,7 +17,7 @@ use crate::data::options::{Options, OutputSchema};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
-use crate::machines::common::{GenerateError, Report};
+use crate::machines::common::{Effect, GenerateError, Report};
 use crate::machines::generate::structured;
 use crate::machines::generate::DEFAULT_MAX_STEPS;
 use crate::machines::request::{Limits, Out, Request, RequestEvent, StreamSink};
@@ -45,6 +45,9 @@ impl<C: AgentCallbacks> Agent<C> {
             restore_options,
         }));
         self.set_status(Status::Busy);
+        if self.config.observe.is_on() {
+            self.effects.push_back(Effect::Observe(crate::machines::observe::Observation::TurnStarted));
+        }
         self.events.push_back(AgentEvent::Message(Box::new(user)));
         self.begin_step(now);
     }
@@ -175,10 +178,13 @@ impl<C: AgentCallbacks> Agent<C> {
             timeout: options.timeout,
             max_response_bytes: self.config.max_response_bytes,
         };
+        let observe = self.config.observe;
+        self.effects.extend(crate::machines::observe::inference_started(observe, &spec, &built.request));
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
         let request = Request::start(built.request, self.config.model.clone(), limits, now, &mut out)
             .with_text_tools(protocol, &context.tools)
-            .with_event_hook(self.config.provider.hooks.event.clone());
+            .with_event_hook(self.config.provider.hooks.event.clone())
+            .observed(observe);
         self.state = State::Streaming(Box::new(StepRun { request, warnings: built.warnings, validator }));
         self.drain_step(now);
     }
@@ -303,7 +309,7 @@ impl<C: AgentCallbacks> Agent<C> {
     /// Commits the turn after asking `handle_turn`; a staged prompt overrides its decision.
     pub(super) fn end_turn(&mut self, stop: StopReason, now: Instant) {
         self.state = State::Idle;
-        let Some(turn) = self.take_turn() else { return };
+        let Some(turn) = self.take_turn(None) else { return };
         let mut response = turn.last.clone().unwrap_or_else(|| Response::empty(self.config.model.id.clone()));
         response.messages = turn.messages.clone();
         response.usage = turn.usage;
@@ -358,7 +364,7 @@ impl<C: AgentCallbacks> Agent<C> {
                 return;
             }
         }
-        self.take_turn();
+        self.take_turn(Some(crate::machines::observe::error_type(&error)));
         self.staged = None;
         self.set_status(Status::Idle);
         self.events.push_back(AgentEvent::Error(Box::new(error)));

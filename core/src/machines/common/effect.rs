@@ -42,6 +42,10 @@ pub enum Effect {
         /// Which run.
         id: ToolRunId,
     },
+    /// Tell the application's telemetry (spans, metrics): nothing to run, nothing to
+    /// answer. Only from a machine configured to observe
+    /// ([`Observe`](crate::machines::observe::Observe)).
+    Observe(crate::machines::observe::Observation),
 }
 
 /// What a request or a tool run reports to the machine that started it: the part of

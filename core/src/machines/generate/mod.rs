@@ -52,6 +52,7 @@ use crate::data::provider::{ApiKey, Provider};
 use crate::data::response::{Response, StopReason, Warning};
 use crate::data::schema::{JsonSchemaValidator, Validator};
 use crate::data::usage::Usage;
+use crate::machines::observe::{self, Observe};
 use crate::machines::request::{Limits, Out, Request, RequestEvent, StreamSink};
 use crate::machines::timer::{Timer, TimerTable};
 use crate::machines::tool_round::{Decided, Runner, ToolRound};
@@ -117,6 +118,9 @@ pub struct GenerateConfig {
     /// What setting the call up found worth telling (a model the catalogue does not know
     /// but one close to it): on the response's `warnings`.
     pub warnings: Vec<Warning>,
+    /// What the call tells the application's telemetry ([`Effect::Observe`]); off by
+    /// default.
+    pub observe: Observe,
 }
 
 impl GenerateConfig {
@@ -135,6 +139,7 @@ impl GenerateConfig {
             output_validator: None,
             output_retries: DEFAULT_OUTPUT_RETRIES,
             warnings: Vec::new(),
+            observe: Observe::Off,
         }
     }
 }
@@ -165,6 +170,8 @@ pub struct Generate {
     request: HttpRequest,
     /// The text protocol the request offers the tools in, if not native.
     text_protocol: Option<Arc<dyn TextProtocol>>,
+    /// The next step's [`Observation::InferenceStarted`](observe::Observation), when observed.
+    started: Option<Effect>,
     next_id: u64,
     effects: VecDeque<Effect>,
     events: VecDeque<GenerateEvent>,
@@ -206,6 +213,7 @@ impl Generate {
             call_retries: 0,
             request: request.0,
             text_protocol: request.2,
+            started: request.3,
             next_id: 0,
             effects: VecDeque::new(),
             events: VecDeque::new(),
@@ -307,10 +315,12 @@ impl Generate {
             timeout: self.config.options.timeout,
             max_response_bytes: self.config.max_response_bytes,
         };
+        self.effects.extend(self.started.take());
         let mut out = Out { next_id: &mut self.next_id, effects: &mut self.effects };
         let request = Request::start(self.request.clone(), self.config.model.clone(), limits, now, &mut out)
             .with_text_tools(self.text_protocol.clone(), &self.config.context.tools)
-            .with_event_hook(self.config.provider.hooks.event.clone());
+            .with_event_hook(self.config.provider.hooks.event.clone())
+            .observed(self.config.observe);
         self.state = State::Requesting(Box::new(request));
     }
 
@@ -398,9 +408,10 @@ impl Generate {
     fn next_step(&mut self, now: Instant) {
         self.step += 1;
         match build(&self.config, &self.added) {
-            Ok((request, warnings, protocol)) => {
+            Ok((request, warnings, protocol, started)) => {
                 self.request = request;
                 self.text_protocol = protocol;
+                self.started = started;
                 for w in warnings {
                     if !self.warnings.contains(&w) {
                         self.warnings.push(w);
@@ -533,7 +544,8 @@ impl StreamSink for StepEvents<'_> {
 
 /// Builds the request for the next step: the original context plus what this call added
 /// (after tool calls, a forced tool choice is released: [`Options::after_tool_calls`]).
-type Built = (HttpRequest, Vec<Warning>, Option<Arc<dyn TextProtocol>>);
+/// A step's request, its warnings, its text protocol, and its observation (when observed).
+type Built = (HttpRequest, Vec<Warning>, Option<Arc<dyn TextProtocol>>, Option<Effect>);
 
 fn build(config: &GenerateConfig, added: &[Message]) -> Result<Built, GenerateError> {
     let mut context = config.context.clone();
@@ -549,5 +561,6 @@ fn build(config: &GenerateConfig, added: &[Message]) -> Result<Built, GenerateEr
         api_key: config.api_key.as_ref(),
     };
     let (built, protocol) = crate::text_tools::render::build_request(&spec).map_err(GenerateError::Request)?;
-    Ok((built.request, built.warnings, protocol))
+    let started = observe::inference_started(config.observe, &spec, &built.request);
+    Ok((built.request, built.warnings, protocol, started))
 }

@@ -36,6 +36,7 @@ use crate::data::message::ToolSpec;
 use crate::data::model::Model;
 use crate::data::response::Response;
 use crate::machines::common::{Effect, GenerateError, Report, RequestId, TransportError, TransportErrorKind};
+use crate::machines::observe::{self, Observation, Observe};
 use crate::machines::timer::{Moment, Timer, TimerTable};
 use crate::text_tools::stream::TextCalls;
 use crate::text_tools::TextProtocol;
@@ -143,6 +144,11 @@ pub(crate) struct Request<I = Instant> {
     text_tools: Option<(Arc<dyn TextProtocol>, Vec<ToolSpec>)>,
     /// The provider's event hook, for each attempt's decoder.
     event_hook: Option<EventHook>,
+    /// What the exchange tells the telemetry (its first chunk, redirects, retries, end).
+    observe: Observe,
+    /// Whether a chunk of a response stream arrived, in any attempt: the time to the
+    /// first chunk is measured once per inference, from its first request.
+    chunk_seen: bool,
 }
 
 /// The provider's error from an HTTP error response (the kept part of its body).
@@ -164,6 +170,8 @@ impl<I: Moment> Request<I> {
             scratch: Vec::new(),
             text_tools: None,
             event_hook: None,
+            observe: Observe::Off,
+            chunk_seen: false,
         };
         this.send(now, out);
         this
@@ -179,6 +187,13 @@ impl<I: Moment> Request<I> {
     /// Each attempt's reply is read through the provider's event hook, if it has one.
     pub(crate) fn with_event_hook(mut self, hook: Option<EventHook>) -> Self {
         self.event_hook = hook;
+        self
+    }
+
+    /// The exchange tells the telemetry what happens to it (its owner told it that it
+    /// began: [`crate::machines::observe::inference_started`]).
+    pub(crate) fn observed(mut self, observe: Observe) -> Self {
+        self.observe = observe;
         self
     }
 
@@ -257,7 +272,7 @@ impl<I: Moment> Request<I> {
 
     /// Stops the exchange: the request in flight is cancelled; what was decoded is returned.
     pub(crate) fn cancel(&mut self, out: &mut Out<'_>) -> Option<Response> {
-        match std::mem::replace(&mut self.state, State::Ended) {
+        let partial = match std::mem::replace(&mut self.state, State::Ended) {
             State::Sending(attempt) => {
                 out.effects.push_back(Effect::CancelRequest { id: attempt.id });
                 match attempt.phase {
@@ -265,8 +280,11 @@ impl<I: Moment> Request<I> {
                     Phase::AwaitingHead | Phase::ErrorBody { .. } => None,
                 }
             }
-            State::Backoff { .. } | State::Ended => None,
-        }
+            State::Backoff { .. } => None,
+            State::Ended => return None,
+        };
+        out.effects.extend(observe::inference_ended(self.observe, partial.as_ref(), Some("cancelled")));
+        partial
     }
 
     fn send(&mut self, now: I, out: &mut Out<'_>) {
@@ -287,7 +305,7 @@ impl<I: Moment> Request<I> {
             return;
         }
         if let Some(next) = a.redirects.on_head(&self.request, status, &headers) {
-            self.on_redirect(next, now, out);
+            self.on_redirect(next, status, now, out);
             return;
         }
         a.stall_at = now + self.limits.stall_timeout;
@@ -312,11 +330,14 @@ impl<I: Moment> Request<I> {
 
     /// A redirect head: a same-origin one goes out again under a new id (the 3xx's
     /// connection is dropped, its body unread); any other fails the attempt.
-    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, now: I, out: &mut Out<'_>) {
+    fn on_redirect(&mut self, next: Result<HttpRequest, RedirectError>, status: u16, now: I, out: &mut Out<'_>) {
         let State::Sending(a) = &mut self.state else { return };
         match next {
             Ok(request) => {
                 out.effects.push_back(Effect::CancelRequest { id: a.id });
+                if self.observe.is_on() {
+                    out.effects.push_back(Effect::Observe(Observation::Redirected { status }));
+                }
                 a.id = out.send(request);
                 a.stall_at = now + self.limits.stall_timeout;
             }
@@ -335,6 +356,10 @@ impl<I: Moment> Request<I> {
         a.received += bytes.len() as u64;
         match &mut a.phase {
             Phase::Streaming { decoder, .. } => {
+                if !self.chunk_seen && !bytes.is_empty() && self.observe.is_on() {
+                    self.chunk_seen = true;
+                    out.effects.push_back(Effect::Observe(Observation::FirstChunk));
+                }
                 let progress = decoder.feed(bytes, &mut self.scratch);
                 if progress.progressed {
                     a.stall_at = now + self.limits.stall_timeout;
@@ -404,7 +429,7 @@ impl<I: Moment> Request<I> {
                 }
                 StreamEvent::Done { .. } => {
                     stream.stream(event);
-                    self.finish();
+                    self.finish(out);
                 }
                 event @ (StreamEvent::TextStart { .. }
                 | StreamEvent::TextDelta { .. }
@@ -425,11 +450,13 @@ impl<I: Moment> Request<I> {
         self.scratch = events;
     }
 
-    fn finish(&mut self) {
+    fn finish(&mut self, out: &mut Out<'_>) {
         let State::Sending(attempt) = std::mem::replace(&mut self.state, State::Ended) else { return };
         match attempt.phase {
             Phase::Streaming { decoder, .. } => {
-                self.events.push_back(RequestEvent::Finished(Box::new(decoder.into_response())))
+                let response = decoder.into_response();
+                out.effects.extend(observe::inference_ended(self.observe, Some(&response), None));
+                self.events.push_back(RequestEvent::Finished(Box::new(response)))
             }
             phase @ (Phase::AwaitingHead | Phase::ErrorBody { .. }) => {
                 self.state = State::Sending(Attempt { phase, ..attempt });
@@ -466,11 +493,18 @@ impl<I: Moment> Request<I> {
             if let Some(delay) = retry.delay(self.retries + 1, retry_after) {
                 self.retries += 1;
                 self.stall_retries += u32::from(stalled);
+                if self.observe.is_on() {
+                    let error_type = observe::error_type(&error);
+                    let retrying = Observation::Retrying { attempt: self.retries, delay, error_type };
+                    out.effects.push_back(Effect::Observe(retrying));
+                }
                 self.events.push_back(RequestEvent::Retry { attempt: self.retries, delay, error: Box::new(error) });
                 self.state = State::Backoff { until: now + delay };
                 return;
             }
         }
+        let error_type = observe::error_type(&error);
+        out.effects.extend(observe::inference_ended(self.observe, partial.as_ref(), Some(error_type)));
         self.events.push_back(RequestEvent::Failed(Box::new((error, partial))));
     }
 }

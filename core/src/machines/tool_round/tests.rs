@@ -63,7 +63,10 @@ impl Machine {
             .drain(..)
             .filter_map(|e| match e {
                 Effect::RunTool { id, call } => Some((id, call)),
-                Effect::SendRequest { .. } | Effect::CancelRequest { .. } | Effect::CancelTool { .. } => None,
+                Effect::SendRequest { .. }
+                | Effect::CancelRequest { .. }
+                | Effect::CancelTool { .. }
+                | Effect::Observe(_) => None,
             })
             .collect()
     }

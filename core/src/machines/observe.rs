@@ -1,0 +1,345 @@
+//! What the machines tell an application's telemetry, as plain data: an inference (one
+//! step's exchange, its retries and redirects inside it) begins, gets its first chunk,
+//! is redirected or retried, and ends; an agent's turn begins and ends. They come out as
+//! [`Effect::Observe`](crate::machines::common::Effect::Observe), in order with the
+//! machine's other effects, only when the machine's configuration asks for them
+//! ([`Observe`]): a call nobody watches builds none of this.
+//!
+//! Why here and not in the shell: the request sub-machine is the one place that knows an
+//! attempt from a redirect from a retry, when the first chunk came, and what the step's
+//! response said; the shell would otherwise have to guess it back from effects and
+//! reports. What the core leaves to the shell is what needs a clock or a library: the
+//! times, the `tracing` spans and the metrics (omni-shell's `telemetry`). The names here
+//! are the OpenTelemetry GenAI semantic conventions' values (`chat`, `gcp.gemini`,
+//! finish reasons, the message JSON), decided once for every driver.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::data::error::StreamError;
+use crate::data::message::{Block, Message, Role, Source, ToolResultContent};
+use crate::data::response::{Response, StopReason};
+use crate::data::usage::Usage;
+use crate::machines::common::{Effect, GenerateError, TransportErrorKind};
+use crate::wire::dialect::RequestSpec;
+use crate::wire::http::HttpRequest;
+
+/// How much a machine tells its telemetry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Observe {
+    /// Nothing (the default: no observation is built).
+    #[default]
+    Off,
+    /// What the conventions call metadata: models, options, server, usage, finish
+    /// reasons, errors. Never the messages.
+    Metadata,
+    /// Metadata and the messages, system instructions and tool definitions (the
+    /// conventions' opt-in content), as the conventions' JSON.
+    Content,
+}
+
+impl Observe {
+    /// Whether anything is observed.
+    pub fn is_on(self) -> bool {
+        self != Self::Off
+    }
+}
+
+/// One thing a machine tells its telemetry (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Observation {
+    /// An inference begins: its first attempt is being sent.
+    InferenceStarted(Box<InferenceStart>),
+    /// The first chunk of the inference's response stream arrived.
+    FirstChunk,
+    /// The attempt was redirected (same origin) and goes out again.
+    Redirected {
+        /// The redirect's status.
+        status: u16,
+    },
+    /// The attempt failed and the inference is sent again after `delay`.
+    Retrying {
+        /// Retry number, 1-based.
+        attempt: u32,
+        /// Wait before sending.
+        delay: Duration,
+        /// What failed, as an [`error_type`].
+        error_type: &'static str,
+    },
+    /// The inference ended.
+    InferenceEnded(Box<InferenceEnd>),
+    /// An agent's turn began.
+    TurnStarted,
+    /// An agent's turn ended; `error_type` when it failed or was cancelled.
+    TurnEnded {
+        /// Why it did not end well, as an [`error_type`] (or `cancelled`).
+        error_type: Option<&'static str>,
+    },
+}
+
+/// What is known when an inference begins: the conventions' request attributes.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct InferenceStart {
+    /// `gen_ai.operation.name`: `chat`.
+    pub operation_name: &'static str,
+    /// `gen_ai.provider.name` ([`provider_name`]).
+    pub provider_name: String,
+    /// `gen_ai.request.model`.
+    pub request_model: String,
+    /// `gen_ai.request.max_tokens`.
+    pub max_tokens: Option<u32>,
+    /// `gen_ai.request.temperature`.
+    pub temperature: Option<f64>,
+    /// `gen_ai.request.top_p`.
+    pub top_p: Option<f64>,
+    /// `gen_ai.request.top_k` (from the `extra` options, when a number).
+    pub top_k: Option<f64>,
+    /// `gen_ai.request.frequency_penalty` (from `extra`).
+    pub frequency_penalty: Option<f64>,
+    /// `gen_ai.request.presence_penalty` (from `extra`).
+    pub presence_penalty: Option<f64>,
+    /// `gen_ai.request.seed` (from `extra`).
+    pub seed: Option<i64>,
+    /// `gen_ai.request.stop_sequences`.
+    pub stop_sequences: Vec<String>,
+    /// `server.address`: the host only, never credentials, path or query.
+    pub server_address: Option<String>,
+    /// `server.port`.
+    pub server_port: Option<u16>,
+    /// The messages, with [`Observe::Content`] only.
+    pub content: Option<InferenceContent>,
+}
+
+/// An inference's input, as the conventions' JSON (opt-in).
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct InferenceContent {
+    /// `gen_ai.input.messages`.
+    pub input_messages: String,
+    /// `gen_ai.system_instructions`, when there is a system prompt.
+    pub system_instructions: Option<String>,
+    /// `gen_ai.tool.definitions`, when tools are offered.
+    pub tool_definitions: Option<String>,
+}
+
+/// What is known when an inference ends.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct InferenceEnd {
+    /// `gen_ai.response.id`.
+    pub response_id: Option<String>,
+    /// `gen_ai.response.model`.
+    pub response_model: Option<String>,
+    /// `gen_ai.response.finish_reasons`.
+    pub finish_reasons: Vec<&'static str>,
+    /// The step's usage, when the provider reported any.
+    pub usage: Option<Usage>,
+    /// `error.type`, when it failed.
+    pub error_type: Option<&'static str>,
+    /// `gen_ai.output.messages`, with [`Observe::Content`] only.
+    pub output_messages: Option<String>,
+}
+
+impl InferenceEnd {
+    /// `gen_ai.usage.input_tokens`: every input token, cached ones included, as the
+    /// conventions ask (omni's own [`Usage::input_tokens`] counts the uncached ones).
+    pub fn input_tokens(&self) -> Option<u64> {
+        self.usage.map(|u| u.input_tokens.saturating_add(u.cache_read_tokens).saturating_add(u.cache_write_tokens))
+    }
+}
+
+/// `gen_ai.provider.name` for a provider id: the conventions' well-known value where one
+/// applies, else the id itself.
+pub fn provider_name(provider_id: &str) -> &str {
+    match provider_id {
+        "google" | "gemini" => "gcp.gemini",
+        "vertex" | "vertex_ai" | "vertexai" => "gcp.vertex_ai",
+        "mistral" => "mistral_ai",
+        "xai" => "x_ai",
+        "bedrock" => "aws.bedrock",
+        "azure" | "azure_openai" => "azure.ai.openai",
+        "watsonx" => "ibm.watsonx.ai",
+        other => other,
+    }
+}
+
+/// `error.type` for a failure: low-cardinality names, never the message (which may
+/// quote what the server said).
+pub fn error_type(error: &GenerateError) -> &'static str {
+    match error {
+        GenerateError::Request(_) => "invalid_request",
+        GenerateError::Provider(e) | GenerateError::Stream(StreamError::Provider(e)) => provider_kind(e.kind),
+        GenerateError::Stream(StreamError::Incomplete) => "incomplete_stream",
+        GenerateError::Stream(_) => "stream_decode",
+        GenerateError::Transport(t) => match t.kind {
+            TransportErrorKind::Connect => "connect",
+            TransportErrorKind::Tls => "tls",
+            TransportErrorKind::Reset => "connection_reset",
+            TransportErrorKind::ProxyAuth => "proxy_auth",
+            TransportErrorKind::Other => "transport",
+        },
+        GenerateError::Timeout(_) => "timeout",
+        GenerateError::Stalled(_) => "stalled",
+        GenerateError::Redirect(_) => "redirect",
+        GenerateError::ResponseTooLarge(_) => "response_too_large",
+    }
+}
+
+fn provider_kind(kind: crate::data::error::ProviderErrorKind) -> &'static str {
+    use crate::data::error::ProviderErrorKind as K;
+    match kind {
+        K::RateLimited => "rate_limited",
+        K::Overloaded => "overloaded",
+        K::Authentication => "authentication",
+        K::PermissionDenied => "permission_denied",
+        K::NotFound => "not_found",
+        K::ContextTooLong => "context_too_long",
+        K::InvalidRequest => "invalid_request",
+        K::Timeout => "provider_timeout",
+        K::Server => "server_error",
+        _ => "provider_error",
+    }
+}
+
+/// The conventions' finish reason for omni's stop reason.
+pub fn finish_reason(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Stop => "stop",
+        StopReason::Length => "length",
+        StopReason::ToolUse => "tool_call",
+        StopReason::Refusal => "content_filter",
+        StopReason::Error => "error",
+        StopReason::Cancelled => "cancelled",
+    }
+}
+
+/// The observation of an inference about to be sent as `request`, built from what built
+/// it; `None` when nothing is observed.
+pub(crate) fn inference_started(observe: Observe, spec: &RequestSpec<'_>, request: &HttpRequest) -> Option<Effect> {
+    if !observe.is_on() {
+        return None;
+    }
+    let options = spec.options;
+    let number = |name: &str| options.extra.get(name).and_then(Value::as_f64);
+    let (server_address, server_port) = match crate::wire::redirect::host_and_port(&request.url) {
+        Some((host, port)) => (Some(host), Some(port)),
+        None => (None, None),
+    };
+    let content = (observe == Observe::Content).then(|| InferenceContent {
+        input_messages: messages_json(&spec.context.messages, None),
+        system_instructions: spec.context.system.as_ref().map(|s| json!([{"type": "text", "content": s}]).to_string()),
+        tool_definitions: (!spec.context.tools.is_empty()).then(|| {
+            let tools: Vec<Value> = spec
+                .context
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.input_schema}))
+                .collect();
+            Value::Array(tools).to_string()
+        }),
+    });
+    let start = InferenceStart {
+        operation_name: "chat",
+        provider_name: provider_name(&spec.provider.id).to_string(),
+        request_model: spec.model.id.clone(),
+        max_tokens: options.max_tokens,
+        temperature: options.temperature,
+        top_p: options.top_p,
+        top_k: number("top_k"),
+        frequency_penalty: number("frequency_penalty"),
+        presence_penalty: number("presence_penalty"),
+        seed: options.extra.get("seed").and_then(Value::as_i64),
+        stop_sequences: options.stop.clone(),
+        server_address,
+        server_port,
+        content,
+    };
+    Some(Effect::Observe(Observation::InferenceStarted(Box::new(start))))
+}
+
+/// The observation of an inference that ended with `response` (a step's), or failed
+/// (`error_type`, an [`error_type`] or `cancelled`) with what had arrived.
+pub(crate) fn inference_ended(
+    observe: Observe,
+    response: Option<&Response>,
+    error_type: Option<&'static str>,
+) -> Option<Effect> {
+    if !observe.is_on() {
+        return None;
+    }
+    let stop = match error_type {
+        Some(_) => None,
+        None => response.and_then(|r| r.stop_reason),
+    };
+    let end = InferenceEnd {
+        response_id: response.and_then(|r| r.id.clone()),
+        response_model: response.map(|r| r.model.clone()).filter(|m| !m.is_empty()),
+        finish_reasons: stop.map(finish_reason).into_iter().collect(),
+        usage: response.map(|r| r.usage).filter(|u| *u != Usage::default()),
+        error_type,
+        output_messages: match (observe, response) {
+            (Observe::Content, Some(r)) if !r.message.content.is_empty() => {
+                Some(messages_json(std::slice::from_ref(&r.message), stop))
+            }
+            _ => None,
+        },
+    };
+    Some(Effect::Observe(Observation::InferenceEnded(Box::new(end))))
+}
+
+/// Messages in the conventions' shape: `[{"role", "parts": [..]}]`, an output message
+/// with its `finish_reason`.
+fn messages_json(messages: &[Message], finish: Option<StopReason>) -> String {
+    let list: Vec<Value> = messages
+        .iter()
+        .map(|message| {
+            let results = message.content.iter().all(|b| matches!(b, Block::ToolResult(_)));
+            let role = match message.role {
+                Role::User if results && !message.content.is_empty() => "tool",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            let mut object = Map::new();
+            object.insert("role".into(), role.into());
+            object.insert("parts".into(), message.content.iter().map(part).collect());
+            if let Some(stop) = finish {
+                object.insert("finish_reason".into(), finish_reason(stop).into());
+            }
+            Value::Object(object)
+        })
+        .collect();
+    Value::Array(list).to_string()
+}
+
+fn part(block: &Block) -> Value {
+    match block {
+        Block::Text(t) => json!({"type": "text", "content": t.text}),
+        Block::Thinking(t) => json!({"type": "reasoning", "content": t.text}),
+        Block::Attachment(a) => attachment(&a.source, &a.media_type),
+        Block::ToolUse(u) => json!({"type": "tool_call", "id": u.id, "name": u.name, "arguments": u.input}),
+        Block::ToolResult(r) => {
+            let response: Vec<Value> = r
+                .content
+                .iter()
+                .map(|c| match c {
+                    ToolResultContent::Text { text } => json!({"type": "text", "content": text}),
+                    ToolResultContent::Attachment(a) => attachment(&a.source, &a.media_type),
+                })
+                .collect();
+            json!({"type": "tool_call_response", "id": r.tool_use_id, "response": response})
+        }
+    }
+}
+
+fn attachment(source: &Source, media_type: &str) -> Value {
+    let modality = media_type.split('/').next().unwrap_or("file");
+    match source {
+        Source::Base64 { data } => {
+            json!({"type": "blob", "modality": modality, "mime_type": media_type, "content": data})
+        }
+        Source::Url { url } => json!({"type": "uri", "modality": modality, "mime_type": media_type, "uri": url}),
+    }
+}
