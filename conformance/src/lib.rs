@@ -36,6 +36,8 @@ pub mod session_sim;
 pub mod sim;
 pub mod structured;
 pub mod synth;
+pub mod telemetry_capture;
+pub mod telemetry_suite;
 pub mod ttfe;
 pub mod upstream;
 pub mod wires;

@@ -20,7 +20,7 @@ macro_rules! with_surface {
             Client, ClientBuilder, Call, TextStream, CancelHandle, Error, SetupError, Tool, Agent, AgentBuilder, WeakAgent,
             StateChange, Session, SessionBuilder, Open, Subscriber, Subscription, SubscriberCount, SubscriberRole,
             DEFAULT_SUBSCRIBER_CAPACITY, SessionManager, ManagerBuilder, SessionOptions, Opened, Whereabouts,
-            McpServer, McpServerBuilder, McpFailure,
+            McpServer, McpServerBuilder, McpFailure, Metrics, MetricAttributes, TokenType,
             // Data.
             ApiKey, Attachment, Auth, Block, CacheRetention, Catalogue, CatalogueError, Context, Cost, Dialect,
             Effort, Fragment, InvalidCallInput, LookupError, Message, Modality, Model, Options, OptionsError, Origin,
@@ -36,7 +36,7 @@ macro_rules! with_surface {
             Store, StoreError, StoreErrorKind, StoreWarning, Tree, Written, CloseReason, FeedEvent, IdleShutdown,
             ManagerError, OpenSession, Opening, TitleMode,
             // Modules.
-            protocol, dialect, hooks, schema, text_tools, schemars, mcp
+            protocol, dialect, hooks, schema, text_tools, schemars, mcp, telemetry
         }
     };
 }

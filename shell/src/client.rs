@@ -204,7 +204,10 @@ impl<D: Driver> Launch<AsyncTool> for Client<D> {
         builder: crate::SessionBuilder<Self, AsyncTool, C>,
         open: crate::session_builder::Open,
     ) -> Self::Opening<C> {
-        Box::pin(crate::session_builder::open(builder, open))
+        // The session's spans go under the span current where it is opened, not where the
+        // opening is first polled.
+        let parent = tracing::Span::current();
+        Box::pin(tracing::Instrument::instrument(crate::session_builder::open(builder, open), parent))
     }
 }
 

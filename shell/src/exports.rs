@@ -43,6 +43,10 @@ pub use omni_protocol::{
 /// reports ([`Progress`](crate::mcp::Progress), [`ServerMessage`](crate::mcp::ServerMessage)).
 pub use crate::mcp;
 
+/// Spans and metrics after the OpenTelemetry GenAI conventions: the [`Metrics`](crate::telemetry::Metrics)
+/// an application connects, and the instruments' names.
+pub use crate::telemetry::{self, MetricAttributes, Metrics, TokenType};
+
 pub use crate::{
     Agent, AsyncTool as Tool, CancelHandle, Error, McpFailure, McpServer, Open, Opened, Session, SetupError,
     StateChange, Subscriber, SubscriberCount, SubscriberRole, Subscription, TextStream, WeakAgent, Whereabouts,

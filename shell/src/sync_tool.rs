@@ -165,5 +165,16 @@ fn on_runner<R: RunSync, O: Into<ToolOutput>>(
     handler: impl Fn(Value) -> Result<O, ToolError> + Send + Sync + 'static,
 ) -> impl Fn(Value) -> ToolFuture + Send + Sync + 'static {
     let handler: SyncHandler = Arc::new(move |input| handler(input).map(Into::into));
-    move |input| R::run(&handler, input)
+    move |input| {
+        // Called inside the run's `execute_tool` span, when observed: the closure runs on
+        // another thread, and takes the span there, so its own `tracing` output nests
+        // under it as an async handler's does.
+        let span = tracing::Span::current();
+        if span.is_disabled() {
+            return R::run(&handler, input);
+        }
+        let handler = handler.clone();
+        let in_span: SyncHandler = Arc::new(move |input| span.in_scope(|| handler(input)));
+        R::run(&in_span, input)
+    }
 }
