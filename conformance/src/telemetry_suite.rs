@@ -6,8 +6,11 @@
 //! mock providers and the checks are here.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use omni_protocol::{Dialect, Options};
+use omni_shell::telemetry::{instruments, MetricAttributes, Metrics, TokenType};
+use omni_testkit::http::Reply;
 use omni_testkit::{MockProvider, Turn, MODEL_ID, PROVIDER_ID};
 use serde_json::json;
 
@@ -28,18 +31,72 @@ pub const TOOL_ANSWER: &str = "sunny";
 /// the call, agent or session is started (never across an await): omni's spans go under
 /// the span current then.
 pub trait TelemetryDriver {
-    /// A client of `mock` (its provider registered), with `capture_content` and, when
-    /// given, the key.
-    fn client_for(&mut self, mock: &MockProvider, content: bool, key: Option<&str>);
+    /// A client of `mock` (its provider registered), with `settings`.
+    fn client_for(&mut self, mock: &MockProvider, settings: Settings);
     /// A call with the `lookup` tool (a tool whose handler emits a `tracing` event of
     /// its own, target `omni_test_tool`, and answers [`TOOL_ANSWER`]), run to its end.
     /// `Err` holds the error's text.
     fn call(&mut self, root: &tracing::Span, system: Option<&str>, options: Options) -> Result<String, String>;
-    /// An agent with the `lookup` tool, prompted once, until its turn ends.
-    fn agent_turn(&mut self, root: &tracing::Span);
+    /// An agent with the `lookup` tool, started under `root`, prompted once (under
+    /// `prompt_under` when given: the prompt's future polled inside it), until its turn
+    /// ends.
+    fn agent_turn(&mut self, root: &tracing::Span, prompt_under: Option<&tracing::Span>);
     /// A session (memory store) with the `lookup` tool, prompted once, until its turn
     /// ends; returns the session's id.
     fn session_turn(&mut self, root: &tracing::Span) -> String;
+}
+
+/// A client's telemetry settings in a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `ClientBuilder::capture_content`.
+    pub content: bool,
+    /// The key, if any.
+    pub key: Option<&'static str>,
+    /// `ClientBuilder::metrics`.
+    pub metrics: Option<RecordingMetrics>,
+}
+
+/// One measurement, as [`RecordingMetrics`] keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The instrument's name.
+    pub instrument: &'static str,
+    /// The value.
+    pub value: f64,
+    /// `gen_ai.token.type`, for token usage.
+    pub token_type: Option<&'static str>,
+    /// The attributes.
+    pub attributes: MetricAttributes,
+}
+
+/// Metrics that keep every measurement.
+#[derive(Debug, Clone, Default)]
+pub struct RecordingMetrics(Arc<Mutex<Vec<Measurement>>>);
+
+impl RecordingMetrics {
+    /// What was measured so far.
+    pub fn taken(&self) -> Vec<Measurement> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn push(&self, instrument: &'static str, value: f64, token_type: Option<TokenType>, attributes: &MetricAttributes) {
+        let token_type = token_type.map(TokenType::as_str);
+        let measurement = Measurement { instrument, value, token_type, attributes: attributes.clone() };
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(measurement);
+    }
+}
+
+impl Metrics for RecordingMetrics {
+    fn token_usage(&self, tokens: u64, token_type: TokenType, attributes: &MetricAttributes) {
+        self.push(instruments::TOKEN_USAGE, tokens as f64, Some(token_type), attributes);
+    }
+    fn operation_duration(&self, seconds: f64, attributes: &MetricAttributes) {
+        self.push(instruments::OPERATION_DURATION, seconds, None, attributes);
+    }
+    fn time_to_first_chunk(&self, seconds: f64, attributes: &MetricAttributes) {
+        self.push(instruments::TIME_TO_FIRST_CHUNK, seconds, None, attributes);
+    }
 }
 
 /// Every attribute a `chat` span declares, by the conventions' names.
@@ -134,7 +191,7 @@ fn mock(dialect: Dialect) -> MockProvider {
     MockProvider::start(dialect).expect("the mock provider")
 }
 
-fn root(case: &'static str) -> tracing::Span {
+fn test_root(case: &'static str) -> tracing::Span {
     let _ = Capture::global();
     tracing::info_span!(target: "omni_test", "test", case)
 }
@@ -167,8 +224,8 @@ fn names(spans: &[SpanRecord]) -> Vec<&'static str> {
 pub fn text_call(driver: &mut impl TelemetryDriver) {
     let mock = mock(Dialect::AnthropicMessages);
     mock.push(cached_anthropic_reply());
-    driver.client_for(&mock, false, None);
-    let root = root("text");
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("text");
     let mut options = Options { max_tokens: Some(100), temperature: Some(0.5), top_p: Some(0.9), ..Options::default() };
     options.stop = vec!["END".into()];
     options.extra.insert("seed".into(), json!(42));
@@ -220,8 +277,8 @@ pub fn tool_loop(driver: &mut impl TelemetryDriver) {
     let mock = mock(Dialect::OpenaiCompletions);
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})).usage(11, 3));
     mock.push(Turn::text("It is sunny.").usage(20, 4));
-    driver.client_for(&mock, false, None);
-    let root = root("tool loop");
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("tool loop");
     driver.call(&root, None, Options::default()).expect("the call");
     let spans = Capture::global().under(&root);
     assert_eq!(names(&spans), ["chat", "execute_tool", "chat"], "{spans:#?}");
@@ -255,8 +312,8 @@ pub fn retried(driver: &mut impl TelemetryDriver) {
     let mock = mock(Dialect::OpenaiCompletions);
     mock.push(Turn::error(503, "busy").retry_after(0));
     mock.push(Turn::text("ok"));
-    driver.client_for(&mock, false, None);
-    let root = root("retried");
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("retried");
     driver.call(&root, None, Options::default()).expect("the call");
     let spans = Capture::global().under(&root);
     assert_eq!(names(&spans), ["chat"], "{spans:#?}");
@@ -279,8 +336,8 @@ pub fn retried(driver: &mut impl TelemetryDriver) {
 pub fn failure(driver: &mut impl TelemetryDriver) {
     let mock = mock(Dialect::OpenaiCompletions);
     mock.push(Turn::error(400, "the request is malformed"));
-    driver.client_for(&mock, false, None);
-    let root = root("failure");
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("failure");
     assert!(driver.call(&root, None, Options::default()).is_err(), "a 400 fails the call");
     let spans = Capture::global().under(&root);
     assert_eq!(names(&spans), ["chat"], "{spans:#?}");
@@ -320,20 +377,28 @@ fn check_turn(spans: &[SpanRecord], root: &tracing::Span, conversation: Option<&
     well_formed(&spans[3], CHAT_ATTRIBUTES);
 }
 
-/// An agent's turn with a tool.
+/// An agent's turn with a tool: under the span current where the agent started, or
+/// where its prompt was sent, when it was sent inside one.
 pub fn agent_turn(driver: &mut impl TelemetryDriver) {
     let mock = agent_mock();
-    driver.client_for(&mock, false, None);
-    let root = root("agent");
-    driver.agent_turn(&root);
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("agent");
+    driver.agent_turn(&root, None);
     check_turn(&Capture::global().under(&root), &root, None);
+
+    let mock = agent_mock();
+    driver.client_for(&mock, Settings::default());
+    let (started, prompted) = (test_root("agent started"), test_root("agent prompted"));
+    driver.agent_turn(&started, Some(&prompted));
+    check_turn(&Capture::global().under(&prompted), &prompted, None);
+    assert!(Capture::global().under(&started).is_empty(), "the turn goes under the prompt's span");
 }
 
 /// A session's turn: the agent's spans, with the session's id as the conversation's.
 pub fn session_turn(driver: &mut impl TelemetryDriver) {
     let mock = agent_mock();
-    driver.client_for(&mock, false, None);
-    let root = root("session");
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("session");
     let id = driver.session_turn(&root);
     check_turn(&Capture::global().under(&root), &root, Some(&id));
 }
@@ -346,13 +411,13 @@ pub fn content_without_secrets(driver: &mut impl TelemetryDriver) {
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})));
     mock.push(Turn::text("It is sunny."));
     mock.push(Turn::error(401, format!("invalid key {SECRET_KEY} with {SECRET_HEADER}")));
-    driver.client_for(&mock, true, Some(SECRET_KEY));
+    driver.client_for(&mock, Settings { content: true, key: Some(SECRET_KEY), metrics: None });
     let options = || Options {
         headers: vec![("x-telemetry-secret".into(), SECRET_HEADER.into())],
         secret_headers: vec!["x-telemetry-secret".into()],
         ..Options::default()
     };
-    let root = root("content");
+    let root = test_root("content");
     driver.call(&root, Some(SYSTEM), options()).expect("the call");
     assert!(driver.call(&root, Some(SYSTEM), options()).is_err(), "the 401 fails");
     assert!(mock.sent_key(), "the key went to the provider");
@@ -392,11 +457,72 @@ pub fn content_without_secrets(driver: &mut impl TelemetryDriver) {
     }
 }
 
+/// A same-origin redirect: one `chat` span, the redirect an event on it.
+pub fn redirected(driver: &mut impl TelemetryDriver) {
+    let mock = mock(Dialect::OpenaiCompletions);
+    mock.push(Turn::http(Reply::error(307, &[("location", "/v1/chat/completions")], "")));
+    mock.push(Turn::text("ok"));
+    driver.client_for(&mock, Settings::default());
+    let root = test_root("redirected");
+    driver.call(&root, None, Options::default()).expect("the call");
+    let spans = Capture::global().under(&root);
+    assert_eq!(names(&spans), ["chat"], "{spans:#?}");
+    let chat = &spans[0];
+    well_formed(chat, CHAT_ATTRIBUTES);
+    let redirects: Vec<&BTreeMap<String, String>> = chat
+        .events
+        .iter()
+        .filter(|e| e.fields.get("message").is_some_and(|m| m == "redirected"))
+        .map(|e| &e.fields)
+        .collect();
+    assert_eq!(redirects.len(), 1, "{:?}", chat.events);
+    assert_eq!(redirects[0].get("http.response.status_code").map(String::as_str), Some("307"));
+    expect_field(chat, "gen_ai.response.finish_reasons", r#"["stop"]"#);
+}
+
+/// The conventions' metrics for a two-step tool loop: per inference, its duration, its
+/// time to first chunk, and its input and output tokens, with the request's attributes;
+/// a failed inference's with `error.type`.
+pub fn metrics(driver: &mut impl TelemetryDriver) {
+    let mock = mock(Dialect::OpenaiCompletions);
+    mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})).usage(11, 3));
+    mock.push(Turn::text("It is sunny.").usage(20, 4));
+    mock.push(Turn::error(400, "no"));
+    let recorded = RecordingMetrics::default();
+    driver.client_for(&mock, Settings { metrics: Some(recorded.clone()), ..Settings::default() });
+    let root = test_root("metrics");
+    driver.call(&root, None, Options::default()).expect("the call");
+    assert!(driver.call(&root, None, Options::default()).is_err());
+    let taken = recorded.taken();
+    let of = |instrument: &str| taken.iter().filter(|m| m.instrument == instrument).collect::<Vec<_>>();
+    let durations = of(instruments::OPERATION_DURATION);
+    assert_eq!(durations.len(), 3, "{taken:#?}");
+    assert_eq!(of(instruments::TIME_TO_FIRST_CHUNK).len(), 2, "no first chunk for the refused request: {taken:#?}");
+    let tokens: Vec<(Option<&str>, f64)> =
+        of(instruments::TOKEN_USAGE).iter().map(|m| (m.token_type, m.value)).collect();
+    assert_eq!(tokens, [(Some("input"), 11.0), (Some("output"), 3.0), (Some("input"), 20.0), (Some("output"), 4.0)]);
+    for measurement in &taken {
+        let a = &measurement.attributes;
+        assert_eq!(
+            (a.operation_name, a.provider_name.as_str(), a.request_model.as_str()),
+            ("chat", PROVIDER_ID, MODEL_ID)
+        );
+        assert_eq!(a.server_address.as_deref(), Some("127.0.0.1"));
+        assert!(measurement.value >= 0.0);
+    }
+    assert_eq!(durations[0].attributes.error_type, None);
+    assert_eq!(durations[2].attributes.error_type, Some("invalid_request"));
+    let pairs = durations[2].attributes.pairs();
+    assert!(pairs.iter().any(|(name, _)| *name == "error.type"), "{pairs:?}");
+}
+
 /// Every check, in one driver.
 pub fn all(driver: &mut impl TelemetryDriver) {
     text_call(driver);
     tool_loop(driver);
     retried(driver);
+    redirected(driver);
+    metrics(driver);
     failure(driver);
     agent_turn(driver);
     session_turn(driver);

@@ -916,3 +916,31 @@ fn replaced_tools_apply_at_once_when_idle_later_mid_turn_and_never_when_invalid(
     while agent.poll_effect().is_some() {}
     assert_eq!(agent.handle_input(AgentInput::ReplaceTools(vec![decl("e")]), now), Err(AgentError::Terminated));
 }
+
+/// Observing changes nothing: every agent scenario run with telemetry on gives the same
+/// transcript and effects as with it off (nothing observed then); with it on, turns and
+/// inferences open and close in pairs.
+#[test]
+fn observing_an_agent_changes_nothing_it_does() {
+    use omni_protocol::observe::{Observation, Observe};
+    for off in agent_scenarios::all() {
+        let mut on = by_name(off.name);
+        on.config.observe = Observe::Content;
+        let name = off.name;
+        let run = |named: agent_scenarios::NamedAgentScenario| {
+            let agent = Agent::new(named.config, named.callbacks, std::time::Instant::now()).expect("valid");
+            simulate_agent(agent, &named.scenario).0
+        };
+        let (off, on) = (run(off), run(on));
+        assert_eq!(off.transcript, on.transcript, "{name}");
+        assert_eq!(off.effects, on.effects, "{name}");
+        assert!(off.observations.is_empty(), "{name}: observed while off");
+        let count = |kind: fn(&Observation) -> bool| on.observations.iter().filter(|o| kind(o)).count();
+        let turns = count(|o| matches!(o, Observation::TurnStarted));
+        let turns_ended = count(|o| matches!(o, Observation::TurnEnded { .. }));
+        let inferences = count(|o| matches!(o, Observation::InferenceStarted(_)));
+        let inferences_ended = count(|o| matches!(o, Observation::InferenceEnded(_)));
+        assert!(turns_ended == turns || turns_ended + 1 == turns, "{name}: {:?}", on.observations);
+        assert!(inferences_ended == inferences || inferences_ended + 1 == inferences, "{name}: {:?}", on.observations);
+    }
+}

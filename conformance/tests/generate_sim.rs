@@ -8,7 +8,7 @@ use std::time::Duration;
 use omni_conformance::fixtures::check_or_bless;
 use omni_conformance::scenarios::{self, NamedScenario};
 use omni_conformance::sim::{simulate, BodyStep, Reply, SimResult};
-use omni_protocol::generate::GenerateError;
+use omni_protocol::generate::{GenerateConfig, GenerateError};
 use omni_protocol::{Block, ProviderErrorKind, Role, StopReason};
 
 fn run(name: &str) -> (NamedScenario, SimResult) {
@@ -668,4 +668,25 @@ fn mentions_of_the_opener_stay_text_and_the_call_after_them_runs() {
     assert!(runs[0].contains(r#"get_weather {"city":"Paris"}"#), "{runs:?}");
     let response = r.response.expect("a response");
     assert!(response.warnings.iter().all(|w| w.code != "invalid_tool_call"), "{:?}", response.warnings);
+}
+
+/// Observing changes nothing: every scenario run with telemetry on (content included)
+/// gives the same transcript and the same effects as with it off, and with it off the
+/// machine builds no observation at all; with it on, each inference begins and ends.
+#[test]
+fn observing_a_call_changes_nothing_it_does() {
+    use omni_protocol::observe::{Observation, Observe};
+    for scenario in scenarios::all() {
+        let config = scenarios::config(&scenario, "http://replay.invalid/v1");
+        let off = simulate(config.clone(), &scenario.scenario);
+        let on = simulate(GenerateConfig { observe: Observe::Content, ..config }, &scenario.scenario);
+        assert_eq!(off.transcript, on.transcript, "{}", scenario.name);
+        assert_eq!(off.effects, on.effects, "{}", scenario.name);
+        assert!(off.observations.is_empty(), "{}: observed while off", scenario.name);
+        let started = on.observations.iter().filter(|o| matches!(o, Observation::InferenceStarted(_))).count();
+        let ended = on.observations.iter().filter(|o| matches!(o, Observation::InferenceEnded(_))).count();
+        let sent = on.effects.iter().filter(|e| e.starts_with("send ")).count();
+        assert!(started >= 1 && started == ended, "{}: {:?}", scenario.name, on.observations);
+        assert!(started <= sent, "{}: an inference per step, its retries inside it", scenario.name);
+    }
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use omni_conformance::telemetry_suite::{self as suite, TelemetryDriver, PROMPT, TOOL_ANSWER};
+use omni_conformance::telemetry_suite::{self as suite, Settings, TelemetryDriver, PROMPT, TOOL_ANSWER};
 use omni_protocol::agent::AgentEvent;
 use omni_protocol::session::SessionEvent;
 use omni_protocol::tool::ToolError;
@@ -58,11 +58,16 @@ fn lookup() -> AsyncTool {
 }
 
 impl<D: Driver> TelemetryDriver for Async<D> {
-    fn client_for(&mut self, mock: &MockProvider, content: bool, key: Option<&str>) {
+    fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
         let _inside = (self.enter)();
-        let builder = omni_shell::Client::<D>::builder().provider(mock.provider()).no_proxy().capture_content(content);
-        let builder = match key {
+        let builder =
+            omni_shell::Client::<D>::builder().provider(mock.provider()).no_proxy().capture_content(settings.content);
+        let builder = match settings.key {
             Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
+            None => builder,
+        };
+        let builder = match settings.metrics {
+            Some(metrics) => builder.metrics(metrics),
             None => builder,
         };
         self.client = Some(builder.build().expect("client"));
@@ -79,7 +84,7 @@ impl<D: Driver> TelemetryDriver for Async<D> {
         self.run(stream.response()).map(|r| r.text()).map_err(|e| e.to_string())
     }
 
-    fn agent_turn(&mut self, root: &tracing::Span) {
+    fn agent_turn(&mut self, root: &tracing::Span, prompt_under: Option<&tracing::Span>) {
         let _inside = (self.enter)();
         let model = format!("{}:{}", omni_testkit::PROVIDER_ID, omni_testkit::MODEL_ID);
         let agent = {
@@ -88,7 +93,12 @@ impl<D: Driver> TelemetryDriver for Async<D> {
         };
         self.run(async {
             let (_, mut events) = agent.subscribe().await.expect("subscribed");
-            agent.prompt(PROMPT).await.expect("prompted");
+            let prompt = agent.prompt(PROMPT);
+            match prompt_under {
+                Some(span) => tracing::Instrument::instrument(prompt, span.clone()).await,
+                None => prompt.await,
+            }
+            .expect("prompted");
             while let Some(event) = events.next_event().await {
                 if matches!(event, AgentEvent::Turn { .. }) {
                     break;
@@ -152,10 +162,15 @@ fn blocking_lookup() -> omni_blocking::Tool {
 }
 
 impl TelemetryDriver for Blocking {
-    fn client_for(&mut self, mock: &MockProvider, content: bool, key: Option<&str>) {
-        let builder = omni_blocking::Client::builder().provider(mock.provider()).no_proxy().capture_content(content);
-        let builder = match key {
+    fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
+        let builder =
+            omni_blocking::Client::builder().provider(mock.provider()).no_proxy().capture_content(settings.content);
+        let builder = match settings.key {
             Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
+            None => builder,
+        };
+        let builder = match settings.metrics {
+            Some(metrics) => builder.metrics(metrics),
             None => builder,
         };
         self.client = Some(builder.build().expect("client"));
@@ -172,7 +187,7 @@ impl TelemetryDriver for Blocking {
         stream.response().map(|r| r.text()).map_err(|e| e.to_string())
     }
 
-    fn agent_turn(&mut self, root: &tracing::Span) {
+    fn agent_turn(&mut self, root: &tracing::Span, prompt_under: Option<&tracing::Span>) {
         let client = self.client.as_ref().expect("client_for first");
         let model = format!("{}:{}", omni_testkit::PROVIDER_ID, omni_testkit::MODEL_ID);
         let agent = {
@@ -180,7 +195,10 @@ impl TelemetryDriver for Blocking {
             client.agent(model).tool(blocking_lookup()).start().expect("agent")
         };
         let (_, events) = agent.subscribe().expect("subscribed");
-        agent.prompt(PROMPT).expect("prompted");
+        {
+            let _prompt = prompt_under.map(tracing::Span::enter);
+            agent.prompt(PROMPT).expect("prompted");
+        }
         for event in events {
             if matches!(event, AgentEvent::Turn { .. }) {
                 break;

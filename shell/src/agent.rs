@@ -26,6 +26,9 @@ pub type StateChange = omni_protocol::agent::StateChange<AsyncTool>;
 pub(crate) enum LoopMessage<C> {
     /// A command, applied with [`Host::apply`](crate::Host::apply).
     Command(Command<C>),
+    /// A prompt, with the span current where it was sent: the turn it starts is traced
+    /// under it.
+    Prompt(Command<C>, tracing::Span),
     /// `set_state`, whose new tools' handlers the task swaps in only if the machine
     /// accepts the patch.
     SetState {
@@ -43,7 +46,7 @@ pub(crate) enum LoopMessage<C> {
 impl<C> fmt::Debug for LoopMessage<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Command(command) => command.fmt(f),
+            Self::Command(command) | Self::Prompt(command, _) => command.fmt(f),
             Self::SetState { .. } => f.write_str("SetState"),
             Self::ToolsChanged => f.write_str("ToolsChanged"),
         }
@@ -125,16 +128,18 @@ impl<C: AgentCallbacks + Send + 'static> Agent<C> {
     /// Sends a user message: starts a turn when idle; while busy or paused, stages it for
     /// the next turn boundary (the last one wins, over `handle_turn`'s decision).
     pub async fn prompt(&self, text: impl Into<String>) -> Result<(), Error> {
-        let text = text.into();
-        Ok(self.ask(|reply| Command::Prompt(text, reply)).await??)
+        let (text, parent) = (text.into(), tracing::Span::current());
+        let message = |reply| LoopMessage::Prompt(Command::Prompt(text, reply), parent);
+        Ok(ask_loop(&self.shared.commands, message).await??)
     }
 
     /// Sends a user message of content blocks (text, attachments, results of tools the
     /// application ran itself for calls the last turn left open), with options over the
     /// agent's for that turn only; started or staged as [`prompt`](Self::prompt) is.
     pub async fn prompt_with(&self, prompt: impl Into<Prompt>) -> Result<(), Error> {
-        let prompt = Box::new(prompt.into());
-        Ok(self.ask(|reply| Command::PromptWith(prompt, reply)).await??)
+        let (prompt, parent) = (Box::new(prompt.into()), tracing::Span::current());
+        let message = |reply| LoopMessage::Prompt(Command::PromptWith(prompt, reply), parent);
+        Ok(ask_loop(&self.shared.commands, message).await??)
     }
 
     /// Answers the paused tool call.

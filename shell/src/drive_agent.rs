@@ -112,6 +112,10 @@ impl<C: AgentCallbacks + Send + 'static> Side for Handles<C> {
     ) {
         match message {
             LoopMessage::Command(command) => self.host.apply(command, now),
+            LoopMessage::Prompt(command, parent) => {
+                executor.trace_under(parent);
+                self.host.apply(command, now)
+            }
             LoopMessage::SetState { patch, tools, reply } => {
                 // The new tools' handlers are swapped in only if the machine takes the patch.
                 let accepted = self.host.agent().handle_input(AgentInput::SetState(patch), now);

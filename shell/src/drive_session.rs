@@ -58,8 +58,9 @@ pub struct SubscriberCount {
 
 /// What a handle asks the session's loop.
 pub(crate) enum SessionMessage<C> {
-    /// An input (prompt, navigate, regenerate, edit, title, cancel, resume).
-    Input(SessionInput<'static>, Reply<Result<(), SessionError>>),
+    /// An input (prompt, navigate, regenerate, edit, title, cancel, resume), with the
+    /// span current where it was sent: a turn it starts is traced under it.
+    Input(SessionInput<'static>, Reply<Result<(), SessionError>>, tracing::Span),
     /// The snapshot.
     Snapshot(Reply<SessionSnapshot>),
     /// A new subscriber; the snapshot goes with it.
@@ -268,7 +269,7 @@ impl<C: AgentCallbacks, R: Runtime> SessionSide<C, R> {
 
     fn apply_message(&mut self, message: SessionMessage<C>, now: Instant) {
         match message {
-            SessionMessage::Input(input, reply) => reply(self.hosted.session.handle_input(input, now)),
+            SessionMessage::Input(input, reply, _) => reply(self.hosted.session.handle_input(input, now)),
             SessionMessage::Snapshot(reply) => reply(self.snapshot()),
             SessionMessage::Subscribe(role, sink, reply) => {
                 let snapshot = self.snapshot();
@@ -359,6 +360,10 @@ impl<C: AgentCallbacks + Send + 'static, R: Runtime> Side for SessionSide<C, R> 
 
     fn apply<RR: Runtime, T: Transport>(&mut self, wake: Wake<C>, executor: &mut Executor<RR, T>, now: Instant) {
         match wake {
+            Wake::Message(SessionMessage::Input(input, reply, parent)) => {
+                executor.trace_under(parent);
+                reply(self.hosted.session.handle_input(input, now))
+            }
             Wake::Message(message) => self.apply_message(message, now),
             Wake::Stored(write, result) => {
                 // A result always matches the write in flight: the machine sent it.

@@ -164,6 +164,14 @@ impl<R: Runtime, T: Transport> Executor<R, T> {
         self.handlers.extend(handlers_by_name(tools));
     }
 
+    /// The next turn's spans go under `parent` (the span current where its prompt was
+    /// sent), when it is a span at all.
+    pub(crate) fn trace_under(&mut self, parent: tracing::Span) {
+        if let Some(observer) = &mut self.observer {
+            observer.trace_under(parent);
+        }
+    }
+
     /// Starts or stops work as the effect says.
     pub(crate) fn execute(&mut self, effect: Effect) {
         match effect {

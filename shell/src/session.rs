@@ -225,7 +225,8 @@ impl<C> Session<C> {
     }
 
     async fn input(&self, input: SessionInput<'static>) -> Result<(), Error> {
-        Ok(self.ask(|reply| SessionMessage::Input(input, reply)).await??)
+        let parent = tracing::Span::current();
+        Ok(self.ask(|reply| SessionMessage::Input(input, reply, parent)).await??)
     }
 
     /// Sends a message and waits for its answer.

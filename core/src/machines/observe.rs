@@ -343,3 +343,79 @@ fn attachment(source: &Source, media_type: &str) -> Value {
         Source::Url { url } => json!({"type": "uri", "modality": modality, "mime_type": media_type, "uri": url}),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::message::{Attachment, ToolResult, ToolUse};
+
+    #[test]
+    fn the_server_is_its_host_and_port_never_its_credentials_path_or_query() {
+        use crate::wire::redirect::host_and_port;
+        assert_eq!(host_and_port("https://user:pw@API.example.com/v1?key=k"), Some(("api.example.com".into(), 443)));
+        assert_eq!(host_and_port("http://127.0.0.1:8080/v1"), Some(("127.0.0.1".into(), 8080)));
+        assert_eq!(host_and_port("http://[::1]:9/x"), Some(("[::1]".into(), 9)));
+        assert_eq!(host_and_port("not a url"), None);
+    }
+
+    #[test]
+    fn providers_take_the_conventions_names_where_they_have_one() {
+        assert_eq!(provider_name("google"), "gcp.gemini");
+        assert_eq!(provider_name("mistral"), "mistral_ai");
+        assert_eq!(provider_name("xai"), "x_ai");
+        assert_eq!(provider_name("openai"), "openai");
+        assert_eq!(provider_name("anthropic"), "anthropic");
+        assert_eq!(provider_name("my-gateway"), "my-gateway");
+    }
+
+    #[test]
+    fn messages_take_the_conventions_shape() {
+        let call = ToolUse::new("call_1", "lookup", serde_json::json!({"city": "Paris"}));
+        let image = Attachment {
+            source: Source::Url { url: "https://example.com/a.png".into() },
+            media_type: "image/png".into(),
+            name: None,
+        };
+        let messages = [
+            Message::new(Role::User, vec![Block::text("Hi"), Block::Attachment(image)]),
+            Message::new(Role::Assistant, vec![Block::ToolUse(call)]),
+            Message::new(Role::User, vec![Block::ToolResult(ToolResult::text("call_1", "lookup", "sunny"))]),
+        ];
+        let json: Value = serde_json::from_str(&messages_json(&messages, None)).expect("JSON");
+        assert_eq!(
+            json,
+            json!([
+                {"role": "user", "parts": [{"type": "text", "content": "Hi"},
+                    {"type": "uri", "modality": "image", "mime_type": "image/png", "uri": "https://example.com/a.png"}]},
+                {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "lookup",
+                    "arguments": {"city": "Paris"}}]},
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1",
+                    "response": [{"type": "text", "content": "sunny"}]}]},
+            ])
+        );
+        let output: Value =
+            serde_json::from_str(&messages_json(&messages[1..2], Some(StopReason::ToolUse))).expect("JSON");
+        assert_eq!(output[0]["finish_reason"], "tool_call");
+    }
+
+    #[test]
+    fn input_tokens_include_the_cached_ones() {
+        let usage = Usage { input_tokens: 10, cache_read_tokens: 30, cache_write_tokens: 5, ..Usage::default() };
+        let end = InferenceEnd { usage: Some(usage), ..InferenceEnd::default() };
+        assert_eq!(end.input_tokens(), Some(45));
+        assert_eq!(InferenceEnd::default().input_tokens(), None);
+    }
+
+    #[test]
+    fn nothing_is_built_when_nothing_is_observed() {
+        assert_eq!(inference_ended(Observe::Off, None, Some("timeout")), None);
+        let response = Response::empty("m");
+        let Some(Effect::Observe(Observation::InferenceEnded(end))) =
+            inference_ended(Observe::Metadata, Some(&response), None)
+        else {
+            panic!("an end when observed");
+        };
+        assert_eq!(end.output_messages, None, "no content without Observe::Content");
+        assert_eq!(end.usage, None, "no usage when the provider reported none");
+    }
+}

@@ -175,3 +175,57 @@ impl Telemetry {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Nothing;
+
+    impl Metrics for Nothing {
+        fn token_usage(&self, _: u64, _: TokenType, _: &MetricAttributes) {}
+        fn operation_duration(&self, _: f64, _: &MetricAttributes) {}
+        fn time_to_first_chunk(&self, _: f64, _: &MetricAttributes) {}
+    }
+
+    /// No subscriber in this test's process: nothing observed unless metrics are set, and
+    /// content only ever goes to spans.
+    #[test]
+    fn a_call_observes_only_what_someone_takes() {
+        let off = Telemetry::default();
+        assert_eq!(off.observe(), Observe::Off);
+        assert!(off.observer(None).is_none());
+        let content_alone = Telemetry { capture_content: true, metrics: None };
+        assert_eq!(content_alone.observe(), Observe::Off);
+        let metrics = Telemetry { capture_content: true, metrics: Some(Arc::new(Nothing)) };
+        assert_eq!(metrics.observe(), Observe::Metadata, "content goes to spans only, and none listens");
+        assert_eq!(metrics.observer(None).map(|o| o.level()), Some(Observe::Metadata));
+    }
+
+    #[test]
+    fn attributes_are_listed_by_their_conventions_names() {
+        let attributes = MetricAttributes {
+            operation_name: "chat",
+            provider_name: "openai".into(),
+            request_model: "gpt-4o".into(),
+            response_model: Some("gpt-4o-2024-08-06".into()),
+            server_address: Some("api.openai.com".into()),
+            server_port: Some(443),
+            error_type: None,
+        };
+        let names: Vec<&str> = attributes.pairs().iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            [
+                "gen_ai.operation.name",
+                "gen_ai.provider.name",
+                "gen_ai.request.model",
+                "gen_ai.response.model",
+                "server.address",
+                "server.port"
+            ]
+        );
+        assert!(attributes.pairs().contains(&("server.port", AttributeValue::Int(443))));
+    }
+}

@@ -50,6 +50,14 @@ impl Observer {
         Self { parent, conversation_id, metrics, content, turn, inference, tools }
     }
 
+    /// Later turns (and the spans outside them) go under `parent`, unless it is no span
+    /// (a prompt sent outside any): then under the span current when the loop started.
+    pub(crate) fn trace_under(&mut self, parent: Span) {
+        if !parent.is_disabled() {
+            self.parent = parent;
+        }
+    }
+
     /// What the loop's machine is to tell.
     pub(crate) fn level(&self) -> Observe {
         if self.content {
