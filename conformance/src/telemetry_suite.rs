@@ -20,6 +20,8 @@ use crate::telemetry_capture::{Capture, SpanRecord};
 pub const SECRET_KEY: &str = "sk-telemetry-key-4f1e9a";
 /// A secret header's value the secrets check sends with each request.
 pub const SECRET_HEADER: &str = "hdr-telemetry-secret-77c2";
+/// The password of the proxy the secrets check goes through (a port nothing listens on).
+pub const PROXY_PASSWORD: &str = "proxy-telemetry-pw-91d0";
 /// The system prompt of the content check.
 pub const SYSTEM: &str = "You answer about the weather.";
 /// The prompt of every scenario.
@@ -55,6 +57,8 @@ pub struct Settings {
     pub key: Option<&'static str>,
     /// `ClientBuilder::metrics`.
     pub metrics: Option<RecordingMetrics>,
+    /// `ClientBuilder::proxy` instead of `no_proxy`.
+    pub proxy: Option<&'static str>,
 }
 
 /// One measurement, as [`RecordingMetrics`] keeps it.
@@ -187,7 +191,7 @@ fn cached_anthropic_reply() -> Turn {
     Turn::body("text/event-stream", body)
 }
 
-fn mock(dialect: Dialect) -> MockProvider {
+fn start_mock(dialect: Dialect) -> MockProvider {
     MockProvider::start(dialect).expect("the mock provider")
 }
 
@@ -222,7 +226,7 @@ fn names(spans: &[SpanRecord]) -> Vec<&'static str> {
 /// A text call: one `chat` span under the caller's span, with every request attribute,
 /// the response's id and model, usage with cached tokens summed, time to first chunk.
 pub fn text_call(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::AnthropicMessages);
+    let mock = start_mock(Dialect::AnthropicMessages);
     mock.push(cached_anthropic_reply());
     driver.client_for(&mock, Settings::default());
     let root = test_root("text");
@@ -274,7 +278,7 @@ pub fn text_call(driver: &mut impl TelemetryDriver) {
 /// A two-step tool loop: `chat` (finish `tool_call`), `execute_tool` (the tool's own
 /// event inside it), `chat` (finish `stop`), all under the caller's span.
 pub fn tool_loop(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})).usage(11, 3));
     mock.push(Turn::text("It is sunny.").usage(20, 4));
     driver.client_for(&mock, Settings::default());
@@ -309,7 +313,7 @@ pub fn tool_loop(driver: &mut impl TelemetryDriver) {
 
 /// A request answered 503 then streamed: one `chat` span with one `retrying` event.
 pub fn retried(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::error(503, "busy").retry_after(0));
     mock.push(Turn::text("ok"));
     driver.client_for(&mock, Settings::default());
@@ -334,7 +338,7 @@ pub fn retried(driver: &mut impl TelemetryDriver) {
 
 /// A request refused (400): the `chat` span carries `error.type` and the error status.
 pub fn failure(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::error(400, "the request is malformed"));
     driver.client_for(&mock, Settings::default());
     let root = test_root("failure");
@@ -349,7 +353,7 @@ pub fn failure(driver: &mut impl TelemetryDriver) {
 }
 
 fn agent_mock() -> MockProvider {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})).usage(11, 3));
     mock.push(Turn::text("It is sunny.").usage(20, 4));
     mock
@@ -407,11 +411,11 @@ pub fn session_turn(driver: &mut impl TelemetryDriver) {
 /// and results are recorded; the key and a secret header never are, in any span or
 /// event of the process, whatever the server echoes.
 pub fn content_without_secrets(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions).with_key(SECRET_KEY);
+    let mock = start_mock(Dialect::OpenaiCompletions).with_key(SECRET_KEY);
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})));
     mock.push(Turn::text("It is sunny."));
     mock.push(Turn::error(401, format!("invalid key {SECRET_KEY} with {SECRET_HEADER}")));
-    driver.client_for(&mock, Settings { content: true, key: Some(SECRET_KEY), metrics: None });
+    driver.client_for(&mock, Settings { content: true, key: Some(SECRET_KEY), ..Settings::default() });
     let options = || Options {
         headers: vec![("x-telemetry-secret".into(), SECRET_HEADER.into())],
         secret_headers: vec!["x-telemetry-secret".into()],
@@ -450,8 +454,21 @@ pub fn content_without_secrets(driver: &mut impl TelemetryDriver) {
     assert_eq!(second[2]["role"], "tool", "{second}");
     assert_eq!(second[2]["parts"][0]["type"], "tool_call_response");
     expect_field(&spans[3], "error.type", "authentication");
+
+    // Through a proxy with credentials (none listens: the call fails to connect, or goes
+    // around it for loopback); its password is in no span either.
+    let proxied = start_mock(Dialect::OpenaiCompletions);
+    proxied.push(Turn::text("ok"));
+    let proxy = Box::leak(format!("http://user:{PROXY_PASSWORD}@127.0.0.1:9").into_boxed_str());
+    let settings = Settings { content: true, key: Some(SECRET_KEY), proxy: Some(proxy), ..Settings::default() };
+    driver.client_for(&proxied, settings);
+    let root = test_root("proxied");
+    let _ = driver.call(&root, Some(SYSTEM), options());
+    let spans = Capture::global().under(&root);
+    assert_eq!(names(&spans), ["chat"], "{spans:#?}");
+    assert_eq!(field(&spans[0], "server.address"), Some("127.0.0.1"), "the provider's host, not the proxy's");
     for value in Capture::global().all_text() {
-        for secret in [SECRET_KEY, SECRET_HEADER] {
+        for secret in [SECRET_KEY, SECRET_HEADER, PROXY_PASSWORD] {
             assert!(!value.contains(secret), "a secret was recorded: {value}");
         }
     }
@@ -459,7 +476,7 @@ pub fn content_without_secrets(driver: &mut impl TelemetryDriver) {
 
 /// A same-origin redirect: one `chat` span, the redirect an event on it.
 pub fn redirected(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::http(Reply::error(307, &[("location", "/v1/chat/completions")], "")));
     mock.push(Turn::text("ok"));
     driver.client_for(&mock, Settings::default());
@@ -484,7 +501,7 @@ pub fn redirected(driver: &mut impl TelemetryDriver) {
 /// time to first chunk, and its input and output tokens, with the request's attributes;
 /// a failed inference's with `error.type`.
 pub fn metrics(driver: &mut impl TelemetryDriver) {
-    let mock = mock(Dialect::OpenaiCompletions);
+    let mock = start_mock(Dialect::OpenaiCompletions);
     mock.push(Turn::tool_call("lookup", json!({"city": "Paris"})).usage(11, 3));
     mock.push(Turn::text("It is sunny.").usage(20, 4));
     mock.push(Turn::error(400, "no"));

@@ -60,8 +60,11 @@ fn lookup() -> AsyncTool {
 impl<D: Driver> TelemetryDriver for Async<D> {
     fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
         let _inside = (self.enter)();
-        let builder =
-            omni_shell::Client::<D>::builder().provider(mock.provider()).no_proxy().capture_content(settings.content);
+        let builder = omni_shell::Client::<D>::builder().provider(mock.provider()).capture_content(settings.content);
+        let builder = match settings.proxy {
+            Some(proxy) => builder.proxy(proxy),
+            None => builder.no_proxy(),
+        };
         let builder = match settings.key {
             Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
             None => builder,
@@ -163,8 +166,11 @@ fn blocking_lookup() -> omni_blocking::Tool {
 
 impl TelemetryDriver for Blocking {
     fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
-        let builder =
-            omni_blocking::Client::builder().provider(mock.provider()).no_proxy().capture_content(settings.content);
+        let builder = omni_blocking::Client::builder().provider(mock.provider()).capture_content(settings.content);
+        let builder = match settings.proxy {
+            Some(proxy) => builder.proxy(proxy),
+            None => builder.no_proxy(),
+        };
         let builder = match settings.key {
             Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
             None => builder,
