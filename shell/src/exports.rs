@@ -45,7 +45,8 @@ pub use crate::mcp;
 
 /// Spans and metrics after the OpenTelemetry GenAI conventions: the [`Metrics`](crate::telemetry::Metrics)
 /// an application connects, and the instruments' names.
-pub use crate::telemetry::{self, MetricAttributes, Metrics, TokenType};
+pub use crate::telemetry;
+pub use crate::telemetry::{MetricAttributes, Metrics, TokenType};
 
 pub use crate::{
     Agent, AsyncTool as Tool, CancelHandle, Error, McpFailure, McpServer, Open, Opened, Session, SetupError,
