@@ -43,8 +43,8 @@ pub use omni_protocol::{
 /// reports ([`Progress`](crate::mcp::Progress), [`ServerMessage`](crate::mcp::ServerMessage)).
 pub use crate::mcp;
 
-/// Spans and metrics after the OpenTelemetry GenAI conventions: the [`Metrics`](crate::telemetry::Metrics)
-/// an application connects, and the instruments' names.
+/// Spans and metrics after the OpenTelemetry GenAI conventions: the [`Metrics`] an
+/// application connects, and the instruments' names.
 pub use crate::telemetry;
 pub use crate::telemetry::{MetricAttributes, Metrics, TokenType};
 
