@@ -22,7 +22,7 @@ pub struct Exit {
 /// and no client can report for itself. std reaps children with `waitpid`, which drops
 /// this account, so `libc::wait4` is called directly; the caller must not also wait for
 /// `pid` through `std::process::Child`.
-// `wait4` is a foreign function; this is the benchmark's only call to one.
+// `wait4` is a foreign function (as is `clock_gettime` in `thread_cpu`).
 #[allow(unsafe_code)]
 pub fn wait(pid: u32) -> io::Result<Exit> {
     let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
@@ -46,4 +46,20 @@ pub fn wait(pid: u32) -> io::Result<Exit> {
     };
     let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     Ok(Exit { success, status, cpu: time(usage.ru_utime) + time(usage.ru_stime) })
+}
+
+/// The CPU time (user + system) the calling thread has used so far
+/// (`CLOCK_THREAD_CPUTIME_ID`): what work that all runs on this thread (a current-thread
+/// runtime) costs, without the loopback server's thread beside it. Zero if the clock
+/// cannot be read.
+// `clock_gettime` is a foreign function.
+#[allow(unsafe_code)]
+pub fn thread_cpu() -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is valid and writable for the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_secs(u64::try_from(now.tv_sec).unwrap_or(0))
+        + Duration::from_nanos(u64::try_from(now.tv_nsec).unwrap_or(0))
 }

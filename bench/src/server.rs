@@ -8,6 +8,8 @@
 //! benchmark needs, so that the server's own work stays small and constant (it runs in
 //! the harness's process, beside the measured child, on a machine with few cores).
 //! Connections are served one after another: the harness runs one client at a time.
+//! A list of responses can be served in turn ([`Server::serve_in_turn`]): a tool loop's
+//! steps, for the telemetry benchmark.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -33,11 +35,26 @@ pub struct Arrival {
     pub path: String,
 }
 
+/// What the server answers: each connection the next response of the list, in turn.
+#[derive(Debug)]
+struct Responses {
+    list: Vec<Arc<Vec<u8>>>,
+    next: usize,
+}
+
+impl Responses {
+    fn take(&mut self) -> Arc<Vec<u8>> {
+        let response = self.list[self.next % self.list.len()].clone();
+        self.next = self.next.wrapping_add(1);
+        response
+    }
+}
+
 /// The server; dropping it stops it.
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
-    response: Arc<Mutex<Arc<Vec<u8>>>>,
+    responses: Arc<Mutex<Responses>>,
     arrivals: Receiver<Arrival>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -49,16 +66,16 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let not_found = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec();
-        let response = Arc::new(Mutex::new(Arc::new(not_found)));
+        let responses = Arc::new(Mutex::new(Responses { list: vec![Arc::new(not_found)], next: 0 }));
         let stop = Arc::new(AtomicBool::new(false));
         let (sender, arrivals) = mpsc::channel();
         let thread = {
-            let (response, stop) = (response.clone(), stop.clone());
+            let (responses, stop) = (responses.clone(), stop.clone());
             thread::Builder::new()
                 .name("omni-bench-server".into())
-                .spawn(move || accept_loop(&listener, &response, &sender, &stop))?
+                .spawn(move || accept_loop(&listener, &responses, &sender, &stop))?
         };
-        Ok(Self { addr, response, arrivals, stop, thread: Some(thread) })
+        Ok(Self { addr, responses, arrivals, stop, thread: Some(thread) })
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -68,14 +85,29 @@ impl Server {
 
     /// From now on every request gets `body` as an SSE stream (rendered here, once).
     pub fn serve(&self, body: &[u8]) {
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        let mut response = Vec::with_capacity(head.len() + body.len());
-        response.extend_from_slice(head.as_bytes());
-        response.extend_from_slice(body);
-        *self.response.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(response);
+        self.serve_in_turn(&[body]);
+    }
+
+    /// From now on the requests get `bodies` in turn, the first request the first body,
+    /// starting over after the last (each rendered here, once). No body: 404s.
+    pub fn serve_in_turn(&self, bodies: &[&[u8]]) {
+        if bodies.is_empty() {
+            return;
+        }
+        let list = bodies
+            .iter()
+            .map(|body| {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let mut response = Vec::with_capacity(head.len() + body.len());
+                response.extend_from_slice(head.as_bytes());
+                response.extend_from_slice(body);
+                Arc::new(response)
+            })
+            .collect();
+        *self.responses.lock().unwrap_or_else(PoisonError::into_inner) = Responses { list, next: 0 };
     }
 
     /// Every request that arrived since the last call.
@@ -95,13 +127,13 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(listener: &TcpListener, response: &Mutex<Arc<Vec<u8>>>, arrivals: &Sender<Arrival>, stop: &AtomicBool) {
+fn accept_loop(listener: &TcpListener, responses: &Mutex<Responses>, arrivals: &Sender<Arrival>, stop: &AtomicBool) {
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
         }
         let Ok(conn) = conn else { continue };
-        let response = response.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let response = responses.lock().unwrap_or_else(PoisonError::into_inner).take();
         // A client that goes away early is its own failure, reported by the harness.
         let _ = serve(conn, &response, arrivals);
     }
@@ -174,5 +206,22 @@ mod tests {
         let arrivals = server.arrivals();
         assert_eq!(arrivals.len(), 1);
         assert_eq!(arrivals[0].path, "/v1/messages");
+    }
+
+    #[test]
+    fn it_serves_a_list_in_turn() {
+        let server = Server::start().unwrap();
+        server.serve_in_turn(&[b"data: 1\n\n", b"data: 2\n\n"]);
+        let answer = || {
+            let mut conn = TcpStream::connect(server.addr).unwrap();
+            conn.write_all(b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 0\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            conn.read_to_string(&mut answer).unwrap();
+            answer
+        };
+        for expected in ["data: 1", "data: 2", "data: 1"] {
+            let answer = answer();
+            assert!(answer.ends_with(&format!("\r\n\r\n{expected}\n\n")), "{answer}");
+        }
     }
 }

@@ -36,7 +36,8 @@ struct Turn {
 struct Inference {
     span: Span,
     started: Instant,
-    attributes: MetricAttributes,
+    /// The measurements' attributes, when the client has [`Metrics`].
+    attributes: Option<MetricAttributes>,
 }
 
 impl Observer {
@@ -80,8 +81,8 @@ impl Observer {
                 if let Some(inference) = &self.inference {
                     let seconds = now.saturating_duration_since(inference.started).as_secs_f64();
                     inference.span.record("gen_ai.response.time_to_first_chunk", seconds);
-                    if let Some(metrics) = &self.metrics {
-                        metrics.time_to_first_chunk(seconds, &inference.attributes);
+                    if let (Some(metrics), Some(attributes)) = (&self.metrics, &inference.attributes) {
+                        metrics.time_to_first_chunk(seconds, attributes);
                     }
                 }
             }
@@ -140,7 +141,7 @@ impl Observer {
             turn.span.record("gen_ai.request.model", start.request_model.as_str());
             turn.described = true;
         }
-        let attributes = MetricAttributes {
+        let attributes = self.metrics.is_some().then(|| MetricAttributes {
             operation_name: start.operation_name,
             provider_name: start.provider_name.clone(),
             request_model: start.request_model.clone(),
@@ -148,7 +149,7 @@ impl Observer {
             server_address: start.server_address.clone(),
             server_port: start.server_port,
             error_type: None,
-        };
+        });
         self.inference = Some(Inference { span, started: now, attributes });
     }
 
@@ -182,8 +183,7 @@ impl Observer {
         if let Some(error) = end.error_type {
             spans::fail(span, error);
         }
-        if let Some(metrics) = &self.metrics {
-            let attributes = &mut inference.attributes;
+        if let (Some(metrics), Some(attributes)) = (&self.metrics, &mut inference.attributes) {
             attributes.response_model.clone_from(&end.response_model);
             attributes.error_type = end.error_type;
             let seconds = now.saturating_duration_since(inference.started).as_secs_f64();

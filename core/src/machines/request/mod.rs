@@ -503,8 +503,10 @@ impl<I: Moment> Request<I> {
                 return;
             }
         }
-        let error_type = observe::error_type(&error);
-        out.effects.extend(observe::inference_ended(self.observe, partial.as_ref(), Some(error_type)));
+        if self.observe.is_on() {
+            let error_type = observe::error_type(&error);
+            out.effects.extend(observe::inference_ended(self.observe, partial.as_ref(), Some(error_type)));
+        }
         self.events.push_back(RequestEvent::Failed(Box::new((error, partial))));
     }
 }

@@ -13,12 +13,13 @@
 //! are the OpenTelemetry GenAI semantic conventions' values (`chat`, `gcp.gemini`,
 //! finish reasons, the message JSON), decided once for every driver.
 
+mod content;
+
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::data::error::StreamError;
-use crate::data::message::{Block, Message, Role, Source, ToolResultContent};
 use crate::data::response::{Response, StopReason};
 use crate::data::usage::Usage;
 use crate::machines::common::{Effect, GenerateError, TransportErrorKind};
@@ -228,19 +229,7 @@ pub(crate) fn inference_started(observe: Observe, spec: &RequestSpec<'_>, reques
         Some((host, port)) => (Some(host), Some(port)),
         None => (None, None),
     };
-    let content = (observe == Observe::Content).then(|| InferenceContent {
-        input_messages: messages_json(&spec.context.messages, None),
-        system_instructions: spec.context.system.as_ref().map(|s| json!([{"type": "text", "content": s}]).to_string()),
-        tool_definitions: (!spec.context.tools.is_empty()).then(|| {
-            let tools: Vec<Value> = spec
-                .context
-                .tools
-                .iter()
-                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.input_schema}))
-                .collect();
-            Value::Array(tools).to_string()
-        }),
-    });
+    let content = (observe == Observe::Content).then(|| content::input(spec.context));
     let start = InferenceStart {
         operation_name: "chat",
         provider_name: provider_name(&spec.provider.id).to_string(),
@@ -282,7 +271,7 @@ pub(crate) fn inference_ended(
         error_type,
         output_messages: match (observe, response) {
             (Observe::Content, Some(r)) if !r.message.content.is_empty() => {
-                Some(messages_json(std::slice::from_ref(&r.message), stop))
+                Some(content::messages(std::slice::from_ref(&r.message), stop))
             }
             _ => None,
         },
@@ -290,64 +279,11 @@ pub(crate) fn inference_ended(
     Some(Effect::Observe(Observation::InferenceEnded(Box::new(end))))
 }
 
-/// Messages in the conventions' shape: `[{"role", "parts": [..]}]`, an output message
-/// with its `finish_reason`.
-fn messages_json(messages: &[Message], finish: Option<StopReason>) -> String {
-    let list: Vec<Value> = messages
-        .iter()
-        .map(|message| {
-            let results = message.content.iter().all(|b| matches!(b, Block::ToolResult(_)));
-            let role = match message.role {
-                Role::User if results && !message.content.is_empty() => "tool",
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            let mut object = Map::new();
-            object.insert("role".into(), role.into());
-            object.insert("parts".into(), message.content.iter().map(part).collect());
-            if let Some(stop) = finish {
-                object.insert("finish_reason".into(), finish_reason(stop).into());
-            }
-            Value::Object(object)
-        })
-        .collect();
-    Value::Array(list).to_string()
-}
-
-fn part(block: &Block) -> Value {
-    match block {
-        Block::Text(t) => json!({"type": "text", "content": t.text}),
-        Block::Thinking(t) => json!({"type": "reasoning", "content": t.text}),
-        Block::Attachment(a) => attachment(&a.source, &a.media_type),
-        Block::ToolUse(u) => json!({"type": "tool_call", "id": u.id, "name": u.name, "arguments": u.input}),
-        Block::ToolResult(r) => {
-            let response: Vec<Value> = r
-                .content
-                .iter()
-                .map(|c| match c {
-                    ToolResultContent::Text { text } => json!({"type": "text", "content": text}),
-                    ToolResultContent::Attachment(a) => attachment(&a.source, &a.media_type),
-                })
-                .collect();
-            json!({"type": "tool_call_response", "id": r.tool_use_id, "response": response})
-        }
-    }
-}
-
-fn attachment(source: &Source, media_type: &str) -> Value {
-    let modality = media_type.split('/').next().unwrap_or("file");
-    match source {
-        Source::Base64 { data } => {
-            json!({"type": "blob", "modality": modality, "mime_type": media_type, "content": data})
-        }
-        Source::Url { url } => json!({"type": "uri", "modality": modality, "mime_type": media_type, "uri": url}),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::message::{Attachment, ToolResult, ToolUse};
+    use crate::data::message::{Attachment, Block, Message, Role, Source, ToolResult, ToolUse};
+    use serde_json::json;
 
     #[test]
     fn the_server_is_its_host_and_port_never_its_credentials_path_or_query() {
@@ -381,7 +317,7 @@ mod tests {
             Message::new(Role::Assistant, vec![Block::ToolUse(call)]),
             Message::new(Role::User, vec![Block::ToolResult(ToolResult::text("call_1", "lookup", "sunny"))]),
         ];
-        let json: Value = serde_json::from_str(&messages_json(&messages, None)).expect("JSON");
+        let json: Value = serde_json::from_str(&content::messages(&messages, None)).expect("JSON");
         assert_eq!(
             json,
             json!([
@@ -394,7 +330,7 @@ mod tests {
             ])
         );
         let output: Value =
-            serde_json::from_str(&messages_json(&messages[1..2], Some(StopReason::ToolUse))).expect("JSON");
+            serde_json::from_str(&content::messages(&messages[1..2], Some(StopReason::ToolUse))).expect("JSON");
         assert_eq!(output[0]["finish_reason"], "tool_call");
     }
 
