@@ -533,9 +533,38 @@ pub fn metrics(driver: &mut impl TelemetryDriver) {
     assert!(pairs.iter().any(|(name, _)| *name == "error.type"), "{pairs:?}");
 }
 
+/// Every dialect's inference gets the same `chat` span: usage, finish reason and the
+/// first chunk, whatever the wire format.
+pub fn every_dialect(driver: &mut impl TelemetryDriver) {
+    for dialect in [
+        Dialect::AnthropicMessages,
+        Dialect::OpenaiCompletions,
+        Dialect::OpenaiResponses,
+        Dialect::GoogleGemini,
+        Dialect::OllamaChat,
+    ] {
+        let mock = start_mock(dialect);
+        mock.push(Turn::text("Hello there.").usage(12, 5));
+        driver.client_for(&mock, Settings::default());
+        let root = test_root("dialect");
+        let text = driver.call(&root, None, Options::default()).expect("the call");
+        assert_eq!(text, "Hello there.", "{dialect:?}");
+        let spans = Capture::global().under(&root);
+        assert_eq!(names(&spans), ["chat"], "{dialect:?}: {spans:#?}");
+        let chat = &spans[0];
+        well_formed(chat, CHAT_ATTRIBUTES);
+        expect_field(chat, "gen_ai.response.finish_reasons", r#"["stop"]"#);
+        expect_field(chat, "gen_ai.usage.input_tokens", "12");
+        expect_field(chat, "gen_ai.usage.output_tokens", "5");
+        assert!(field(chat, "gen_ai.response.time_to_first_chunk").is_some(), "{dialect:?}");
+        assert!(field(chat, "gen_ai.response.model").is_some(), "{dialect:?}");
+    }
+}
+
 /// Every check, in one driver.
 pub fn all(driver: &mut impl TelemetryDriver) {
     text_call(driver);
+    every_dialect(driver);
     tool_loop(driver);
     retried(driver);
     redirected(driver);
