@@ -60,6 +60,18 @@ impl Case {
         matches!(self, Self::OpenaiTool | Self::AnthropicTool)
     }
 
+    /// The deltas and their bytes in one stream of this case at `scale`: what every
+    /// client must count (text deltas of [`WORD`], or the arguments in [`FRAGMENT`]-byte
+    /// fragments).
+    pub fn expected(self, scale: Scale) -> (u64, u64) {
+        if self.is_tool() {
+            let args = tool_args(scale).len();
+            (args.div_ceil(FRAGMENT) as u64, args as u64)
+        } else {
+            (scale.text_deltas as u64, (scale.text_deltas * WORD.len()) as u64)
+        }
+    }
+
     /// The response body (SSE) of this case at `scale`.
     pub fn body(self, scale: Scale) -> Vec<u8> {
         if self.is_tool() {

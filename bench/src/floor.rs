@@ -25,19 +25,24 @@ const READ: usize = 16 * 1024;
 /// Runs `case` against the server at `base_url` (`http://127.0.0.1:port`).
 pub fn run(case: Case, base_url: &str) -> io::Result<Tally> {
     let before = allocations();
-    let mut tally = read_stream(case, base_url)?;
+    let mut tally = read_stream(case, base_url, &mut || {})?;
     tally.allocations = allocations() - before;
     Ok(tally)
 }
 
-fn read_stream(case: Case, base_url: &str) -> io::Result<Tally> {
+/// Reads one stream of `case` from the server at `base_url`, as [`run`] does, without
+/// counting allocations (the caller counts them for the whole process) and calling
+/// `gate` once, as soon as the first read that holds a delta has been decoded (the
+/// concurrency benchmark's barrier: every stream in flight at once). A stream that ends
+/// or fails before any delta never calls `gate`: the caller must then pass its barrier.
+pub fn read_stream(case: Case, base_url: &str, gate: &mut dyn FnMut()) -> io::Result<Tally> {
     let host = base_url.strip_prefix("http://").ok_or_else(|| io::Error::other("the floor speaks plain http"))?;
     let mut socket = TcpStream::connect(host)?;
     socket.write_all(request(case.dialect(), host).as_bytes())?;
     let data = memmem::Finder::new(b"data: ");
     let mut tally = Tally::default();
     let mut buf = vec![0u8; READ];
-    let (mut filled, mut in_body) = (0, false);
+    let (mut filled, mut in_body, mut gated) = (0, false, false);
     loop {
         if buf.len() - filled < READ {
             buf.resize(filled + READ, 0);
@@ -63,6 +68,10 @@ fn read_stream(case: Case, base_url: &str) -> io::Result<Tally> {
                 tally.delta(delta_len(case, payload));
             }
             start = from + end + 2;
+        }
+        if !gated && tally.deltas > 0 {
+            gated = true;
+            gate();
         }
         buf.copy_within(start..filled, 0);
         filled -= start;

@@ -14,7 +14,7 @@ use crate::rusage;
 use crate::server::Server;
 
 /// Longest one client may take before it is killed and the run fails.
-const RUN_LIMIT: Duration = Duration::from_secs(300);
+pub const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// One client's run of one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,36 +32,11 @@ pub struct Run {
 pub fn run_once(exe: &Path, server: &Server, client: ClientKind, case: Case) -> Result<Run, String> {
     let _ = server.arrivals();
     let spawned = Instant::now();
-    let mut child = Command::new(exe)
-        .args([client.name(), case.name(), &server.base_url()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-    // The output is one line, and a panic's message: both fit in a pipe's buffer, so the
-    // child never waits for the reads below.
-    let (sender, exited) = mpsc::channel();
-    let pid = child.id();
-    thread::spawn(move || sender.send(rusage::wait(pid)));
-    let exit = match exited.recv_timeout(RUN_LIMIT) {
-        Ok(exit) => exit,
-        Err(_) => {
-            let _ = child.kill();
-            let _ = exited.recv();
-            return Err(format!("{client} {case}: killed after {RUN_LIMIT:?}"));
-        }
-    }
-    .map_err(|e| format!("{client} {case}: wait4: {e}"))?;
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    if let Some(out) = child.stdout.as_mut() {
-        let _ = out.read_to_string(&mut stdout);
-    }
-    if let Some(err) = child.stderr.as_mut() {
-        let _ = err.read_to_string(&mut stderr);
-    }
+    let child = run_child(exe, &[client.name(), case.name(), &server.base_url()], RUN_LIMIT)
+        .map_err(|e| format!("{client} {case}: {e}"))?;
+    let (exit, stdout) = (child.exit, child.stdout);
     if !exit.success {
-        return Err(format!("{client} {case}: wait status {}: {}{}", exit.status, stdout.trim(), stderr.trim()));
+        return Err(format!("{client} {case}: wait status {}: {}{}", exit.status, stdout.trim(), child.stderr.trim()));
     }
     let tally = Tally::parse(stdout.trim()).ok_or_else(|| format!("{client} {case}: unreadable output {stdout:?}"))?;
     let arrivals = server.arrivals();
@@ -69,6 +44,59 @@ pub fn run_once(exe: &Path, server: &Server, client: ClientKind, case: Case) -> 
         return Err(format!("{client} {case}: {} requests instead of one", arrivals.len()));
     };
     Ok(Run { tally, cpu: exit.cpu, startup: arrival.at.saturating_duration_since(spawned) })
+}
+
+/// A child process that ended: the kernel's account of it, and what it printed.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Its exit status, CPU time and peak resident set.
+    pub exit: rusage::Exit,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+    /// From just before it was spawned to its having been reaped.
+    pub wall: Duration,
+}
+
+/// Runs `exe` with `args` to its end (killed after `limit`), its output read as it
+/// comes (so that a child writing more than a pipe holds never waits for the parent),
+/// and reaps it with `wait4` for its CPU time and peak resident set.
+pub fn run_child(exe: &Path, args: &[&str], limit: Duration) -> Result<Finished, String> {
+    let spawned = Instant::now();
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let read_all = |pipe: Option<Box<dyn Read + Send>>| {
+        thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = read_all(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = read_all(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let (sender, exited) = mpsc::channel();
+    let pid = child.id();
+    thread::spawn(move || sender.send(rusage::wait(pid)));
+    let exit = match exited.recv_timeout(limit) {
+        Ok(exit) => exit,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = exited.recv();
+            return Err(format!("killed after {limit:?}"));
+        }
+    }
+    .map_err(|e| format!("wait4: {e}"))?;
+    let wall = spawned.elapsed();
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    Ok(Finished { exit, stdout, stderr, wall })
 }
 
 /// Every run of one case: `runs[c]` holds client `clients[c]`'s runs, one per round.

@@ -10,13 +10,17 @@
 //! - [`server`]: the loopback server, noting when each request arrives.
 //! - [`harness`]: a child process per run, CPU taken by [`rusage`], interleaved rounds,
 //!   medians and ratios.
+//! - [`many`] and [`concurrency`]: many streams at once from one client (issue 29), the
+//!   client side and the measurement.
 //!
 //! The client binary counts allocations with `omni_conformance::heap::AllocationCounter`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 pub mod case;
+pub mod concurrency;
 pub mod drivers;
 pub mod floor;
 pub mod harness;
+pub mod many;
 pub mod rusage;
 pub mod server;

@@ -12,9 +12,12 @@ pub struct Exit {
     pub status: i32,
     /// User plus system CPU time of the whole process: every thread, from `exec` to exit.
     pub cpu: Duration,
+    /// Peak resident set size of the process (`ru_maxrss`), KiB.
+    pub max_rss_kb: u64,
 }
 
-/// Waits for the child `pid` to end and reaps it (`wait4`), returning its CPU time.
+/// Waits for the child `pid` to end and reaps it (`wait4`), returning its CPU time and
+/// peak resident set size.
 ///
 /// Why `wait4` rather than the child calling `getrusage(RUSAGE_SELF)` before it exits:
 /// the kernel's account covers everything the process did (loader, runtime start,
@@ -45,7 +48,8 @@ pub fn wait(pid: u32) -> io::Result<Exit> {
             + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
     };
     let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok(Exit { success, status, cpu: time(usage.ru_utime) + time(usage.ru_stime) })
+    let max_rss_kb = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    Ok(Exit { success, status, cpu: time(usage.ru_utime) + time(usage.ru_stime), max_rss_kb })
 }
 
 /// The CPU time (user + system) the calling thread has used so far

@@ -7,13 +7,17 @@
 //! per piece, and does not note when requests arrive; this server does only what the
 //! benchmark needs, so that the server's own work stays small and constant (it runs in
 //! the harness's process, beside the measured child, on a machine with few cores).
-//! Connections are served one after another: the harness runs one client at a time.
+//! Connections are served one after another: the harness runs one client at a time,
+//! one call each. [`Server::start_concurrent`] serves each connection on a thread of its
+//! own instead, for the concurrency benchmark (N streams at once from one client), with
+//! a listen backlog of [`BACKLOG`] so that N connects at once are not dropped and
+//! retried; it also notes the most connections open at once.
 //! A list of responses can be served in turn ([`Server::serve_in_turn`]): a tool loop's
 //! steps, for the telemetry benchmark.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -25,6 +29,11 @@ use memchr::memmem;
 const MAX_REQUEST: usize = 1 << 20;
 /// Longest wait for a client's bytes, or for it to take the response.
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
+/// The concurrent server's listen backlog (std listens with 128; Linux caps it at
+/// `net.core.somaxconn`, 4096 by default).
+pub const BACKLOG: i32 = 4096;
+/// Stack of a concurrent server's connection thread (it needs a few KiB).
+const CONNECTION_STACK: usize = 128 * 1024;
 
 /// A request as it arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,25 +66,62 @@ pub struct Server {
     responses: Arc<Mutex<Responses>>,
     arrivals: Receiver<Arrival>,
     stop: Arc<AtomicBool>,
+    connections: Arc<Connections>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Connections open now, and the most open at once since the last look.
+#[derive(Debug, Default)]
+struct Connections {
+    open: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Connections {
+    fn opened(&self) {
+        let open = self.open.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(open, Ordering::SeqCst);
+    }
+
+    fn closed(&self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Server {
     /// Binds 127.0.0.1 on a free port; it answers 404 until [`Server::serve`].
     pub fn start() -> io::Result<Self> {
+        Self::start_with(false)
+    }
+
+    /// As [`Server::start`], but each connection is served on a thread of its own, as
+    /// soon as it is accepted, so that any number of clients are served at once.
+    pub fn start_concurrent() -> io::Result<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(concurrent: bool) -> io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
+        if concurrent {
+            listen_deeper(&listener)?;
+        }
         let addr = listener.local_addr()?;
         let not_found = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec();
         let responses = Arc::new(Mutex::new(Responses { list: vec![Arc::new(not_found)], next: 0 }));
         let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Connections::default());
         let (sender, arrivals) = mpsc::channel();
         let thread = {
-            let (responses, stop) = (responses.clone(), stop.clone());
-            thread::Builder::new()
-                .name("omni-bench-server".into())
-                .spawn(move || accept_loop(&listener, &responses, &sender, &stop))?
+            let (responses, stop, connections) = (responses.clone(), stop.clone(), connections.clone());
+            thread::Builder::new().name("omni-bench-server".into()).spawn(move || {
+                if concurrent {
+                    accept_concurrently(&listener, &responses, &sender, &stop, &connections);
+                } else {
+                    accept_loop(&listener, &responses, &sender, &stop);
+                }
+            })?
         };
-        Ok(Self { addr, responses, arrivals, stop, thread: Some(thread) })
+        Ok(Self { addr, responses, arrivals, stop, connections, thread: Some(thread) })
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -114,6 +160,13 @@ impl Server {
     pub fn arrivals(&self) -> Vec<Arrival> {
         self.arrivals.try_iter().collect()
     }
+
+    /// The most connections a concurrent server had open at once since the last call
+    /// (then counting starts again from those open now). Zero for a serial server.
+    pub fn peak_connections(&self) -> usize {
+        let now = self.connections.open.load(Ordering::SeqCst);
+        self.connections.peak.swap(now, Ordering::SeqCst)
+    }
 }
 
 impl Drop for Server {
@@ -137,6 +190,49 @@ fn accept_loop(listener: &TcpListener, responses: &Mutex<Responses>, arrivals: &
         // A client that goes away early is its own failure, reported by the harness.
         let _ = serve(conn, &response, arrivals);
     }
+}
+
+fn accept_concurrently(
+    listener: &TcpListener,
+    responses: &Mutex<Responses>,
+    arrivals: &Sender<Arrival>,
+    stop: &AtomicBool,
+    connections: &Arc<Connections>,
+) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(conn) = conn else { continue };
+        let response = responses.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let (arrivals, connections) = (arrivals.clone(), connections.clone());
+        connections.opened();
+        let spawned = thread::Builder::new().stack_size(CONNECTION_STACK).spawn({
+            let connections = connections.clone();
+            move || {
+                let _ = serve(conn, &response, &arrivals);
+                connections.closed();
+            }
+        });
+        // No thread: the connection was dropped with the closure (the client sees it
+        // closed and fails its run).
+        if spawned.is_err() {
+            connections.closed();
+        }
+    }
+}
+
+/// Listens again with a backlog of [`BACKLOG`] (on Linux, `listen` on a listening
+/// socket sets its backlog anew).
+// `listen` is a foreign function.
+#[allow(unsafe_code)]
+fn listen_deeper(listener: &TcpListener) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is the listener's, open for the call.
+    if unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn serve(mut conn: TcpStream, response: &[u8], arrivals: &Sender<Arrival>) -> io::Result<()> {
@@ -206,6 +302,32 @@ mod tests {
         let arrivals = server.arrivals();
         assert_eq!(arrivals.len(), 1);
         assert_eq!(arrivals[0].path, "/v1/messages");
+    }
+
+    #[test]
+    fn a_concurrent_server_serves_every_connection_at_once() {
+        let server = Server::start_concurrent().unwrap();
+        server.serve(b"data: x\n\n");
+        // Every connection's request written before any answer is read: a serial server
+        // would hold all but the first.
+        let mut conns: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+        for conn in &mut conns {
+            conn.write_all(b"POST /v1/messages HTTP/1.1\r\ncontent-length: 0\r\n\r\n").unwrap();
+        }
+        for conn in conns.iter_mut().rev() {
+            let mut answer = String::new();
+            conn.read_to_string(&mut answer).unwrap();
+            assert!(answer.ends_with("\r\n\r\ndata: x\n\n"), "{answer}");
+        }
+        drop(conns);
+        assert_eq!(server.arrivals().len(), 50);
+        // Each connection thread counts itself closed once the client's end has come.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.connections.open.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(server.peak_connections(), 50);
+        assert_eq!(server.peak_connections(), 0);
     }
 
     #[test]
