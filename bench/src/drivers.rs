@@ -11,19 +11,19 @@ use omni_protocol::{Model, Options, StreamEvent};
 use crate::case::{Case, Tally};
 use omni_conformance::heap::allocations;
 
-const PROMPT: &str = "Say hello.";
+pub(crate) const PROMPT: &str = "Say hello.";
 
-fn model(case: Case) -> Model {
+pub(crate) fn model(case: Case) -> Model {
     Wire(case.dialect()).model()
 }
 
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     Options { max_steps: Some(1), ..Options::default() }
 }
 
 /// Counts one event into `tally`; the end of the call is `Ok(true)`, a failed call an
 /// error.
-fn count(case: Case, tally: &mut Tally, event: &GenerateEvent) -> Result<bool, String> {
+pub(crate) fn count(case: Case, tally: &mut Tally, event: &GenerateEvent) -> Result<bool, String> {
     match event {
         GenerateEvent::Stream { event: StreamEvent::TextDelta { delta, .. }, .. } if !case.is_tool() => {
             tally.delta(delta.len());

@@ -34,13 +34,10 @@ use std::thread;
 
 use omni_conformance::heap::allocations;
 use omni_conformance::wires::Wire;
-use omni_protocol::generate::GenerateEvent;
-use omni_protocol::{Model, Options, StreamEvent};
 
 use crate::case::{Case, ClientKind, Tally};
+use crate::drivers::{count, model, options, PROMPT};
 use crate::floor;
-
-const PROMPT: &str = "Say hello.";
 
 /// Where each stream waits for all the others (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,31 +203,6 @@ pub fn peak_rss_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find_map(|line| line.strip_prefix("VmHWM:"))?;
     line.trim().trim_end_matches("kB").trim().parse().ok()
-}
-
-fn model(case: Case) -> Model {
-    Wire(case.dialect()).model()
-}
-
-fn options() -> Options {
-    Options { max_steps: Some(1), ..Options::default() }
-}
-
-/// Counts one event into `tally`; the end of the call is `Ok(true)`, a failed call an
-/// error (as `drivers::count`).
-fn count(case: Case, tally: &mut Tally, event: &GenerateEvent) -> Result<bool, String> {
-    match event {
-        GenerateEvent::Stream { event: StreamEvent::TextDelta { delta, .. }, .. } if !case.is_tool() => {
-            tally.delta(delta.len());
-        }
-        GenerateEvent::Stream { event: StreamEvent::ToolUseDelta { delta, .. }, .. } if case.is_tool() => {
-            tally.delta(delta.len());
-        }
-        GenerateEvent::Finished(_) => return Ok(true),
-        GenerateEvent::Failed { error, .. } => return Err(format!("the call failed: {error}")),
-        _ => {}
-    }
-    Ok(false)
 }
 
 /// Joins scoped threads' results; a thread that panicked is a failed stream.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use omni_protocol::{Dialect, Options};
 use omni_shell::telemetry::{instruments, MetricAttributes, Metrics, TokenType};
+use omni_shell::{ClientBuilder, Connect};
 use omni_testkit::http::Reply;
 use omni_testkit::{MockProvider, Turn, MODEL_ID, PROVIDER_ID};
 use serde_json::json;
@@ -59,6 +60,25 @@ pub struct Settings {
     pub metrics: Option<RecordingMetrics>,
     /// `ClientBuilder::proxy` instead of `no_proxy`.
     pub proxy: Option<&'static str>,
+}
+
+impl Settings {
+    /// A client builder of any driver for `mock` with these settings.
+    pub fn apply<D: Connect>(&self, mock: &MockProvider, builder: ClientBuilder<D>) -> ClientBuilder<D> {
+        let builder = builder.provider(mock.provider()).capture_content(self.content);
+        let builder = match self.proxy {
+            Some(proxy) => builder.proxy(proxy),
+            None => builder.no_proxy(),
+        };
+        let builder = match self.key {
+            Some(key) => builder.api_key(PROVIDER_ID, key),
+            None => builder,
+        };
+        match self.metrics.clone() {
+            Some(metrics) => builder.metrics(metrics),
+            None => builder,
+        }
+    }
 }
 
 /// One measurement, as [`RecordingMetrics`] keeps it.

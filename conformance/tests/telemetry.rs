@@ -60,20 +60,7 @@ fn lookup() -> AsyncTool {
 impl<D: Driver> TelemetryDriver for Async<D> {
     fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
         let _inside = (self.enter)();
-        let builder = omni_shell::Client::<D>::builder().provider(mock.provider()).capture_content(settings.content);
-        let builder = match settings.proxy {
-            Some(proxy) => builder.proxy(proxy),
-            None => builder.no_proxy(),
-        };
-        let builder = match settings.key {
-            Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
-            None => builder,
-        };
-        let builder = match settings.metrics {
-            Some(metrics) => builder.metrics(metrics),
-            None => builder,
-        };
-        self.client = Some(builder.build().expect("client"));
+        self.client = Some(settings.apply(mock, omni_shell::Client::<D>::builder()).build().expect("client"));
     }
 
     fn call(&mut self, root: &tracing::Span, system: Option<&str>, options: Options) -> Result<String, String> {
@@ -166,20 +153,7 @@ fn blocking_lookup() -> omni_blocking::Tool {
 
 impl TelemetryDriver for Blocking {
     fn client_for(&mut self, mock: &MockProvider, settings: Settings) {
-        let builder = omni_blocking::Client::builder().provider(mock.provider()).capture_content(settings.content);
-        let builder = match settings.proxy {
-            Some(proxy) => builder.proxy(proxy),
-            None => builder.no_proxy(),
-        };
-        let builder = match settings.key {
-            Some(key) => builder.api_key(omni_testkit::PROVIDER_ID, key),
-            None => builder,
-        };
-        let builder = match settings.metrics {
-            Some(metrics) => builder.metrics(metrics),
-            None => builder,
-        };
-        self.client = Some(builder.build().expect("client"));
+        self.client = Some(settings.apply(mock, omni_blocking::Client::builder()).build().expect("client"));
     }
 
     fn call(&mut self, root: &tracing::Span, system: Option<&str>, options: Options) -> Result<String, String> {
